@@ -1,0 +1,235 @@
+"""Scenario configuration: TOML files loaded into frozen, documented dataclasses.
+
+Every field carries its unit and valid range in its metadata; `load_config` rejects unknown
+keys, wrong types and out-of-range values with one `ConfigError` naming the file and the key.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class ConfigError(ValueError):
+    """Invalid configuration; str() is one line naming file and key."""
+
+    def __init__(self, file: str | Path, key: str, problem: str):
+        self.file, self.key, self.problem = str(file), key, problem
+        super().__init__(f"{file}: {key}: {problem}" if key else f"{file}: {problem}")
+
+
+def _f(default, doc: str, *, lo=None, hi=None, lo_open=False, choices=None):
+    """A config field: default, documentation with unit, and validation range."""
+    return field(default=default, metadata=dict(doc=doc, lo=lo, hi=hi, lo_open=lo_open,
+                                                choices=choices))
+
+
+@dataclass(frozen=True)
+class ArenaConfig:
+    size: float = _f(400.0, "edge length of the cubic arena centred at the origin [m]", lo=1.0, lo_open=True)
+
+
+@dataclass(frozen=True)
+class ShipsConfig:
+    count: int = _f(12, "number of ships, the user's ship (index 0) included [-]", lo=1, hi=100_000)
+    user_model: str = _f("fighter", "model of the user's ship (a mesh name in assets/) [-]")
+    models: tuple[str, ...] = _f(("fighter", "lamp", "freighter"),
+                                 "models of the autonomous ships, assigned round-robin [-]")
+    initial_speed: float = _f(5.0, "largest initial speed of an autonomous ship [m/s]", lo=0.0)
+    spacing: float = _f(1.2, "minimum initial centre distance as a multiple of the summed bounding radii [-]",
+                        lo=1.0)
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    seed: int = _f(1, "seed of every random draw (placement, autopilot) [-]", lo=0)
+    frame_dt: float = _f(1 / 30, "simulation time advanced per frame [s]", lo=0.0, lo_open=True, hi=1.0)
+    min_temporal_resolution: float = _f(1 / 60, "collision detection samples at least this often [s]",
+                                        lo=0.0, lo_open=True, hi=1.0)
+    target_frame_time: float = _f(1 / 30, "wall-clock time wanted per frame [s]", lo=0.0, lo_open=True, hi=10.0)
+
+
+@dataclass(frozen=True)
+class IntegratorConfig:
+    tolerance: float = _f(1e-4, "allowed local error per RK2 step, position/velocity norm [m, m/s]",
+                          lo=0.0, lo_open=True)
+    min_step: float = _f(1e-4, "smallest RK2 step [s]", lo=0.0, lo_open=True)
+    max_step: float = _f(1 / 30, "largest RK2 step [s]", lo=0.0, lo_open=True)
+    max_substeps: int = _f(64, "cap on RK2 sub-steps per ship per frame [-]", lo=1, hi=100_000)
+
+
+@dataclass(frozen=True)
+class ControlConfig:
+    max_thrust: float = _f(20.0, "largest forward (thrust) acceleration along the body x axis [m/s^2]", lo=0.0)
+    max_angular_rate: float = _f(1.5, "largest commanded rotational velocity per body axis [rad/s]", lo=0.0)
+    drag: float = _f(0.2, "linear velocity damping coefficient (bounds speed to max_thrust/drag) [1/s]",
+                     lo=0.0, lo_open=True)
+    rotation_time_constant: float = _f(0.25, "time for angular velocity to follow the command [s]",
+                                       lo=0.0, lo_open=True)
+
+
+@dataclass(frozen=True)
+class AutopilotConfig:
+    change_interval_min: float = _f(2.0, "shortest time between random control draws [s]", lo=0.0, lo_open=True)
+    change_interval_max: float = _f(5.0, "longest time between random control draws [s]", lo=0.0, lo_open=True)
+    thrust_fraction_max: float = _f(1.0, "largest random thrust as a fraction of max_thrust [-]", lo=0.0, hi=1.0)
+
+
+@dataclass(frozen=True)
+class Waypoints:
+    ship: int = _f(0, "index of the ship that follows this path [-]", lo=0)
+    points: tuple[tuple[float, ...], ...] = _f((), "waypoints in the world frame, each [x, y, z] [m]")
+    speed: float = _f(10.0, "cruise speed between waypoints [m/s]", lo=0.0, lo_open=True)
+    arrive_radius: float = _f(5.0, "distance at which a waypoint counts as reached [m]", lo=0.0, lo_open=True)
+    loop: bool = _f(True, "start again at the first waypoint after the last [-]")
+
+
+@dataclass(frozen=True)
+class ScriptConfig:
+    paths: tuple[Waypoints, ...] = _f((), "scripted ships; the others use the random autopilot [-]")
+
+
+@dataclass(frozen=True)
+class CollisionConfig:
+    broadphase: str = _f("space_time", "broad phase [-]", choices=("space_time", "sweep_prune", "brute_force"))
+    tree_method: str = _f("medial", "sphere-tree builder [-]", choices=("medial", "octree"))
+    tree_branching: int = _f(8, "children per sphere-tree node [-]", lo=2, hi=64)
+    tree_depth: int = _f(3, "sphere-tree levels below the root [-]", lo=1, hi=6)
+    time_critical: bool = _f(True, "refine only as deep as the frame budget allows (else always exact) [-]")
+    min_level: int = _f(1, "every colliding pair is refined at least to this level [-]", lo=0)
+    exact: bool = _f(True, "finish with triangle-triangle tests when time allows [-]")
+    restitution: float = _f(1.0, "coefficient of restitution of collision response [-]", lo=0.0, hi=1.0)
+    render_average_frames: int = _f(8, "frames in the moving average that predicts render time [-]", lo=1)
+    safety_margin: float = _f(0.001, "time held back from the detection budget [s]", lo=0.0)
+
+
+@dataclass(frozen=True)
+class Config:
+    arena: ArenaConfig = ArenaConfig()
+    ships: ShipsConfig = ShipsConfig()
+    sim: SimConfig = SimConfig()
+    integrator: IntegratorConfig = IntegratorConfig()
+    controls: ControlConfig = ControlConfig()
+    autopilot: AutopilotConfig = AutopilotConfig()
+    script: ScriptConfig = ScriptConfig()
+    collision: CollisionConfig = CollisionConfig()
+    source: str = "<defaults>"  # file the config came from (not a TOML key)
+
+
+_TOP_SECTIONS = [f for f in dataclasses.fields(Config) if f.name != "source"]
+
+
+def load_config(path: str | Path) -> Config:
+    """Load and validate a TOML scenario. Raises ConfigError naming the file and key."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(path, "", "file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(path, "", f"cannot read: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(path, "", f"not valid TOML: {e}") from None
+    cfg = _build(Config, {k: v for k, v in raw.items()}, path, "", skip=("source",))
+    cfg = dataclasses.replace(cfg, source=str(path))
+    _check_relations(cfg, path)
+    return cfg
+
+
+def config_from_dict(raw: dict, name: str = "<dict>") -> Config:
+    """Build a Config from a nested dict with the same validation as load_config."""
+    cfg = _build(Config, raw, name, "", skip=("source",))
+    cfg = dataclasses.replace(cfg, source=name)
+    _check_relations(cfg, name)
+    return cfg
+
+
+def _build(cls, raw, file, prefix, skip=()):
+    if not isinstance(raw, dict):
+        raise ConfigError(file, prefix.rstrip("."), f"expected a table, got {type(raw).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.name not in skip}
+    hints = typing.get_type_hints(cls)
+    for key in raw:
+        if key not in fields:
+            raise ConfigError(file, prefix + key, f"unknown key (known: {', '.join(fields)})")
+    kwargs = {name: _convert(hints[name], raw[name], file, prefix + name, f.metadata)
+              for name, f in fields.items() if name in raw}
+    return cls(**kwargs)
+
+
+def _convert(tp, value, file, key, meta):
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, file, key + ".")
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise ConfigError(file, key, f"expected an array, got {type(value).__name__}")
+        item_tp = typing.get_args(tp)[0]
+        return tuple(_convert(item_tp, v, file, f"{key}[{i}]", {}) for i, v in enumerate(value))
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(file, key, f"expected true/false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(file, key, f"expected an integer, got {value!r}")
+    elif tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(file, key, f"expected a number, got {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise ConfigError(file, key, f"must be finite, got {value!r}")
+    elif tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(file, key, f"expected a string, got {value!r}")
+    _check_range(value, file, key, meta)
+    return value
+
+
+def _check_range(value, file, key, meta):
+    lo, hi, choices = meta.get("lo"), meta.get("hi"), meta.get("choices")
+    if choices is not None and value not in choices:
+        raise ConfigError(file, key, f"must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    if lo is not None and (value < lo or (meta.get("lo_open") and value == lo)):
+        rel = ">" if meta.get("lo_open") else ">="
+        raise ConfigError(file, key, f"must be {rel} {lo}, got {value!r}")
+    if hi is not None and value > hi:
+        raise ConfigError(file, key, f"must be <= {hi}, got {value!r}")
+
+
+def _check_relations(cfg: Config, file):
+    """Constraints between fields."""
+    i, a = cfg.integrator, cfg.autopilot
+    if i.min_step > i.max_step:
+        raise ConfigError(file, "integrator.min_step", f"must be <= integrator.max_step ({i.max_step})")
+    if a.change_interval_min > a.change_interval_max:
+        raise ConfigError(file, "autopilot.change_interval_min",
+                          f"must be <= autopilot.change_interval_max ({a.change_interval_max})")
+    if not cfg.ships.models:
+        raise ConfigError(file, "ships.models", "must name at least one model")
+    for j, p in enumerate(cfg.script.paths):
+        key = f"script.paths[{j}]"
+        if p.ship >= cfg.ships.count:
+            raise ConfigError(file, key + ".ship", f"ship {p.ship} does not exist (ships.count = {cfg.ships.count})")
+        if not p.points:
+            raise ConfigError(file, key + ".points", "needs at least one waypoint")
+        for k, pt in enumerate(p.points):
+            if len(pt) != 3:
+                raise ConfigError(file, f"{key}.points[{k}]", f"expected [x, y, z], got {list(pt)}")
+
+
+def describe(cls=Config, prefix="") -> list[str]:
+    """Lines documenting every key: `section.key = default  # doc`."""
+    lines = []
+    for f in dataclasses.fields(cls):
+        if f.name == "source":
+            continue
+        if dataclasses.is_dataclass(f.default):
+            lines += describe(type(f.default), prefix + f.name + ".")
+        else:
+            lines.append(f"{prefix}{f.name} = {f.default!r}  # {f.metadata.get('doc', '')}")
+    return lines

@@ -1,0 +1,102 @@
+"""SphereTree: a ship's sphere hierarchy as flat arrays that numba kernels can walk.
+
+Nodes are stored level by level (breadth first): level 0 is the single bounding sphere,
+level k's nodes are contiguous, and each node's children are contiguous at level k+1.
+All coordinates are in the ship's body (model) frame, metres.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class SphereTree:
+    """Flat sphere tree.
+
+    center      : (m, 3) float64, body frame [m]
+    radius      : (m,)   float64 [m]
+    error       : (m,)   float64 [m] upper bound on max distance from any point of the
+                  sphere to the ship (solid for closed meshes, surface for open ones)
+    witness     : (m, 3) float64, body frame [m] a point on the ship's surface inside the sphere
+                  (lets the narrow phase bound separation with real surface points)
+    level       : (m,)   int32, depth of the node (0 = root)
+    parent      : (m,)   int32, parent index (-1 for the root)
+    first_child : (m,)   int32, index of the first child (-1 for leaves)
+    child_count : (m,)   int32, number of children (0 for leaves)
+    leaf_tri_ptr: (m+1,) int64, CSR row pointer: triangles touched by node i are
+                  leaf_tri_idx[leaf_tri_ptr[i]:leaf_tri_ptr[i+1]] (empty for interior nodes)
+    leaf_tri_idx: (k,)   int32, triangle indices into the mesh's faces
+    level_start : (depth+2,) int64, nodes of level k are level_start[k]:level_start[k+1]
+    closed      : bool, whether the mesh was watertight (solid) when built
+    method      : str, builder name ("medial" or "octree")
+    key         : str, hash of mesh + build parameters (cache key)
+    """
+
+    center: np.ndarray
+    radius: np.ndarray
+    error: np.ndarray
+    witness: np.ndarray
+    level: np.ndarray
+    parent: np.ndarray
+    first_child: np.ndarray
+    child_count: np.ndarray
+    leaf_tri_ptr: np.ndarray
+    leaf_tri_idx: np.ndarray
+    level_start: np.ndarray
+    closed: bool = True
+    method: str = "octree"
+    key: str = ""
+
+    @property
+    def depth(self) -> int:
+        """Number of levels below the root."""
+        return len(self.level_start) - 2
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.radius)
+
+    def level_slice(self, k: int) -> slice:
+        if not 0 <= k <= self.depth:
+            raise IndexError(f"level {k} outside 0..{self.depth}")
+        return slice(int(self.level_start[k]), int(self.level_start[k + 1]))
+
+    def level(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(centers (n,3), radii (n,), errors (n,)) of level k."""
+        s = self.level_slice(k)
+        return self.center[s], self.radius[s], self.error[s]
+
+    def leaf_triangles(self, node: int) -> np.ndarray:
+        return self.leaf_tri_idx[self.leaf_tri_ptr[node]:self.leaf_tri_ptr[node + 1]]
+
+    # --- persistence -------------------------------------------------------------
+    _ARRAYS = ("center", "radius", "error", "witness", "level", "parent", "first_child",
+               "child_count", "leaf_tri_ptr", "leaf_tri_idx", "level_start")
+
+    def save(self, path) -> None:
+        """Write to .npz atomically (temp file + rename: never half-written)."""
+        import os
+        import tempfile
+        path = os.fspath(path)
+        d = os.path.dirname(os.path.abspath(path))
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".npz.tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **{a: getattr(self, a) for a in self._ARRAYS},
+                         closed=np.array(self.closed), method=np.array(self.method),
+                         key=np.array(self.key))
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path) -> "SphereTree":
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {a: z[a] for a in cls._ARRAYS}
+            return cls(**arrays, closed=bool(z["closed"]), method=str(z["method"]),
+                       key=str(z["key"]))

@@ -1,0 +1,80 @@
+"""ShipState: every ship's state as a struct of numpy arrays (the caller owns it).
+
+Conventions: world frame is right-handed, metres and seconds. Orientation quaternions are
+(w, x, y, z), unit length, rotating body-frame vectors into the world frame. A ship's nose
+(thrust direction) is its body +x axis. Ship 0 is the user's ship.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+
+@dataclass(eq=False)
+class ShipState:
+    """pos       : (n, 3) float64, world frame [m] (centre of the model's bounding sphere frame origin)
+    vel       : (n, 3) float64, world frame [m/s]
+    quat      : (n, 4) float64, (w, x, y, z) body -> world
+    omega     : (n, 3) float64, body frame angular velocity [rad/s]
+    inv_mass  : (n,)   float64 [1/kg]; 0 means infinite mass (the user's ship)
+    radius    : (n,)   float64, bounding radius of the model about the body origin [m]
+    model_id  : (n,)   int32, index into the list of ship models
+    thrust    : (n,)   float64, commanded forward acceleration along body +x [m/s^2]
+    omega_cmd : (n, 3) float64, commanded body-frame rotational velocity [rad/s]
+    """
+
+    pos: np.ndarray
+    vel: np.ndarray
+    quat: np.ndarray
+    omega: np.ndarray
+    inv_mass: np.ndarray
+    radius: np.ndarray
+    model_id: np.ndarray
+    thrust: np.ndarray
+    omega_cmd: np.ndarray
+
+    @classmethod
+    def zeros(cls, n: int) -> "ShipState":
+        quat = np.zeros((n, 4))
+        quat[:, 0] = 1.0
+        return cls(pos=np.zeros((n, 3)), vel=np.zeros((n, 3)), quat=quat, omega=np.zeros((n, 3)),
+                   inv_mass=np.ones(n), radius=np.ones(n), model_id=np.zeros(n, np.int32),
+                   thrust=np.zeros(n), omega_cmd=np.zeros((n, 3)))
+
+    @property
+    def n(self) -> int:
+        return len(self.pos)
+
+    def copy(self) -> "ShipState":
+        return ShipState(**{f.name: getattr(self, f.name).copy() for f in fields(self)})
+
+    def hash(self) -> str:
+        """SHA-256 over every array's bytes: equal hashes mean bit-identical states."""
+        h = hashlib.sha256()
+        for f in fields(self):
+            a = np.ascontiguousarray(getattr(self, f.name))
+            h.update(f.name.encode())
+            h.update(str(a.dtype).encode())
+            h.update(a.tobytes())
+        return h.hexdigest()
+
+
+def quat_to_matrix(q: np.ndarray) -> np.ndarray:
+    """(..., 4) unit quaternions (w, x, y, z) -> (..., 3, 3) rotation matrices (body -> world)."""
+    w, x, y, z = np.moveaxis(np.asarray(q, dtype=np.float64), -1, 0)
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+    ], -2)
+
+
+def transforms(state: ShipState) -> np.ndarray:
+    """(n, 4, 4) float64 body -> world transforms of every ship."""
+    T = np.zeros((state.n, 4, 4))
+    T[:, :3, :3] = quat_to_matrix(state.quat)
+    T[:, :3, 3] = state.pos
+    T[:, 3, 3] = 1.0
+    return T
