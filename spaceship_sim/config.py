@@ -13,13 +13,11 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import InputError
 
-class ConfigError(ValueError):
+
+class ConfigError(InputError):
     """Invalid configuration; str() is one line naming file and key."""
-
-    def __init__(self, file: str | Path, key: str, problem: str):
-        self.file, self.key, self.problem = str(file), key, problem
-        super().__init__(f"{file}: {key}: {problem}" if key else f"{file}: {problem}")
 
 
 def _f(default, doc: str, *, lo=None, hi=None, lo_open=False, choices=None):

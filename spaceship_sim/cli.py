@@ -1,0 +1,64 @@
+"""`spaceship-sim` command line: one subcommand per job.
+
+Each command lives in its own module exposing `register(subparsers)`, which adds an argparse
+parser whose `func(args) -> int` runs it. Modules are imported here only for registration;
+GL libraries are imported inside the app commands' functions, never at registration time.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .errors import InputError
+
+# (module, attribute) pairs, in the order `--help` lists them
+COMMANDS = [
+    ("spaceship_sim.bench.run", "register"),            # run: headless frame-timing run
+    ("spaceship_sim.config_cli", "register"),           # check-config
+    ("spaceship_sim.spheretree.cli", "register"),       # build-trees
+    ("spaceship_sim.app.cli", "register"),              # fly, demo
+]
+BENCHES = [
+    "spaceship_sim.bench.bench_dynamics",
+    "spaceship_sim.bench.bench_broadphase",
+    "spaceship_sim.bench.bench_narrowphase",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spaceship-sim", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module, attr in COMMANDS:
+        _register(module, attr, sub)
+    bench = sub.add_parser("bench", help="benchmarks that print ratios against a reference measured in the same run")
+    bench_sub = bench.add_subparsers(dest="bench", required=True, metavar="WHAT")
+    for module in BENCHES:
+        _register(module, "register", bench_sub)
+    return parser
+
+
+def _register(module: str, attr: str, sub) -> None:
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name != module:  # a real missing dependency inside the module: surface it
+            raise
+        return  # command not built yet
+    getattr(mod, attr)(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
