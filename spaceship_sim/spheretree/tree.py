@@ -29,6 +29,8 @@ class SphereTree:
                   leaf_tri_idx[leaf_tri_ptr[i]:leaf_tri_ptr[i+1]] (empty for interior nodes)
     leaf_tri_idx: (k,)   int32, triangle indices into the mesh's faces
     level_start : (depth+2,) int64, nodes of level k are level_start[k]:level_start[k+1]
+    vertices    : (nv, 3) float64, body frame [m] the mesh the tree was built from
+    faces       : (nf, 3) int32, triangles of that mesh (the exact level tests these)
     closed      : bool, whether the mesh was watertight (solid) when built
     method      : str, builder name ("medial" or "octree")
     key         : str, hash of mesh + build parameters (cache key)
@@ -45,6 +47,8 @@ class SphereTree:
     leaf_tri_ptr: np.ndarray
     leaf_tri_idx: np.ndarray
     level_start: np.ndarray
+    vertices: np.ndarray
+    faces: np.ndarray
     closed: bool = True
     method: str = "octree"
     key: str = ""
@@ -73,7 +77,7 @@ class SphereTree:
 
     # --- persistence -------------------------------------------------------------
     _ARRAYS = ("center", "radius", "error", "witness", "level", "parent", "first_child",
-               "child_count", "leaf_tri_ptr", "leaf_tri_idx", "level_start")
+               "child_count", "leaf_tri_ptr", "leaf_tri_idx", "level_start", "vertices", "faces")
 
     def save(self, path) -> None:
         """Write to .npz atomically (temp file + rename: never half-written)."""
