@@ -1,0 +1,3 @@
+from .impulse import respond
+
+__all__ = ["respond"]

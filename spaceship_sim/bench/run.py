@@ -1,0 +1,103 @@
+"""`spaceship-sim run`: a headless frame-timing run.
+
+Each frame runs the pipeline, then stands in for rendering by busy-waiting `--render-ms`
+(the render load a window would add), and, with `--realtime`, waits out the rest of the
+target frame time. Writes frames.csv, summary.json and profile.png into --out, all or nothing.
+"""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from ..config import load_config
+from ..errors import InputError
+from . import report
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="headless frame-timing run: frames.csv, summary.json, profile.png")
+    p.add_argument("--config", default="configs/default.toml", help="scenario TOML (default: %(default)s)")
+    p.add_argument("--frames", type=int, default=600, help="frames to run (default: %(default)s)")
+    p.add_argument("--out", required=True, help="output folder (created; replaced files only on success)")
+    p.add_argument("--render-ms", type=float, default=0.0, help="simulated render time per frame [ms]")
+    p.add_argument("--realtime", action="store_true", help="wait out each frame's remaining target time")
+    p.add_argument("--exact-only", action="store_true",
+                   help="refine every pair to the exact level regardless of the budget (Hubbard's baseline)")
+    p.add_argument("--warmup", type=int, default=5,
+                   help="first frames left out of summary.json (numba compile, caches) (default: %(default)s)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    check_args(args)
+    cfg = load_config(args.config)
+    if args.exact_only:
+        cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, time_critical=False))
+    frames, world = run_frames(cfg, args.frames, args.render_ms / 1e3, args.realtime,
+                               progress=not args.no_progress)
+    summary = report.summarize(frames, skip=args.warmup)
+    summary.update(config=str(args.config), seed=cfg.sim.seed, render_ms=args.render_ms,
+                   time_critical=cfg.collision.time_critical, state_hash=world.state.hash())
+    mode = "time-critical" if cfg.collision.time_critical else "exact-only"
+    write_outputs(Path(args.out), frames, summary, world.max_level,
+                  title=f"{Path(args.config).name}: {mode}, render {args.render_ms:g} ms")
+    s = summary
+    print(f"{args.out}: {s['frames']} frames, frame time median {s['frame_time_ms']['median']:.2f} ms, "
+          f"p99 {s['frame_time_ms']['p99']:.2f} ms (target {s['target_ms']:.1f} ms), "
+          f"{100 * s['fraction_within_target']:.1f}% within target, "
+          f"{s['colliding_pairs_total']} colliding pair-samples")
+    return 0
+
+
+def check_args(args) -> None:
+    if args.frames < 1:
+        raise InputError("command line", "--frames", f"must be >= 1, got {args.frames}")
+    if not args.render_ms >= 0:
+        raise InputError("command line", "--render-ms", f"must be >= 0, got {args.render_ms}")
+    if args.warmup < 0:
+        raise InputError("command line", "--warmup", f"must be >= 0, got {args.warmup}")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise InputError(args.out, "--out", "exists and is not a folder")
+
+
+def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, progress: bool = True):
+    from tqdm import tqdm
+
+    from ..world import World
+
+    world = World.from_config(cfg)
+    frames = []
+    for _ in tqdm(range(n_frames), desc="frames", unit="frame", disable=not progress):
+        start = time.perf_counter()
+        stats = world.step()
+        world.end_frame(stand_in_render(render_s))
+        frames.append(stats)
+        if realtime:
+            time.sleep(max(0.0, stats.target - (time.perf_counter() - start)))
+    return frames, world
+
+
+def stand_in_render(seconds: float) -> float:
+    """Occupy the CPU for `seconds` like a renderer would; returns the time actually taken."""
+    t0 = time.perf_counter()
+    if seconds > 0.002:
+        time.sleep(seconds - 0.002)
+    while time.perf_counter() - t0 < seconds:
+        pass
+    return time.perf_counter() - t0
+
+
+def write_outputs(out: Path, frames, summary: dict, max_level: int, title: str) -> None:
+    """Write the three files into a temporary folder, then move them into `out` together."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out, prefix=".partial-") as tmp:
+        tmp = Path(tmp)
+        report.write_csv(tmp / "frames.csv", [s.row(max_level) for s in frames])
+        report.write_json(tmp / "summary.json", summary)
+        report.plot_profile(tmp / "profile.png", frames, title)
+        for name in ("frames.csv", "summary.json", "profile.png"):
+            shutil.move(tmp / name, out / name)

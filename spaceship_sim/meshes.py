@@ -1,0 +1,233 @@
+"""Ship meshes: the one place that reads mesh files (through trimesh) and validates them.
+
+Everything downstream (sphere-tree builder, narrow phase, renderer) gets plain numpy arrays in a
+`Mesh`, checked once here:
+
+- missing / unreadable / corrupt file, empty mesh, vertices not finite, face indices out of range,
+  degenerate faces (repeated index or zero area), inside-out closed mesh  ->  `MeshError`
+  (an `InputError`: one line naming the file and the field, CLI exit code 2);
+- an open surface (boundary edges, non-manifold edges or inconsistent winding) is accepted with one
+  `OpenMeshWarning` and `closed=False`: it has no inside, so solid-sphere tests treat it as a shell.
+
+trimesh is imported lazily and always with ``process=False``, so the file's vertices and faces are
+seen exactly as written (no merging, no silent repair); the checks are ours.
+
+Ship models live in the repository's ``assets/`` folder (override with the environment variable
+``SPACESHIP_SIM_ASSETS``); `load_model("lamp")` loads ``assets/lamp.ply``.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from spaceship_sim.errors import InputError
+
+ASSETS_ENV = "SPACESHIP_SIM_ASSETS"
+MODEL_SUFFIX = ".ply"
+# formats trimesh reads as triangle meshes; anything else is refused before parsing
+MESH_SUFFIXES = (".ply", ".stl", ".obj", ".off", ".glb", ".gltf")
+# a face is degenerate when twice its area is below this fraction of the squared mesh extent
+# (relative, so a model in millimetres and one in kilometres are judged alike)
+ZERO_AREA_REL = 1e-12
+
+
+class MeshError(InputError):
+    """A mesh file or mesh arrays that cannot be used; str() names the file and the field."""
+
+
+class OpenMeshWarning(UserWarning):
+    """The mesh is not a closed, consistently oriented surface; it is used as an open shell."""
+
+
+@dataclass(frozen=True, eq=False)
+class Mesh:
+    """A validated triangle mesh in the ship's body frame.
+
+    name     : model name (file stem, or the `source` given to `validate_mesh_arrays`)
+    path     : file it was read from (or the in-memory source label)
+    vertices : (n, 3) float64, body frame [m], read-only; body origin = bounding-sphere centre
+    faces    : (m, 3) int32, vertex indices, counter-clockwise seen from outside, read-only
+    closed   : True when every edge is shared by exactly two faces with opposite directions
+               (watertight, consistently oriented, outward): the mesh bounds a solid
+    """
+
+    name: str
+    path: str
+    vertices: np.ndarray
+    faces: np.ndarray
+    closed: bool
+
+    @property
+    def bounding_radius(self) -> float:
+        """Radius [m] of the sphere about the body origin enclosing every vertex."""
+        return float(np.sqrt(np.max(np.einsum("ij,ij->i", self.vertices, self.vertices))))
+
+    @property
+    def triangles(self) -> np.ndarray:
+        """(m, 3, 3) float64 corner coordinates of each face, body frame [m]."""
+        return self.vertices[self.faces]
+
+    @property
+    def volume(self) -> float:
+        """Signed enclosed volume [m^3] (divergence theorem); meaningful only when closed."""
+        t = self.triangles
+        return float(np.einsum("ij,ij->i", t[:, 0], np.cross(t[:, 1], t[:, 2])).sum() / 6.0)
+
+    def __repr__(self) -> str:
+        return (f"Mesh({self.name!r}, {len(self.vertices)} vertices, {len(self.faces)} faces, "
+                f"closed={self.closed}, radius={self.bounding_radius:.3g} m)")
+
+
+# ---------------------------------------------------------------- validation
+
+def validate_mesh_arrays(vertices, faces, source, name: str | None = None) -> Mesh:
+    """Check raw arrays and return a read-only `Mesh` (copies the inputs).
+
+    vertices : array-like (n, 3), finite reals [m]
+    faces    : array-like (m, 3), integers in [0, n), m >= 1
+    source   : file path or label used in error messages and as `Mesh.path`
+    name     : model name (default: the stem of `source`)
+    Raises MeshError on the first problem; warns OpenMeshWarning (once) for an open surface.
+    """
+    source = str(source)
+    v = _as_vertices(vertices, source)
+    f = _as_faces(faces, source, len(v))
+    _check_face_areas(v, f, source)
+    closed = _check_closed(v, f, source)
+    v.flags.writeable = False
+    f.flags.writeable = False
+    return Mesh(name or Path(source).stem, source, v, f, closed)
+
+
+def _as_vertices(vertices, source: str) -> np.ndarray:
+    try:
+        v = np.array(vertices, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise MeshError(source, "vertices", f"not an array of numbers ({exc})") from None
+    if v.ndim != 2 or v.shape[1] != 3:
+        raise MeshError(source, "vertices", f"expected shape (n, 3), got {v.shape}")
+    bad = np.flatnonzero(~np.isfinite(v).all(axis=1))
+    if bad.size:
+        i = int(bad[0])
+        raise MeshError(source, f"vertices[{i}]", f"not finite {tuple(v[i].tolist())}"
+                        + (f" (and {bad.size - 1} more)" if bad.size > 1 else ""))
+    return v
+
+
+def _as_faces(faces, source: str, n_vertices: int) -> np.ndarray:
+    f = np.asarray(faces)
+    if f.size == 0:
+        raise MeshError(source, "faces", "empty mesh (no faces)")
+    if f.ndim != 2 or f.shape[1] != 3:
+        raise MeshError(source, "faces", f"expected triangles, shape (m, 3), got {f.shape}")
+    if not np.issubdtype(f.dtype, np.integer):
+        raise MeshError(source, "faces", f"indices must be integers, got {f.dtype}")
+    bad = np.flatnonzero(((f < 0) | (f >= n_vertices)).any(axis=1))
+    if bad.size:
+        j = int(bad[0])
+        raise MeshError(source, f"faces[{j}]",
+                        f"vertex index out of range {f[j].tolist()} (mesh has {n_vertices} vertices)")
+    f = f.astype(np.int32)
+    rep = np.flatnonzero((f[:, 0] == f[:, 1]) | (f[:, 1] == f[:, 2]) | (f[:, 2] == f[:, 0]))
+    if rep.size:
+        j = int(rep[0])
+        raise MeshError(source, f"faces[{j}]", f"degenerate (repeated vertex index {f[j].tolist()})")
+    return f
+
+
+def _check_face_areas(v: np.ndarray, f: np.ndarray, source: str) -> None:
+    t = v[f]
+    twice_area = np.linalg.norm(np.cross(t[:, 1] - t[:, 0], t[:, 2] - t[:, 0]), axis=1)
+    used = v[np.unique(f)]
+    extent = float(np.max(used.max(axis=0) - used.min(axis=0)))
+    bad = np.flatnonzero(twice_area <= ZERO_AREA_REL * extent**2)
+    if bad.size:
+        raise MeshError(source, f"faces[{int(bad[0])}]", "degenerate (zero area)"
+                        + (f" (and {bad.size - 1} more)" if bad.size > 1 else ""))
+
+
+def _check_closed(v: np.ndarray, f: np.ndarray, source: str) -> bool:
+    """True when every directed edge occurs once and its reverse once (closed, oriented).
+
+    A closed but inside-out mesh (negative volume) raises; an open one warns and returns False.
+    """
+    n = np.int64(len(v))
+    a = f.astype(np.int64)
+    tails, heads = a.ravel(), a[:, [1, 2, 0]].ravel()
+    keys = tails * n + heads
+    uniq, counts = np.unique(keys, return_counts=True)
+    repeated = int(np.count_nonzero(counts > 1))  # same direction twice: flipped face / non-manifold
+    unmatched = int(np.count_nonzero(~np.isin(heads * n + tails, uniq)))  # boundary edges
+    if repeated == 0 and unmatched == 0:
+        t = v[f]
+        vol = np.einsum("ij,ij->i", t[:, 0], np.cross(t[:, 1], t[:, 2])).sum() / 6.0
+        if vol < 0:
+            raise MeshError(source, "faces", "closed mesh is inside-out (negative volume); "
+                            "faces must wind counter-clockwise seen from outside")
+        return True
+    warnings.warn(OpenMeshWarning(
+        f"{source}: mesh is not closed ({unmatched} boundary edges, {repeated} edges with "
+        "inconsistent winding or more than two faces); using it as an open surface"), stacklevel=3)
+    return False
+
+
+# ---------------------------------------------------------------- files
+
+def load_mesh(path) -> Mesh:
+    """Read a triangle mesh file (PLY, STL, OBJ, OFF, glTF) and validate it (see module doc).
+
+    The returned vertices are exactly the file's (float64), in the file's frame and units.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise MeshError(p, "", "file not found")
+    if not p.is_file():
+        raise MeshError(p, "", "not a file")
+    if p.suffix.lower() not in MESH_SUFFIXES:
+        raise MeshError(p, "format", f"unsupported mesh format {p.suffix or '(none)'!r}; "
+                        f"use one of {', '.join(MESH_SUFFIXES)}")
+    import trimesh  # lazy: keeps `import spaceship_sim` light
+
+    try:
+        loaded = trimesh.load(str(p), file_type=p.suffix.lower()[1:], process=False,
+                              force="mesh", validate=False)
+    except Exception as exc:  # trimesh raises many types for corrupt input; all mean "unreadable"
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+        raise MeshError(p, "", f"cannot read {p.suffix[1:].upper()} file ({reason})") from None
+    faces = getattr(loaded, "faces", None)
+    vertices = getattr(loaded, "vertices", np.zeros((0, 3)))
+    if faces is None:
+        faces = np.zeros((0, 3), dtype=np.int64)
+    return validate_mesh_arrays(vertices, faces, p, name=p.stem)
+
+
+def assets_dir() -> Path:
+    """Folder holding the ship models: $SPACESHIP_SIM_ASSETS, else the repository's assets/."""
+    env = os.environ.get(ASSETS_ENV)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / "assets"
+
+
+def available_models() -> list[str]:
+    """Sorted names of the models (``*.ply`` stems) in `assets_dir()`."""
+    d = assets_dir()
+    return sorted(p.stem for p in d.glob(f"*{MODEL_SUFFIX}") if p.is_file()) if d.is_dir() else []
+
+
+def model_path(name: str) -> Path:
+    """Path of model `name` in `assets_dir()` (not checked for existence)."""
+    return assets_dir() / f"{name}{MODEL_SUFFIX}"
+
+
+def load_model(name: str) -> Mesh:
+    """Load and validate model `name` from `assets_dir()`; MeshError lists the known models."""
+    p = model_path(name)
+    if not p.is_file():
+        known = ", ".join(available_models()) or "none"
+        raise MeshError(assets_dir(), "model", f"unknown model {name!r} (available: {known})")
+    return load_mesh(p)

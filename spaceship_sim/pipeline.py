@@ -1,0 +1,67 @@
+"""The frame, in the order Hubbard gives it.
+
+controllers -> [integrate -> broad phase -> narrow phase within budget -> response] per
+detection sample. A frame advances simulation time by `sim.frame_dt`, cut into equal samples
+no longer than `sim.min_temporal_resolution` so collision detection never samples coarser.
+The narrow phase gets what is left of the target frame time after the predicted render time,
+the stages already run and a safety margin, shared out over the frame's remaining samples.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .dynamics import accel_bound, contain
+from .narrowphase import refine_frame
+from .response import respond
+from .state import transforms
+from .stats import FrameStats, timed
+
+
+def step(world) -> FrameStats:
+    """Advance `world` by one frame; returns the frame's stats (render fields filled later)."""
+    cfg, state = world.config, world.state
+    start, t0 = time.perf_counter(), world.t
+    stats = FrameStats(frame=world.frame, target=world.target_frame_time,
+                       render_predicted=world.render_predictor.predict())
+    with timed(stats, "t_controls"):
+        world.broad.invalidate(np.flatnonzero(world.controllers.update(world.t, state)))
+    n_samples = samples_per_frame(cfg.sim.frame_dt, cfg.sim.min_temporal_resolution)
+    for sample in range(n_samples):
+        with timed(stats, "t_integrate"):
+            world.record_integration(stats, world.integrator.step(state, cfg.sim.frame_dt / n_samples))
+            world.broad.invalidate(contain(state, cfg.arena.size))
+            world.t += cfg.sim.frame_dt / n_samples
+        with timed(stats, "t_broad"):
+            pairs = world.broad.find_pairs(world.t, state.pos, state.vel, accel_bound(state, cfg.controls))
+        budget = detection_budget(world, stats, start, samples_left=n_samples - sample)
+        with timed(stats, "t_narrow"):
+            narrow = refine_frame(world.bank, state.model_id, transforms(state), pairs,
+                                  deadline=time.perf_counter() + budget, **world.refine_options)
+        with timed(stats, "t_response"):
+            hit = narrow.colliding
+            changed = respond(state.vel, state.inv_mass, narrow.pairs[hit], narrow.contact_normal[hit],
+                              cfg.collision.restitution)
+            world.broad.invalidate(changed)
+        world.record_collisions(stats, narrow, budget, len(changed))
+    world.t = t0 + cfg.sim.frame_dt  # no drift from summing sample steps
+    stats.sim_time = world.t
+    stats.samples = n_samples
+    return stats
+
+
+def samples_per_frame(frame_dt: float, min_resolution: float) -> int:
+    """Fewest equal samples per frame that are each no longer than min_resolution."""
+    return max(1, math.ceil(frame_dt / min_resolution - 1e-9))
+
+
+def detection_budget(world, stats: FrameStats, frame_start: float, samples_left: int) -> float:
+    """Narrow-phase time for this sample [s]: the frame's remaining target time after the
+    predicted render and a safety margin, shared over the samples still to come."""
+    if not world.time_critical:
+        return math.inf
+    spent = time.perf_counter() - frame_start
+    left = stats.target - stats.render_predicted - spent - world.config.collision.safety_margin
+    return max(0.0, left / samples_left)

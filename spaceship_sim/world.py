@@ -1,0 +1,128 @@
+"""World: everything one simulation owns — config, ship models and trees, state, stages.
+
+`World.from_config(cfg)` assembles the stages named in the config; `world.step()` runs one
+frame through `pipeline.step`; `world.end_frame(render_time)` records the frame's measured
+render time, which feeds the render-time predictor of the next frame's budget.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import pipeline
+from .broadphase import make_broadphase
+from .config import Config
+from .dynamics import Controllers, Integrator, initial_state
+from .meshes import load_model
+from .narrowphase import TreeBank
+from .spheretree import load_or_build
+from .stats import FrameStats, RenderPredictor
+
+
+class World:
+    def __init__(self, config: Config, models, trees, user: str = "autopilot"):
+        """models: list[Mesh]; trees: list[SphereTree], one per model (same order)."""
+        self.config, self.models, self.trees, self.user = config, models, trees, user
+        self.bank = TreeBank.from_trees(trees)
+        self.target_frame_time = config.sim.target_frame_time
+        self.time_critical = config.collision.time_critical
+        self.refine_options = dict(min_level=config.collision.min_level, max_level=None,
+                                   exact=config.collision.exact)
+        self.broadphase_name = config.collision.broadphase
+        self.reset()
+
+    @classmethod
+    def from_config(cls, config: Config, user: str = "autopilot", progress: bool = False) -> "World":
+        """Load the models the config names (user's first) and their cached sphere trees."""
+        names = list(dict.fromkeys([config.ships.user_model, *config.ships.models]))
+        models = [load_model(name) for name in names]
+        c = config.collision
+        trees = [load_or_build(m, method=c.tree_method, branching=c.tree_branching, depth=c.tree_depth)
+                 for m in models]
+        return cls(config, models, trees, user=user)
+
+    # --- lifecycle --------------------------------------------------------------------
+    def reset(self) -> None:
+        """Back to frame 0: the seeded initial state and fresh stages."""
+        cfg = self.config
+        names = [m.name for m in self.models]
+        radii = np.array([m.bounding_radius for m in self.models])
+        self.state = initial_state(cfg, names, radii)
+        self.controllers = Controllers.from_config(cfg, self.state.n, user=self.user)
+        self.integrator = Integrator(cfg, self.state.n)
+        self.broad = make_broadphase(self.broadphase_name, self.state.radius,
+                                     min_resolution=cfg.sim.min_temporal_resolution)
+        self.render_predictor = RenderPredictor(cfg.collision.render_average_frames)
+        self.t, self.frame = 0.0, 0
+        self.last_stats: FrameStats | None = None
+        self.last_narrow = None
+
+    @property
+    def keys(self):
+        """The KeyState the keyboard controller reads (the app adds/removes action names)."""
+        return self.controllers.keys
+
+    def step(self, render_time: float | None = None) -> FrameStats:
+        """Run one frame. `render_time`, if given, is the previous frame's measured render
+        time (shorthand for calling end_frame first)."""
+        if render_time is not None and self.last_stats is not None:
+            self.end_frame(render_time)
+        stats = pipeline.step(self)
+        self.last_stats = stats
+        self.frame += 1
+        return stats
+
+    def end_frame(self, render_time: float) -> None:
+        """Record the last frame's measured render time [s] (feeds the next prediction)."""
+        self.last_stats.finish(render_time)
+        self.render_predictor.record(render_time)
+
+    def set_collision(self, min_level=None, max_level=None, broadphase=None, target_frame_time=None,
+                      time_critical=None) -> None:
+        """Runtime knobs (the app's overlay controls)."""
+        if min_level is not None:
+            self.refine_options["min_level"] = int(min_level)
+        if max_level is not None:
+            self.refine_options["max_level"] = int(max_level)
+        if target_frame_time is not None:
+            self.target_frame_time = float(target_frame_time)
+        if time_critical is not None:
+            self.time_critical = bool(time_critical)
+        if broadphase is not None and broadphase != self.broadphase_name:
+            self.broadphase_name = broadphase
+            self.broad = make_broadphase(broadphase, self.state.radius,
+                                         min_resolution=self.config.sim.min_temporal_resolution)
+
+    @property
+    def max_level(self) -> int:
+        """Deepest level a pair can reach: the exact triangle level, one below the leaves."""
+        return max(t.depth for t in self.trees) + 1
+
+    # --- stats bookkeeping (called by pipeline.step) ---------------------------------------
+    @staticmethod
+    def record_integration(stats: FrameStats, s) -> None:
+        stats.substeps += s.substeps_total
+        stats.substeps_max = max(stats.substeps_max, s.substeps_max)
+        stats.step_min = s.step_min if stats.step_min == 0 else min(stats.step_min, s.step_min)
+        stats.step_max = max(stats.step_max, s.step_max)
+
+    def record_collisions(self, stats: FrameStats, narrow, budget: float, responses: int) -> None:
+        self.last_narrow = narrow
+        hit = narrow.colliding
+        stats.candidate_pairs += len(narrow.pairs)
+        stats.colliding_pairs += int(hit.sum())
+        stats.exact_pairs += int((hit & narrow.exact).sum())
+        stats.responses += responses
+        stats.budget += budget if math.isfinite(budget) else 0.0
+        stats.detection_used += narrow.time_used
+        hist = np.bincount(narrow.level[hit], minlength=self.max_level + 1)
+        old = np.asarray(stats.level_hist or np.zeros(len(hist), int))
+        stats.level_hist = tuple(int(x) for x in old + hist)
+        bounds = narrow.separation_bound[hit]
+        if len(bounds):
+            lo = float(bounds.min())
+            stats.sep_bound_min = lo if math.isnan(stats.sep_bound_min) else min(stats.sep_bound_min, lo)
+            stats.sep_bound_median = float(np.median(bounds))
+        for k, v in getattr(self.broad, "last_stats", {}).items():
+            stats.extra[f"broad_{k}"] = v
