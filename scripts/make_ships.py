@@ -86,14 +86,14 @@ def hollow_nozzle(length: float, r_out: float, wall: float, segments: int) -> M:
 
 def lamp() -> M:
     """Desk lamp: base dish at the back-bottom, two-segment arm, shade opening towards +x."""
-    seg = 24
+    seg = 32
     # base: a thick disc with a dish hollowed into its top (concavity), lying in the y-z plane
     # at the back so the lamp "stands" on it with +x up its arm.
     base = M.cylinder(0.5, 1.6, 1.6, seg) - M.cylinder(0.4, 1.1, 1.3, seg).translate((0, 0, 0.2))
     base = base.rotate((0.0, 90.0, 0.0)).translate((-3.0, 0, 0))
     # arm: lower and upper rods meeting at an elbow joint, offset in z so the lamp is bent
     elbow, wrist = (-1.0, 0.0, 1.6), (1.0, 0.0, 0.4)
-    arm = (capsule((-2.6, 0.0, 0.0), elbow, 0.18, 8) + capsule(elbow, wrist, 0.18, 8)
+    arm = (capsule((-2.9, 0.0, 0.0), elbow, 0.18, 8) + capsule(elbow, wrist, 0.18, 8)
            + M.sphere(0.35, 12).translate(elbow))
     # shade: a revolved thick-walled cup (outer cone minus inner cone), open towards +x
     outer = cylinder_x(2.4, 0.7, 1.9, seg)
@@ -106,7 +106,7 @@ def lamp() -> M:
 
 def fighter() -> M:
     """Fighter: nose at +x, swept wings, twin canted fins, two hollow engine nozzles."""
-    seg = 20
+    seg = 28
     body = M.batch_hull([
         M.sphere(1.0, seg).scale((2.0, 1.1, 0.8)).translate((-3.5, 0, 0)),
         M.sphere(0.8, seg).scale((1.5, 1.0, 0.7)).translate((2.5, 0, 0)),
@@ -128,7 +128,7 @@ def fighter() -> M:
 
 def freighter() -> M:
     """Freighter: spine with twelve cargo pods, command block with hangar bay, engine block."""
-    seg = 24
+    seg = 28
     spine = box((-30.0, -2.0, -2.0), (30.0, 2.0, 2.0))
     parts = [spine]
     # cargo pods: 3 stations along the spine x 4 around it; struts tie each pod to the spine
