@@ -1,0 +1,49 @@
+"""Collision response conserves momentum (and energy when elastic) and leaves pairs separating."""
+import numpy as np
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
+
+from spaceship_sim.response import respond
+
+vec = arrays(np.float64, 3, elements=st.floats(-50, 50))
+
+
+def unit(v):
+    n = np.linalg.norm(v)
+    return v / n if n > 1e-6 else np.array([1.0, 0.0, 0.0])
+
+
+@settings(max_examples=50, deadline=None)
+@given(va=vec, vb=vec, n=vec, ma=st.floats(0.1, 100), mb=st.floats(0.1, 100), e=st.floats(0, 1),
+       user=st.booleans())
+def test_pair_impulse(va, vb, n, ma, mb, e, user):
+    vel = np.array([va, vb])
+    inv = np.array([0.0 if user else 1 / ma, 1 / mb])
+    normal = unit(n)[None]
+    before = vel.copy()
+    changed = respond(vel, inv, np.array([[0, 1]]), normal, e)
+    u0 = np.dot(before[1] - before[0], normal[0])
+    u1 = np.dot(vel[1] - vel[0], normal[0])
+    if u0 >= 0:
+        assert len(changed) == 0 and np.array_equal(vel, before)
+        return
+    assert u1 >= -1e-9, "the pair separates along the normal"
+    np.testing.assert_allclose(u1, -e * u0, rtol=1e-9, atol=1e-9)
+    # tangential velocities untouched
+    for i in range(2):
+        t0 = before[i] - np.dot(before[i], normal[0]) * normal[0]
+        t1 = vel[i] - np.dot(vel[i], normal[0]) * normal[0]
+        np.testing.assert_allclose(t0, t1, atol=1e-9)
+    if user:
+        np.testing.assert_array_equal(vel[0], before[0])  # infinite mass never deflected
+        return
+    m = np.array([ma, mb])[:, None]
+    np.testing.assert_allclose((m * vel).sum(0), (m * before).sum(0), atol=1e-7 * (1 + np.abs(m * before).sum()))
+    if e == 1.0:
+        ke = lambda v: float((m[:, 0] * (v ** 2).sum(1)).sum())
+        np.testing.assert_allclose(ke(vel), ke(before), rtol=1e-9)
+
+
+def test_two_immovable_ships_are_left_alone():
+    vel = np.array([[1.0, 0, 0], [-1.0, 0, 0]])
+    assert len(respond(vel, np.zeros(2), np.array([[0, 1]]), np.array([[1.0, 0, 0]]), 1.0)) == 0
