@@ -1,0 +1,112 @@
+"""The whole frame: determinism, headless runs, and a core that needs no GL."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spaceship_sim.cli import main
+from spaceship_sim.config import config_from_dict, load_config
+from spaceship_sim.pipeline import samples_per_frame
+from spaceship_sim.world import World
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = {"arena": {"size": 60.0}, "ships": {"count": 8, "models": ["lamp"], "user_model": "lamp",
+                                             "initial_speed": 6.0},
+         "sim": {"seed": 5}, "collision": {"tree_method": "octree"}}
+
+
+def small_world(**over):
+    raw = {k: dict(v) for k, v in SMALL.items()}
+    for k, v in over.items():
+        raw.setdefault(k, {}).update(v)
+    return World.from_config(config_from_dict(raw, "small"))
+
+
+def test_samples_never_coarser_than_min_resolution():
+    assert samples_per_frame(1 / 30, 1 / 60) == 2
+    assert samples_per_frame(1 / 30, 1 / 30) == 1
+    assert samples_per_frame(0.05, 0.02) == 3
+
+
+def test_same_config_and_seed_same_state_hash_after_1000_frames():
+    hashes = []
+    for _ in range(2):
+        w = small_world()
+        for _ in range(1000):
+            w.step()
+            w.end_frame(0.0)
+        hashes.append(w.state.hash())
+    assert hashes[0] == hashes[1]
+    assert small_world(sim={"seed": 6}).state.hash() != small_world().state.hash()
+
+
+def test_frames_advance_time_and_record_stages():
+    w = small_world()
+    s = w.step()
+    w.end_frame(0.004)
+    assert np.isclose(w.t, w.config.sim.frame_dt) and s.samples == 2
+    assert s.t_integrate > 0 and s.t_broad > 0 and s.render_actual == 0.004
+    assert s.frame_time >= s.t_sim
+
+
+def test_collisions_happen_and_ships_separate():
+    """Crowded lamps collide; response makes colliding pairs separate within a few frames."""
+    w = small_world(arena={"size": 30.0}, ships={"count": 12})
+    stuck = {}
+    worst = 0
+    for _ in range(300):
+        w.step()
+        w.end_frame(0.0)
+        nr = w.last_narrow
+        now = {tuple(p) for p in nr.pairs[nr.colliding]}
+        stuck = {p: stuck.get(p, 0) + 1 for p in now}
+        worst = max([worst, *stuck.values()])
+    assert w.last_stats is not None
+    assert worst <= 15, f"a pair stayed in contact for {worst} frames"
+
+
+def test_run_writes_three_files(tmp_path):
+    out = tmp_path / "run"
+    assert main(["run", "--config", str(REPO / "configs/default.toml"), "--frames", "30", "--out", str(out),
+                 "--render-ms", "2", "--no-progress", "--warmup", "2"]) == 0
+    assert {p.name for p in out.iterdir()} == {"frames.csv", "summary.json", "profile.png"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["frames"] == 30 and 0 <= summary["fraction_within_target"] <= 1
+    lines = (out / "frames.csv").read_text().splitlines()
+    assert len(lines) == 31 and "t_narrow" in lines[0]
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["--frames", "0"], "--frames"), (["--render-ms", "-1"], "--render-ms"),
+    (["--config", "nope.toml"], "nope.toml")])
+def test_run_bad_arguments_exit_2_and_write_nothing(tmp_path, capsys, argv, field):
+    out = tmp_path / "run"
+    args = ["run", "--config", str(REPO / "configs/default.toml"), "--out", str(out), "--no-progress"]
+    assert main(args + argv) == 2
+    assert field in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_core_works_without_gl_libraries(tmp_path):
+    """import spaceship_sim and a headless run with pyglet/moderngl/imgui unimportable."""
+    code = f"""
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('pyglet', 'moderngl', 'imgui_bundle', 'OpenGL', 'glcontext'):
+            raise ImportError('blocked: ' + name)
+sys.meta_path.insert(0, Block())
+import spaceship_sim
+from spaceship_sim.cli import main
+rc = main(['run', '--config', {str(REPO / 'configs/lamps.toml')!r}, '--frames', '3', '--out', {str(tmp_path / 'o')!r},
+           '--no-progress', '--warmup', '0'])
+assert rc == 0, rc
+assert not any(m.split('.')[0] in ('pyglet', 'moderngl', 'imgui_bundle') for m in sys.modules)
+print('ok')
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("ok")
