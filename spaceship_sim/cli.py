@@ -23,6 +23,7 @@ BENCHES = [
     "spaceship_sim.bench.bench_dynamics",
     "spaceship_sim.bench.bench_broadphase",
     "spaceship_sim.bench.bench_narrowphase",
+    "spaceship_sim.bench.bench_hubbard",
 ]
 
 

@@ -64,9 +64,11 @@ def check_args(args) -> None:
         raise InputError(args.out, "--out", "exists and is not a folder")
 
 
-def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, progress: bool = True):
+def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, progress: bool = True, on_frame=None):
+    """Run n_frames; on_frame((model_id, T, pairs)) sees each frame's candidate pairs and poses."""
     from tqdm import tqdm
 
+    from ..state import transforms
     from ..world import World
 
     world = World.from_config(cfg)
@@ -76,6 +78,8 @@ def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, progress: bo
         stats = world.step()
         world.end_frame(stand_in_render(render_s))
         frames.append(stats)
+        if on_frame is not None and world.last_narrow is not None:
+            on_frame((world.state.model_id.copy(), transforms(world.state), world.last_narrow.pairs.copy()))
         if realtime:
             time.sleep(max(0.0, stats.target - (time.perf_counter() - start)))
     return frames, world
