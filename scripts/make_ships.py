@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import manifold3d as mf
@@ -167,9 +168,12 @@ def minimal_sphere(points: np.ndarray) -> tuple[np.ndarray, float]:
 
     Deterministic: the points are visited in a fixed (seeded) permutation. Returns (centre (3,), radius).
     """
-    from scipy.spatial import ConvexHull
+    from scipy.spatial import ConvexHull, QhullError
 
-    pts = points[ConvexHull(points).vertices]
+    try:  # only hull vertices can support the sphere; the hull fails for flat input, then use all
+        pts = points[ConvexHull(points).vertices]
+    except QhullError:
+        pts = np.asarray(points, float)
     pts = pts[np.random.default_rng(0).permutation(len(pts))]
     centre, r2 = _welzl(pts)
     return centre, float(np.sqrt(r2))
@@ -188,7 +192,10 @@ def _sphere_through(support: list) -> tuple[np.ndarray, float]:
 
 
 def _welzl(pts: np.ndarray) -> tuple[np.ndarray, float]:
-    """Iterative move-to-front-free Welzl (Gärtner's variant as nested loops), O(n) expected."""
+    """Welzl's algorithm unrolled into nested loops (one per support point), O(n) expected.
+
+    Returns (centre (3,), squared radius) of the smallest sphere containing every row of pts.
+    """
     eps = 1e-9
 
     def inside(c, r2, p):
@@ -235,6 +242,7 @@ def write_ply(path: Path, vertices: np.ndarray, faces: np.ndarray) -> None:
     """Binary little-endian PLY with float32 x,y,z and uchar-counted int32 triangle lists."""
     header = (
         "ply\nformat binary_little_endian 1.0\ncomment spaceship_sim scripts/make_ships.py\n"
+        f"comment manifold3d {version('manifold3d')}\n"
         f"element vertex {len(vertices)}\nproperty float x\nproperty float y\nproperty float z\n"
         f"element face {len(faces)}\nproperty list uchar int vertex_indices\nend_header\n"
     )

@@ -121,7 +121,7 @@ def _as_vertices(vertices, source: str) -> np.ndarray:
 def _as_faces(faces, source: str, n_vertices: int) -> np.ndarray:
     f = np.asarray(faces)
     if f.size == 0:
-        raise MeshError(source, "faces", "empty mesh (no faces)")
+        raise MeshError(source, "faces", "empty mesh (no triangles)")
     if f.ndim != 2 or f.shape[1] != 3:
         raise MeshError(source, "faces", f"expected triangles, shape (m, 3), got {f.shape}")
     if not np.issubdtype(f.dtype, np.integer):
