@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate the ship models in assets/ (deterministic; the outputs are committed).
 
-    python scripts/make_ships.py [--out DIR] [--check]
+    python scripts/make_ships.py [--out DIR] [--only NAME ...]
 
 Each ship is built from manifold3d primitives with exact booleans, so the result is a closed,
 watertight, consistently (outward) oriented 2-manifold. The mesh is then moved so that the body
@@ -96,7 +96,7 @@ def lamp() -> M:
     elbow, wrist = (-1.0, 0.0, 1.6), (1.0, 0.0, 0.4)
     arm = (capsule((-2.9, 0.0, 0.0), elbow, 0.18, 8) + capsule(elbow, wrist, 0.18, 8)
            + M.sphere(0.35, 12).translate(elbow))
-    # shade: a revolved thick-walled cup (outer cone minus inner cone), open towards +x
+    # shade: a thick-walled cup (outer cone minus inner cone), open towards +x
     outer = cylinder_x(2.4, 0.7, 1.9, seg)
     inner = cylinder_x(2.5, 0.45, 1.65, seg).translate((0.3, 0, 0))
     shade = (outer - inner).translate((0.6, 0, 0.4))
