@@ -1,0 +1,30 @@
+"""Broad phases: which ship pairs' bounding spheres overlap at a sample time.
+
+`make_broadphase(name, radius, min_resolution=...)` builds one of
+  space_time  — Hubbard's space-time bounds with a priority queue of pair wake-up times,
+  sweep_prune — I-COLLIDE sweep-and-prune with insertion sort across calls,
+  brute_force — every pair, the reference.
+All return identical pair sets (see base.BroadPhase for the interface).
+"""
+from __future__ import annotations
+
+from .base import BroadPhase, BroadPhaseNameError
+from .brute_force import BruteForce
+from .space_time import SpaceTime
+from .sweep_prune import SweepPrune
+
+BROADPHASES = {cls.name: cls for cls in (SpaceTime, SweepPrune, BruteForce)}
+
+
+def make_broadphase(name: str, radius, *, min_resolution: float, **options) -> BroadPhase:
+    """The broad phase called `name` for ships of bounding radius `radius` ((n,) float64 [m])."""
+    try:
+        cls = BROADPHASES[name]
+    except KeyError:
+        raise BroadPhaseNameError("config", "collision.broadphase",
+                                  f"unknown broad phase {name!r}; choose one of {sorted(BROADPHASES)}") from None
+    return cls(radius, min_resolution=min_resolution, **options)
+
+
+__all__ = ["BroadPhase", "BroadPhaseNameError", "BROADPHASES", "make_broadphase",
+           "SpaceTime", "SweepPrune", "BruteForce"]

@@ -1,0 +1,103 @@
+"""The broad-phase interface every implementation follows, and the exact sphere predicate.
+
+A broad phase answers, at sample time t, exactly the ship pairs i < j whose bounding spheres
+overlap: |p_i - p_j| <= r_i + r_j. All implementations evaluate that predicate the same way
+(squared distance summed x, y, z in that order against (r_i + r_j)^2), so their answers agree
+bit for bit, even for pairs exactly touching.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..errors import InputError
+
+EMPTY_PAIRS = np.zeros((0, 2), np.int32)
+
+
+class BroadPhaseNameError(InputError):
+    """An unknown broad-phase name (config key collision.broadphase)."""
+
+
+@njit(cache=True, inline="always")
+def overlap_sphere_sphere(pos, radius, i, j):
+    """True when the spheres of ships i and j overlap or touch (the reference predicate)."""
+    dx = pos[j, 0] - pos[i, 0]
+    dy = pos[j, 1] - pos[i, 1]
+    dz = pos[j, 2] - pos[i, 2]
+    rr = radius[i] + radius[j]
+    return dx * dx + dy * dy + dz * dz <= rr * rr
+
+
+def overlap_mask(pos: np.ndarray, radius: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Vectorised `overlap_sphere_sphere` for index arrays a, b (same shape); returns bool array."""
+    dx = pos[b, 0] - pos[a, 0]
+    dy = pos[b, 1] - pos[a, 1]
+    dz = pos[b, 2] - pos[a, 2]
+    rr = radius[a] + radius[b]
+    return dx * dx + dy * dy + dz * dz <= rr * rr
+
+
+def pairs_from_keys(keys: np.ndarray, n: int) -> np.ndarray:
+    """(k,) int64 keys i*n + j -> (k, 2) int32 pairs sorted lexicographically."""
+    keys = np.sort(np.asarray(keys, np.int64))
+    return np.stack([keys // n, keys % n], axis=1).astype(np.int32) if len(keys) else EMPTY_PAIRS.copy()
+
+
+class BroadPhase:
+    """Base class. Subclasses implement `_find_pairs` (inputs already checked) and may
+    override `invalidate`.
+
+    radius : (n,) float64, each ship's bounding-sphere radius [m], fixed for the ship's life.
+    min_resolution : the pipeline calls `find_pairs` at least this often [s].
+    """
+
+    name = "base"
+
+    def __init__(self, radius, *, min_resolution: float):
+        radius = np.ascontiguousarray(radius, dtype=np.float64)
+        if radius.ndim != 1 or not np.all(np.isfinite(radius)) or np.any(radius < 0):
+            raise ValueError(f"radius must be a (n,) array of finite values >= 0, got shape {radius.shape}")
+        if not (np.isfinite(min_resolution) and min_resolution > 0):
+            raise ValueError(f"min_resolution must be > 0, got {min_resolution}")
+        self.radius, self.n, self.min_resolution = radius, len(radius), float(min_resolution)
+        self.last_t = -np.inf
+        self.last_stats: dict = {}
+
+    def find_pairs(self, t: float, pos, vel, accel_bound) -> np.ndarray:
+        """Pairs whose bounding spheres overlap at time t [s].
+
+        pos : (n, 3) float64 world frame [m]; vel : (n, 3) float64 [m/s];
+        accel_bound : (n,) float64 [m/s^2], bound on |d²x/dt²| of each centre until the next call.
+        Returns (k, 2) int32, i < j in each row, rows sorted lexicographically.
+        """
+        n = self.n
+        pos = np.ascontiguousarray(pos, dtype=np.float64)
+        vel = np.ascontiguousarray(vel, dtype=np.float64)
+        accel_bound = np.ascontiguousarray(accel_bound, dtype=np.float64)
+        if pos.shape != (n, 3) or vel.shape != (n, 3) or accel_bound.shape != (n,):
+            raise ValueError(f"expected pos, vel (n, 3) and accel_bound (n,) with n={n}; got "
+                             f"{pos.shape}, {vel.shape}, {accel_bound.shape}")
+        if not np.all(accel_bound >= 0):
+            raise ValueError("accel_bound must be >= 0 (and not NaN)")
+        t = float(t)
+        if t < self.last_t:
+            raise ValueError(f"time went backwards: {t} < {self.last_t}")
+        self.last_t = t
+        if n < 2:
+            self.last_stats = {"pairs_found": 0}
+            return EMPTY_PAIRS.copy()
+        return self._find_pairs(t, pos, vel, accel_bound)
+
+    def _find_pairs(self, t, pos, vel, accel_bound) -> np.ndarray:
+        raise NotImplementedError
+
+    def invalidate(self, ships) -> None:
+        """These ships' velocity/controls changed discontinuously since the last call."""
+        self._check_ships(ships)
+
+    def _check_ships(self, ships) -> np.ndarray:
+        ships = np.asarray(ships, dtype=np.int64).reshape(-1)
+        if len(ships) and (ships.min() < 0 or ships.max() >= self.n):
+            raise ValueError(f"ship index out of range [0, {self.n})")
+        return ships
