@@ -17,7 +17,8 @@ def box_for_volume_fraction(radius: np.ndarray, fraction: float) -> float:
 
 
 class RandomMotion:
-    """n ships: radius (n,), box side [m], max speed [m/s], max acceleration bound [m/s²].
+    """n ships: radius (n,), box side [m], speed limit [m/s] (ships above it brake), max acceleration
+    bound [m/s²].
 
     accel_change : probability per step that a ship picks a new acceleration (no invalidation).
     jump_rate : probability per step that a ship's velocity jumps (invalidated).
@@ -46,6 +47,10 @@ class RandomMotion:
         rng, n = self.rng, len(self.radius)
         change = np.flatnonzero(rng.random(n) < self.accel_change)
         self.acc[change] = self._random_vectors(len(change), 1.0) * self.accel_bound[change, None]
+        # over the speed limit: brake at full bound (keeps speeds, hence reach, bounded)
+        v = np.linalg.norm(self.vel, axis=1)
+        fast = v > self.speed
+        self.acc[fast] = -self.vel[fast] * (self.accel_bound[fast] / v[fast])[:, None]
         self.pos += self.vel * dt + 0.5 * self.acc * dt * dt
         self.vel += self.acc * dt
         low, high = self.pos < 0.0, self.pos > self.box

@@ -13,16 +13,18 @@ from the current state. A pair that overlaps at a sample time therefore woke at 
 
 Scaling (n = 10,000 cannot schedule n² pairs). Time is cut into horizons [t_b, t_b + H]. At
 t_b every ship's whole horizon fits in a "reach ball" centred at its position, radius
-ρ = r + |v|·H + A·H²/2; a k-d tree (scipy cKDTree) gathers the pairs whose reach balls meet,
-and only those are scheduled. Any other pair's spheres stay apart until t_b + H, where
-everything is gathered afresh: far pairs all "wake at H" together. H adapts so that about
-`target_pairs_per_ship` pairs per ship are scheduled.
+ρ = r + |v|·H + A·H²/2; a uniform grid (numba) gathers the pairs whose reach balls meet, and
+only those are scheduled. Any other pair's spheres stay apart until t_b + H, where everything
+is gathered afresh: far pairs all "wake at H" together. H trades the restart (O(n)) against
+the schedule's size (grows like H³ once reach exceeds ship spacing): it aims at one restart
+every `restart_calls` calls and shrinks while more than `max_pairs_per_ship` pairs per ship
+get scheduled.
 
 Invalidation (velocity jumps, new controls, a larger acceleration bound than predictions
 assumed) breaks both the pair predictions and the ship's reach ball. At the next call, with the
 current state, each invalidated ship's scheduled pairs are woken at once, and it gets a new
 reach ball centred at its current position covering the rest of the horizon; pairs with every
-ship whose current reach ball meets it (the k-d tree for ships still on their original ball,
+ship whose current reach ball meets it (the restart's grid for ships still on their original ball,
 a direct test against ships already moved) are added to the schedule. When too many ships
 have moved, the horizon is simply restarted.
 
@@ -34,7 +36,6 @@ import math
 
 import numpy as np
 from numba import njit
-from scipy.spatial import cKDTree
 
 from .base import BroadPhase, EMPTY_PAIRS, overlap_sphere_sphere, pairs_from_keys
 
@@ -196,6 +197,95 @@ def _ball_pairs(ids_a, c_a, r_a, ids_b, c_b, r_b):
     return lo, hi
 
 
+@njit(cache=True)
+def _grid_build(c, origin, cell, dims):
+    """Uniform grid over points c (n, 3): counting sort into cells.
+    Returns start (ncells + 1,) and items (n,) with cell q's points items[start[q]:start[q+1]]."""
+    n = c.shape[0]
+    key = np.empty(n, np.int64)
+    start = np.zeros(dims[0] * dims[1] * dims[2] + 1, np.int64)
+    for i in range(n):
+        q = 0
+        for a in range(3):
+            ca = min(max(int((c[i, a] - origin[a]) / cell), 0), dims[a] - 1)
+            q = q * dims[a] + ca
+        key[i] = q
+        start[q + 1] += 1
+    for q in range(1, len(start)):
+        start[q] += start[q - 1]
+    cursor = start[:-1].copy()
+    items = np.empty(n, np.int64)
+    for i in range(n):
+        items[cursor[key[i]]] = i
+        cursor[key[i]] += 1
+    return start, items
+
+
+@njit(cache=True)
+def _grid_pairs(qid, qc, qr, c, r, skip, upper, origin, cell, dims, start, items, out_a, out_b):
+    """Pairs (min, max) of query ship qid[k] (ball qc[k], qr[k]) with gridded ship j (ball c[j],
+    r[j]) whose balls meet; j skipped when skip[j], j == qid[k], or (upper) j < qid[k].
+    Writes the first len(out_a) pairs into out_a, out_b; returns how many there are in all."""
+    rmax = r.max() if len(r) else 0.0
+    cap = len(out_a)
+    cnt = 0
+    for k in range(len(qid)):
+        i = qid[k]
+        reach = qr[k] + rmax
+        x0 = max(math.floor((qc[k, 0] - reach - origin[0]) / cell), 0)
+        x1 = min(math.floor((qc[k, 0] + reach - origin[0]) / cell), dims[0] - 1)
+        y0 = max(math.floor((qc[k, 1] - reach - origin[1]) / cell), 0)
+        y1 = min(math.floor((qc[k, 1] + reach - origin[1]) / cell), dims[1] - 1)
+        z0 = max(math.floor((qc[k, 2] - reach - origin[2]) / cell), 0)
+        z1 = min(math.floor((qc[k, 2] + reach - origin[2]) / cell), dims[2] - 1)
+        for x in range(x0, x1 + 1):
+            for y in range(y0, y1 + 1):
+                row = (x * dims[1] + y) * dims[2]
+                # cells z0..z1 of one row are contiguous in items
+                for s in range(start[row + z0], start[row + z1 + 1]):
+                    j = items[s]
+                    if j == i or skip[j] or (upper and j < i):
+                        continue
+                    dx = c[j, 0] - qc[k, 0]
+                    dy = c[j, 1] - qc[k, 1]
+                    dz = c[j, 2] - qc[k, 2]
+                    rr = qr[k] + r[j]
+                    if dx * dx + dy * dy + dz * dz <= rr * rr:
+                        if cnt < cap:
+                            out_a[cnt] = min(i, j)
+                            out_b[cnt] = max(i, j)
+                        cnt += 1
+    return cnt
+
+
+class ReachGrid:
+    """Uniform grid over the reach balls (centres c (n, 3), radii r (n,)) of a restart."""
+
+    def __init__(self, c, r, max_cells_per_ship=4):
+        self.c, self.r = c, r
+        # per-column min/max: numpy's axis-0 reduction over an (n, 3) array is ~10× slower
+        self.origin = np.array([c[:, a].min() for a in range(3)])
+        extent = np.maximum(np.array([c[:, a].max() for a in range(3)]) - self.origin, 1e-9)
+        cell = max(2.0 * float(r.max()), 1e-9)
+        # big enough that the cell array stays O(n) whatever the spread of the ships
+        cell = max(cell, float(np.prod(extent) / (max_cells_per_ship * len(c))) ** (1 / 3))
+        self.cell = cell
+        self.dims = (np.floor(extent / cell).astype(np.int64) + 1)
+        self.start, self.items = _grid_build(c, self.origin, cell, self.dims)
+
+    def pairs(self, qid, qc, qr, skip, upper):
+        """(a, b) int64 arrays, a < b: query ships qid (m,) with balls qc (m, 3), qr (m,) against
+        the gridded ships not in skip (n,) bool; upper: only gridded ships j > query ship."""
+        cap = 4 * len(qid) + 256
+        while True:
+            out_a, out_b = np.empty(cap, np.int64), np.empty(cap, np.int64)
+            cnt = _grid_pairs(qid, qc, qr, self.c, self.r, skip, upper, self.origin, self.cell, self.dims,
+                              self.start, self.items, out_a, out_b)
+            if cnt <= cap:
+                return out_a[:cnt], out_b[:cnt]
+            cap = cnt
+
+
 def reach_radius(radius, vel, accel, span):
     """Radius [m] of the ball around the current centre that holds the ship for `span` seconds."""
     return radius + np.linalg.norm(vel, axis=1) * span + 0.5 * accel * span * span
@@ -204,16 +294,20 @@ def reach_radius(radius, vel, accel, span):
 class SpaceTime(BroadPhase):
     """Hubbard's space-time bounds with a priority queue of pair wake-up times.
 
-    horizon : initial horizon H [s] (None: 16 × min_resolution); adapted after each restart
-    unless adaptive=False. target_pairs_per_ship : scheduled pairs per ship the adaptation aims at.
+    horizon : initial horizon H [s] (None: restart_calls × min_resolution), adapted after each
+    restart unless adaptive=False (see the module doc for the rule).
     """
 
     name = "space_time"
 
-    def __init__(self, radius, *, min_resolution, horizon=None, adaptive=True, target_pairs_per_ship=12.0):
+    def __init__(self, radius, *, min_resolution, horizon=None, adaptive=True, restart_calls=16,
+                 max_pairs_per_ship=4.0):
         super().__init__(radius, min_resolution=min_resolution)
-        self.horizon = float(horizon) if horizon is not None else 16 * self.min_resolution
-        self.adaptive, self.target = adaptive, float(target_pairs_per_ship)
+        self.restart_calls, self.max_pairs = int(restart_calls), float(max_pairs_per_ship)
+        self.horizon = float(horizon) if horizon is not None else self.restart_calls * self.min_resolution
+        self.adaptive = adaptive
+        self.call_dt = self.min_resolution  # running mean of the spacing of calls [s]
+        self.prev_t = None
         self.dirty = np.zeros(self.n, bool)
         self.horizon_end = -np.inf
         self.restarts = 0
@@ -255,6 +349,9 @@ class SpaceTime(BroadPhase):
     # --- the frame's work ------------------------------------------------------------------
     def _find_pairs(self, t, pos, vel, accel) -> np.ndarray:
         # predictions assume the largest bound seen since they were made; a rise invalidates
+        if self.prev_t is not None and t > self.prev_t:
+            self.call_dt += 0.1 * (t - self.prev_t - self.call_dt)
+        self.prev_t = t
         if self.n_pairs:
             self.dirty |= accel > self.a_ref
         restart = t >= self.horizon_end or self.moved_count + self.dirty.sum() > self.n // 4
@@ -275,24 +372,20 @@ class SpaceTime(BroadPhase):
     def _restart(self, t, pos, vel, accel):
         """New horizon from t: gather the pairs whose reach balls meet, all due at once."""
         if self.adaptive and self.restarts:
-            per_ship = self.n_pairs / self.n
-            if per_ship > 2 * self.target:
+            if self.n_pairs > self.max_pairs * self.n:
                 self.horizon *= 0.7
-            elif per_ship < 0.5 * self.target:
-                self.horizon *= 1.4
-            self.horizon = min(max(self.horizon, 2 * self.min_resolution), 1000 * self.min_resolution)
+            else:
+                self.horizon = min(1.4 * self.horizon, self.restart_calls * self.call_dt)
+            self.horizon = max(self.horizon, 2 * self.call_dt)
         self.restarts += 1
         span = self.horizon
         self.a_ref = accel.copy()
         self.tree_c, self.tree_r = pos.copy(), reach_radius(self.radius, vel, accel, span)
-        self.tree = cKDTree(self.tree_c)
-        cand = self.tree.query_pairs(2 * self.tree_r.max(), output_type="ndarray")
-        a, b = cand[:, 0], cand[:, 1]
-        d = np.linalg.norm(self.tree_c[b] - self.tree_c[a], axis=1)
-        keep = d <= self.tree_r[a] + self.tree_r[b]
-        a, b = np.minimum(a, b)[keep], np.maximum(a, b)[keep]
+        self.grid = ReachGrid(self.tree_c, self.tree_r)
+        everyone = np.arange(self.n, dtype=np.int64)
+        a, b = self.grid.pairs(everyone, self.tree_c, self.tree_r, np.zeros(self.n, np.bool_), True)
         self._alloc(max(len(a) + self.n, 1024))
-        self.n_pairs, self.size = _st_schedule(a.astype(np.int64), b.astype(np.int64), False,
+        self.n_pairs, self.size = _st_schedule(a, b, False,
                                                np.zeros(0, np.int64), self.pa, self.pb, self.head, self.nxt,
                                                self.wake, self.heap, self.hpos, 0, 0)
         self.horizon_end = t + span
@@ -310,20 +403,12 @@ class SpaceTime(BroadPhase):
         self.ball_r[d] = reach_radius(self.radius[d], vel[d], self.a_ref[d], self.horizon_end - t)
         self.moved_count += int((~self.moved[d]).sum())
         self.moved[d] = True
-        # partners still on their original ball: from the k-d tree of the restart
-        near = self.tree.query_ball_point(self.ball_c[d], self.ball_r[d] + self.tree_r.max(), return_sorted=False)
-        counts = np.fromiter((len(x) for x in near), np.int64, len(d))
-        j = np.concatenate([np.asarray(x, np.int64) for x in near]) if counts.sum() else np.zeros(0, np.int64)
-        i = np.repeat(d, counts)
-        ok = ~self.moved[j]
-        i, j = i[ok], j[ok]
-        ok = np.linalg.norm(self.tree_c[j] - self.ball_c[i], axis=1) <= self.ball_r[i] + self.tree_r[j]
-        i, j = i[ok], j[ok]
+        # partners still on their original ball: from the grid of the restart
+        i, j = self.grid.pairs(d, self.ball_c[d], self.ball_r[d], self.moved, False)
         # partners that moved already (this call's dirty ships included): direct test
         mv = np.flatnonzero(self.moved)
         lo, hi = _ball_pairs(d, self.ball_c[d], self.ball_r[d], mv, self.ball_c[mv], self.ball_r[mv])
-        a = np.concatenate([np.minimum(i, j), lo])
-        b = np.concatenate([np.maximum(i, j), hi])
+        a, b = np.concatenate([i, lo]), np.concatenate([j, hi])
         self._grow(self.n_pairs + len(a))
         before = self.n_pairs
         self.n_pairs, self.size = _st_schedule(a, b, True, d, self.pa, self.pb, self.head, self.nxt, self.wake,
