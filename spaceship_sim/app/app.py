@@ -1,0 +1,222 @@
+"""The window and its frame loop: input -> world.step -> render (timed) -> overlay -> flip.
+
+Each frame the scene and overlay are rendered, `ctx.finish()` waits for the GPU, and the
+measured render time goes to `world.end_frame`, which feeds the render-time predictor that
+sizes the next frame's detection budget. Imports pyglet/moderngl: call `open_window` only from
+the app commands (it sets pyglet's headless option before pyglet.window is imported).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+from .camera import Camera
+from .keys import resolve
+from .overlay_model import OverlayModel
+
+
+class AppError(Exception):
+    """The app cannot start here (no display, GL too old); str() is the one-line message."""
+
+
+def open_window(size: tuple[int, int], headless: bool, caption: str):
+    """A pyglet window with a GL 3.3 core, 8-bit RGBA context and a moderngl context on it.
+
+    headless: EGL without any display (pyglet.options.headless). Raises AppError when there is
+    no display, or the driver cannot give OpenGL 3.3 core (message names the renderer)."""
+    check_display(headless)
+    if headless:
+        os.environ.setdefault("PYOPENGL_PLATFORM", "egl")  # imgui's backend draws through PyOpenGL
+    import pyglet
+    pyglet.options.headless = headless
+    pyglet.options.shadow_window = False
+    import moderngl
+    try:
+        import pyglet.window
+        config = pyglet.gl.Config(major_version=3, minor_version=3, forward_compatible=True,
+                                  red_size=8, green_size=8, blue_size=8, alpha_size=8,
+                                  depth_size=24, double_buffer=True)
+        window = pyglet.window.Window(width=size[0], height=size[1], caption=caption, config=config,
+                                      vsync=False, resizable=not headless)
+    except pyglet.window.NoSuchDisplayException as e:
+        raise AppError(no_display_message(str(e))) from None
+    except pyglet.window.NoSuchConfigException:
+        raise AppError(f"OpenGL 3.3 core is not available here (renderer: {probe_renderer(headless)}); "
+                       "update the graphics driver or use Mesa (llvmpipe)") from None
+    ctx = moderngl.create_context()
+    if ctx.version_code < 330:
+        renderer = ctx.info.get("GL_RENDERER", "?")
+        window.close()
+        raise AppError(f"OpenGL 3.3 core is required, this context offers {ctx.version_code / 100:.1f} "
+                       f"(renderer: {renderer})")
+    return window, ctx
+
+
+def check_display(headless: bool) -> None:
+    """Raise AppError early (before any loading) when a window is wanted and no display exists."""
+    if not headless and sys.platform.startswith("linux") and not os.environ.get("DISPLAY") \
+            and not os.environ.get("WAYLAND_DISPLAY"):
+        raise AppError(no_display_message())
+
+
+def no_display_message(detail: str = "") -> str:
+    why = f" ({detail})" if detail else " ($DISPLAY is not set)"
+    return (f"no display to open a window on{why}. Run with --headless to render offscreen through EGL "
+            "(with --frames N --screenshot PATH), or start a virtual screen: xvfb-run -a spaceship-sim ...")
+
+
+def probe_renderer(headless: bool) -> str:
+    """GL_RENDERER of whatever context the driver gives by default ('unknown' if none)."""
+    try:
+        import moderngl
+        ctx = moderngl.create_context(standalone=True, **({"backend": "egl"} if headless else {}))
+        name = f"{ctx.info.get('GL_RENDERER', '?')}, OpenGL {ctx.version_code / 100:.1f}"
+        ctx.release()
+        return name
+    except Exception as e:  # any failure here only degrades the message
+        return f"unknown ({e})"
+
+
+class App:
+    """One window showing one World; `run()` is the frame loop."""
+
+    def __init__(self, window, ctx, world, mode: str = "fly", pace: bool = True):
+        from pyglet.window import key, mouse
+
+        from .overlay import Controls, Overlay
+        from .renderer import Renderer, SceneOptions
+
+        self.window, self.ctx, self.world, self.mode, self.pace = window, ctx, world, mode, pace
+        self.renderer = Renderer(ctx, world.models, world.trees)
+        self.overlay = Overlay(window)
+        self.model = OverlayModel()
+        self.camera = Camera("chase" if mode == "fly" else "action")
+        self.options = SceneOptions()
+        self.controls = Controls(title=mode, camera_mode=self.camera.mode)
+        self._sync_controls_from_world()
+        self.flight_keys, self.command_keys = resolve(key)
+        self.mouse_left = mouse.LEFT
+        self.frame_times: list[float] = []   # FrameStats.frame_time of each stepped frame [s]
+        self.loop_times: list[float] = []    # wall time of each loop iteration [s]
+        self.first_frame_at: float | None = None  # perf_counter when the first frame was shown
+        self.view_proj = np.eye(4)
+        window.push_handlers(on_key_press=self.on_key_press, on_key_release=self.on_key_release,
+                             on_mouse_drag=self.on_mouse_drag, on_mouse_scroll=self.on_mouse_scroll)
+
+    # --- input -----------------------------------------------------------------------------
+    def on_key_press(self, symbol, modifiers):
+        if symbol in self.flight_keys:
+            self.world.keys.add(self.flight_keys[symbol])
+        elif symbol in self.command_keys:
+            self.command(self.command_keys[symbol])
+        # return nothing: Escape still reaches pyglet's default handler, which closes the window
+
+    def on_key_release(self, symbol, modifiers):
+        if symbol in self.flight_keys:
+            self.world.keys.discard(self.flight_keys[symbol])
+
+    def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
+        if buttons & self.mouse_left and not self.overlay.wants_mouse():
+            self.camera.drag(dx, dy)
+
+    def on_mouse_scroll(self, x, y, scroll_x, scroll_y):
+        if not self.overlay.wants_mouse():
+            self.camera.zoom(scroll_y)
+
+    def command(self, name: str) -> None:
+        c = self.controls
+        if name == "pause":
+            c.paused = not c.paused
+        elif name == "step":
+            c.paused, c.step_requested = True, True
+        elif name == "reset":
+            self.world.reset()
+            self.model = OverlayModel()
+            self.camera.eye = None
+        elif name == "camera":
+            self.camera.toggle()
+        elif name == "tree_level":  # none, 0, 1, ..., deepest sphere level, none, ...
+            c.tree_level = c.tree_level + 1 if c.tree_level + 1 < c.level_limit else -1
+
+    # --- controls <-> world --------------------------------------------------------------
+    def _sync_controls_from_world(self) -> None:
+        w, c = self.world, self.controls
+        c.target_fps = 1.0 / w.target_frame_time
+        c.min_level = int(w.refine_options.get("min_level", 0))
+        c.level_limit = c.max_level = w.max_level
+        c.broadphase = w.broadphase_name
+        self._applied = (c.target_fps, c.min_level, c.max_level, c.broadphase)
+
+    def apply_controls(self) -> None:
+        """Push control-panel changes into the world and the scene options."""
+        c = self.controls
+        now = (c.target_fps, c.min_level, c.max_level, c.broadphase)
+        if now != self._applied:
+            names = ("target_frame_time", "min_level", "max_level", "broadphase")
+            values = (1.0 / c.target_fps, c.min_level, c.max_level, c.broadphase)
+            self.world.set_collision(**{k: v for k, v, a, b in zip(names, values, now, self._applied) if a != b})
+            self._applied = now
+        self.options.tree_level = None if c.tree_level < 0 else c.tree_level
+        self.options.show_hits, self.options.show_bounds = c.show_hits, c.show_bounds
+        c.camera_mode = self.camera.mode
+
+    # --- frame loop --------------------------------------------------------------------------
+    def frame(self) -> None:
+        """One iteration: events, maybe a simulation step, render + overlay (timed), flip."""
+        start = time.perf_counter()
+        self.window.dispatch_events()
+        self.apply_controls()
+        stepping = not self.controls.paused or self.controls.step_requested
+        self.controls.step_requested = False
+        stats = self.world.step() if stepping else None
+        state = self.world.state
+        self.camera.update(state.pos, state.quat, state.radius, self.world.config.arena.size,
+                           self.world.config.sim.frame_dt)
+        render_start = time.perf_counter()
+        size = self.window.get_framebuffer_size()
+        self.view_proj = self.renderer.render(self.ctx.screen, size, state, self.camera,
+                                              self.world.last_narrow, self.options)
+        self.overlay.width, self.overlay.height = self.window.get_size()
+        self.overlay.draw(self.model, self.controls)
+        self.ctx.finish()  # wait for the GPU so the measured time is the real render cost
+        render_time = time.perf_counter() - render_start
+        if stats is not None:
+            self.world.end_frame(render_time)
+            self.model.update(stats, self.world.last_narrow)
+            self.frame_times.append(stats.frame_time)
+        if self.first_frame_at is None:
+            self.first_frame_at = time.perf_counter()
+        self.loop_times.append(time.perf_counter() - start)
+
+    def snapshot(self) -> np.ndarray:
+        """The window's current back buffer: (height, width, 3) uint8, top row first."""
+        w, h = self.window.get_framebuffer_size()
+        data = self.ctx.screen.read(viewport=(0, 0, w, h), components=3)
+        _ = self.ctx.error  # reading the default framebuffer leaves a GL error flag; clear it
+        return np.frombuffer(data, np.uint8).reshape(h, w, 3)[::-1].copy()
+
+    def run(self, frames: int | None = None, screenshot: str | None = None) -> None:
+        """Loop until the window closes or `frames` frames are shown; save the last frame."""
+        shown = 0
+        while not self.window.has_exit:
+            start = time.perf_counter()
+            self.frame()
+            shown += 1
+            last = frames is not None and shown >= frames
+            if screenshot and (last or self.window.has_exit):
+                save_png(screenshot, self.snapshot())
+            self.window.flip()
+            if last:
+                break
+            if self.pace:  # hold the target frame rate
+                time.sleep(max(0.0, self.world.target_frame_time - (time.perf_counter() - start)))
+        self.window.close()
+
+
+def save_png(path, image: np.ndarray) -> None:
+    """Write an (h, w, 3) uint8 image (top row first)."""
+    from PIL import Image
+    Image.fromarray(image).save(path)

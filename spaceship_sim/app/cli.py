@@ -1,0 +1,99 @@
+"""`spaceship-sim fly` and `spaceship-sim demo`: the desktop app.
+
+Registration imports nothing from GL; pyglet/moderngl/imgui load inside `run_app`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+import time
+
+from ..errors import InputError
+
+T0 = time.perf_counter()  # for "first frame after ..." (close to process start: imported at CLI start)
+
+
+def register(sub) -> None:
+    fly = sub.add_parser("fly", help="fly the user's ship among autopilot ships (window, ImGui overlay)")
+    fly.add_argument("--config", default="configs/default.toml", help="scenario TOML (default: %(default)s)")
+    _common(fly)
+    fly.set_defaults(func=lambda args: run_app(args, "fly"))
+    demo = sub.add_parser("demo", help="scripted autopilot demo: ships fly waypoint paths that cross")
+    demo.add_argument("--config", default="configs/demo.toml", help="scenario TOML (default: %(default)s)")
+    _common(demo)
+    demo.set_defaults(func=lambda args: run_app(args, "demo"))
+
+
+def _common(p) -> None:
+    p.add_argument("--headless", action="store_true", help="render offscreen through EGL (no display needed)")
+    p.add_argument("--frames", type=int, default=None, help="quit after N frames (default: run until closed)")
+    p.add_argument("--screenshot", metavar="PATH", help="save the last frame as PNG")
+    p.add_argument("--stats", action="store_true", help="print median and p99 frame time at exit")
+    p.add_argument("--size", default="1280x720", help="window size WxH in pixels (default: %(default)s)")
+    p.add_argument("--ships", type=int, default=None, help="override the config's ship count")
+    p.add_argument("--realtime", action="store_true",
+                   help="hold the target frame rate when headless too (a window always does)")
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+)[xX](\d+)", text.strip())
+    if not m or not (16 <= int(m[1]) <= 8192 and 16 <= int(m[2]) <= 8192):
+        raise InputError("command line", "--size", f"expected WxH with 16..8192 pixels each, got {text!r}")
+    return int(m[1]), int(m[2])
+
+
+def check_args(args) -> tuple[int, int]:
+    if args.frames is not None and args.frames < 1:
+        raise InputError("command line", "--frames", f"must be >= 1, got {args.frames}")
+    if args.ships is not None and args.ships < 1:
+        raise InputError("command line", "--ships", f"must be >= 1, got {args.ships}")
+    if args.headless and args.frames is None:
+        raise InputError("command line", "--frames", "--headless needs --frames N (nothing can close the window)")
+    return parse_size(args.size)
+
+
+def load_world(args, mode: str):
+    from ..config import load_config
+    from ..world import World
+
+    cfg = load_config(args.config)
+    if args.ships is not None:
+        cfg = dataclasses.replace(cfg, ships=dataclasses.replace(cfg.ships, count=args.ships))
+    return World.from_config(cfg, user="keyboard" if mode == "fly" else "autopilot")
+
+
+def run_app(args, mode: str) -> int:
+    size = check_args(args)
+    from .app import App, AppError, check_display, open_window
+
+    try:
+        check_display(args.headless)
+        world = load_world(args, mode)
+        window, ctx = open_window(size, args.headless, caption=f"spaceship-sim {mode}")
+    except AppError as e:
+        print(f"spaceship-sim {mode}: {e}", file=sys.stderr)
+        return 2
+    app = App(window, ctx, world, mode=mode, pace=args.realtime or not args.headless)
+    app.run(frames=args.frames, screenshot=args.screenshot)
+    if args.stats:
+        print(format_stats(app, ctx.info.get("GL_RENDERER", "?"), size, world.state.n))
+    if args.screenshot:
+        print(f"screenshot: {args.screenshot}")
+    return 0
+
+
+def format_stats(app, renderer: str, size, n_ships: int, warmup: int = 5) -> str:
+    """Median / p99 of frame time (stages + render) and of the whole loop, first frames skipped."""
+    import numpy as np
+
+    def pct(xs):
+        xs = np.asarray(xs[warmup:] if len(xs) > warmup else xs) * 1e3
+        return (f"median {np.median(xs):.2f} ms, p99 {np.percentile(xs, 99):.2f} ms" if len(xs) else "n/a")
+
+    first = app.first_frame_at - T0 if app.first_frame_at else float("nan")
+    return (f"{n_ships} ships, {size[0]}x{size[1]}, {renderer}; {len(app.frame_times)} frames "
+            f"(first {warmup} skipped)\n"
+            f"frame time (sim + render): {pct(app.frame_times)}\n"
+            f"loop time (with overlay, events, flip): {pct(app.loop_times)}\n"
+            f"first frame {first:.2f} s after the command started")

@@ -1,0 +1,74 @@
+"""Vertex data the renderer uploads: flat-shaded ship meshes, low-poly spheres, rings, stars.
+
+Plain numpy, no GL: every array here is float32 and ready for a vertex buffer.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def flat_shaded(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Un-share vertices so every triangle gets its own face normal (faceted look).
+
+    vertices : (n, 3) float64, body frame; faces : (m, 3) int, counter-clockwise from outside.
+    Returns (3m, 6) float32 rows [x, y, z, nx, ny, nz], body frame.
+    """
+    tri = np.asarray(vertices, np.float64)[np.asarray(faces)]          # (m, 3, 3)
+    normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    length = np.linalg.norm(normal, axis=1, keepdims=True)
+    normal = normal / np.where(length > 0, length, 1.0)
+    out = np.empty((len(tri), 3, 6), np.float32)
+    out[:, :, :3] = tri
+    out[:, :, 3:] = normal[:, None, :]
+    return out.reshape(-1, 6)
+
+
+def icosphere(subdivisions: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Unit sphere: (v, 3) float64 vertices on the unit sphere and (f, 3) int32 outward faces.
+
+    subdivisions=0 is the icosahedron (20 faces); each subdivision quadruples the faces.
+    """
+    p = (1 + 5 ** 0.5) / 2
+    v = [(-1, p, 0), (1, p, 0), (-1, -p, 0), (1, -p, 0), (0, -1, p), (0, 1, p),
+         (0, -1, -p), (0, 1, -p), (p, 0, -1), (p, 0, 1), (-p, 0, -1), (-p, 0, 1)]
+    f = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4),
+         (11, 10, 2), (10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8),
+         (3, 8, 9), (4, 9, 5), (2, 4, 11), (6, 2, 10), (8, 6, 7), (9, 8, 1)]
+    verts = [np.array(x, float) / np.linalg.norm(x) for x in v]
+    faces = f
+    for _ in range(subdivisions):
+        midpoint: dict[tuple[int, int], int] = {}
+
+        def mid(a: int, b: int) -> int:
+            key = (min(a, b), max(a, b))
+            if key not in midpoint:  # shared edges get one new vertex
+                m = verts[a] + verts[b]
+                verts.append(m / np.linalg.norm(m))
+                midpoint[key] = len(verts) - 1
+            return midpoint[key]
+
+        new = []
+        for a, b, c in faces:
+            ab, bc, ca = mid(a, b), mid(b, c), mid(c, a)
+            new += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
+        faces = new
+    return np.array(verts), np.array(faces, np.int32)
+
+
+def rings(segments: int = 48) -> np.ndarray:
+    """Three orthogonal unit great circles as GL_LINES: (3 * segments * 2, 3) float32."""
+    a = np.linspace(0, 2 * np.pi, segments + 1)
+    c, s, z = np.cos(a), np.sin(a), np.zeros_like(a)
+    out = []
+    for circle in (np.stack([c, s, z], 1), np.stack([c, z, s], 1), np.stack([z, c, s], 1)):
+        out.append(np.stack([circle[:-1], circle[1:]], 1).reshape(-1, 3))
+    return np.concatenate(out).astype(np.float32)
+
+
+def starfield(n: int = 1500, seed: int = 7) -> np.ndarray:
+    """Stars on the unit sphere: (n, 4) float32 rows [dx, dy, dz, brightness in (0.3, 1)]."""
+    rng = np.random.default_rng(seed)
+    d = rng.normal(size=(n, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    b = 0.3 + 0.7 * rng.random(n) ** 3  # mostly faint stars, a few bright ones
+    return np.concatenate([d, b[:, None]], 1).astype(np.float32)

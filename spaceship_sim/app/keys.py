@@ -1,0 +1,38 @@
+"""Key bindings, by pyglet key-symbol name (resolved in the app; no GL import here).
+
+FLIGHT keys are held: pressed adds the action to `world.keys`, released removes it; the
+keyboard controller reads that set. COMMAND keys act once per press.
+"""
+from __future__ import annotations
+
+FLIGHT = {
+    "W": "thrust_forward", "S": "thrust_back",
+    "A": "yaw_left", "D": "yaw_right",
+    "UP": "pitch_up", "DOWN": "pitch_down",
+    "Q": "roll_left", "E": "roll_right",
+    "SPACE": "brake",
+}
+COMMANDS = {
+    "P": "pause", "N": "step", "R": "reset", "C": "camera", "T": "tree_level",
+}
+# help panel lines: (keys, what they do)
+HELP = [
+    ("W / S", "thrust forward / back"),
+    ("A / D", "yaw left / right"),
+    ("Up / Down", "pitch up / down"),
+    ("Q / E", "roll left / right"),
+    ("Space", "brake"),
+    ("P", "pause / resume"),
+    ("N", "single step (while paused)"),
+    ("R", "reset the scenario"),
+    ("C", "chase / orbit camera"),
+    ("T", "cycle the sphere-tree level drawn"),
+    ("mouse drag / wheel", "orbit camera: rotate / zoom"),
+    ("Esc", "quit"),
+]
+
+
+def resolve(key_module) -> tuple[dict[int, str], dict[int, str]]:
+    """Map pyglet key symbols (from `pyglet.window.key`) to flight actions and commands."""
+    return ({getattr(key_module, k): a for k, a in FLIGHT.items()},
+            {getattr(key_module, k): c for k, c in COMMANDS.items()})

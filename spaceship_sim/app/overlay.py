@@ -1,0 +1,138 @@
+"""ImGui + ImPlot overlay: draws an OverlayModel and edits a Controls object.
+
+Panels sit at fixed places (top-left timing, top-right collisions, bottom-left controls,
+bottom-right help) so screenshots are comparable. Imports imgui_bundle's pyglet backend,
+which needs a GL context: only the app commands import this module.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from imgui_bundle import imgui, implot
+from imgui_bundle.python_backends import pyglet_backend
+
+from .keys import HELP
+from .overlay_model import SERIES, OverlayModel
+
+BROADPHASES = ("space_time", "sweep_prune", "brute_force")
+TIMING_RECT = (8, 8, 460, 330)   # x, y, width, height of the timing panel [px]
+
+
+@dataclass
+class Controls:
+    """What the controls panel edits; the app applies changes to the world and renderer."""
+    target_fps: float = 30.0
+    min_level: int = 1
+    max_level: int = 4
+    level_limit: int = 4            # deepest level there is (slider range)
+    broadphase: str = "space_time"
+    tree_level: int = -1            # -1: no tree drawn
+    show_hits: bool = True
+    show_bounds: bool = False
+    paused: bool = False
+    step_requested: bool = False
+    camera_mode: str = "chase"
+    title: str = "fly"
+
+
+class Overlay:
+    def __init__(self, window):
+        imgui.create_context()
+        implot.create_context()
+        imgui.get_io().set_ini_filename(None)
+        imgui.style_colors_dark()
+        self.impl = pyglet_backend.create_renderer(window)
+        self.width, self.height = window.get_size()
+
+    def wants_keyboard(self) -> bool:
+        return imgui.get_io().want_capture_keyboard
+
+    def wants_mouse(self) -> bool:
+        return imgui.get_io().want_capture_mouse
+
+    def draw(self, model: OverlayModel, controls: Controls) -> None:
+        """Build and render one ImGui frame into the current framebuffer."""
+        self.impl.process_inputs()
+        imgui.new_frame()
+        self._timing(model)
+        self._collisions(model)
+        self._controls(controls)
+        self._help(controls)
+        imgui.render()
+        self.impl.render(imgui.get_draw_data())
+
+    def _place(self, x, y, w, h) -> None:
+        imgui.set_next_window_pos(imgui.ImVec2(x, y), imgui.Cond_.once)
+        imgui.set_next_window_size(imgui.ImVec2(w, h), imgui.Cond_.once)
+        imgui.set_next_window_bg_alpha(0.8)
+
+    def _timing(self, m: OverlayModel) -> None:
+        self._place(*TIMING_RECT)
+        imgui.begin("Frame timing")
+        imgui.text(f"frame {m.frame}   target {m.target_ms:.1f} ms" + ("   OVERRUN" if m.overrun else ""))
+        imgui.text(f"render: predicted {m.render_predicted_ms:.2f} ms, actual {m.render_actual_ms:.2f} ms")
+        imgui.text(f"detection: budget {m.budget_ms:.2f} ms, used {m.detection_used_ms:.2f} ms")
+        frames, series = m.arrays()
+        if implot.begin_plot("##frame times", imgui.ImVec2(-1, -1)):
+            implot.setup_axes("frame", "ms", implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
+            if len(frames):
+                for name in SERIES:
+                    implot.plot_line(name, frames, series[name])
+                if math.isfinite(m.target_ms):
+                    implot.plot_inf_lines("target", np.array([m.target_ms]),
+                                          implot.Spec(flags=implot.InfLinesFlags_.horizontal))
+            implot.end_plot()
+        imgui.end()
+
+    def _collisions(self, m: OverlayModel) -> None:
+        self._place(self.width - 428, 8, 420, 330)
+        imgui.begin("Collisions")
+        imgui.text(f"candidate pairs {m.candidate_pairs}, colliding {m.colliding_pairs}")
+        if implot.begin_plot("##levels", imgui.ImVec2(-1, 120)):
+            implot.setup_axes("level reached", "pairs", implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
+            if m.level_hist:
+                implot.plot_bars("pairs", np.array(m.level_hist, np.float64))
+            implot.end_plot()
+        flags = imgui.TableFlags_.borders | imgui.TableFlags_.row_bg | imgui.TableFlags_.scroll_y
+        if imgui.begin_table("pairs", 5, flags):
+            for name in ("ships", "level", "exact", "sep. bound [m]", "distance [m]"):
+                imgui.table_setup_column(name)
+            imgui.table_headers_row()
+            for r in m.pairs[:200]:
+                imgui.table_next_row()
+                for cell in (f"{r.ship_a}-{r.ship_b}", str(r.level), "yes" if r.exact else "no",
+                             f"{r.sep_bound:.3f}", "-" if math.isnan(r.distance) else f"{r.distance:.3f}"):
+                    imgui.table_next_column()
+                    imgui.text(cell)
+            imgui.end_table()
+        imgui.end()
+
+    def _controls(self, c: Controls) -> None:
+        self._place(8, self.height - 268, 360, 260)
+        imgui.begin("Controls")
+        _, c.target_fps = imgui.slider_float("target fps", c.target_fps, 10.0, 120.0, "%.0f")
+        _, c.min_level = imgui.slider_int("min level", c.min_level, 0, c.level_limit)
+        _, c.max_level = imgui.slider_int("max level", c.max_level, 0, c.level_limit)
+        _, i = imgui.combo("broad phase", BROADPHASES.index(c.broadphase), list(BROADPHASES))
+        c.broadphase = BROADPHASES[i]
+        _, c.tree_level = imgui.slider_int("tree level drawn", c.tree_level, -1, c.level_limit - 1,
+                                           "none" if c.tree_level < 0 else "%d")
+        _, c.show_hits = imgui.checkbox("colliding spheres / triangles", c.show_hits)
+        _, c.show_bounds = imgui.checkbox("broad-phase bounds", c.show_bounds)
+        _, c.paused = imgui.checkbox("pause", c.paused)
+        imgui.same_line()
+        if imgui.button("step"):
+            c.step_requested = True
+        imgui.text(f"camera: {c.camera_mode}")
+        imgui.end()
+
+    def _help(self, c: Controls) -> None:
+        self._place(self.width - 308, self.height - 268, 300, 260)
+        imgui.begin("Keys")
+        if c.title == "demo":
+            imgui.text("demo: every ship follows the script")
+        for keys, what in HELP:
+            imgui.text(f"{keys:<18} {what}")
+        imgui.end()
