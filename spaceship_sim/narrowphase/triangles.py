@@ -1,0 +1,273 @@
+"""Triangle–triangle kernels (numba): intersection and distance.
+
+All coordinates are float64 in one common frame. Triangles are closed sets: touching
+(a shared point, edge or face) counts as intersecting. The kernels only use sign tests of
+orientation determinants, so on small-integer coordinates (exactly representable products) the
+answers are exact — the property tests rely on this to check degenerate touching cases.
+
+Triangles are (3, 3) float64 arrays, one vertex per row.
+
+- `intersect_triangle_triangle`: Guigue & Devillers (JGT 2003), "Fast and robust triangle-
+  triangle overlap test using orientation predicates", with a coplanar fallback in 2D.
+- `distance_triangle_triangle`: 0 if they intersect, else the smallest of the 6 vertex–triangle
+  and 9 edge–edge distances (the closest pair of two disjoint triangles always realises one of
+  these), closest points written to `out`.
+Simple numpy references live in `reference.py`.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _orient(a, b, c, d):
+    """(d - c) . ((a - c) x (b - c)): signed volume of the tetrahedron (a, b, c, d) (x6)."""
+    ax, ay, az = a[0] - c[0], a[1] - c[1], a[2] - c[2]
+    bx, by, bz = b[0] - c[0], b[1] - c[1], b[2] - c[2]
+    dx, dy, dz = d[0] - c[0], d[1] - c[1], d[2] - c[2]
+    return dx * (ay * bz - az * by) + dy * (az * bx - ax * bz) + dz * (ax * by - ay * bx)
+
+
+@njit(cache=True)
+def _check_min_max(p1, q1, r1, p2, q2, r2):
+    # the two triangles' intervals on the planes' intersection line overlap
+    if _orient(p2, p1, q1, q2) > 0.0:
+        return False
+    return not _orient(p2, r1, p1, r2) > 0.0
+
+
+@njit(cache=True)
+def _orient2(ax, ay, bx, by, cx, cy):
+    return (ax - cx) * (by - cy) - (ay - cy) * (bx - cx)
+
+
+@njit(cache=True)
+def _segments_touch_2d(P, i0, i1, Q, j0, j1):
+    """Closed 2D segments P[i0]P[i1] and Q[j0]Q[j1] share a point."""
+    ax, ay, bx, by = P[i0, 0], P[i0, 1], P[i1, 0], P[i1, 1]
+    cx, cy, dx, dy = Q[j0, 0], Q[j0, 1], Q[j1, 0], Q[j1, 1]
+    o1 = _orient2(ax, ay, bx, by, cx, cy)
+    o2 = _orient2(ax, ay, bx, by, dx, dy)
+    o3 = _orient2(cx, cy, dx, dy, ax, ay)
+    o4 = _orient2(cx, cy, dx, dy, bx, by)
+    if ((o1 > 0 and o2 < 0) or (o1 < 0 and o2 > 0)) and ((o3 > 0 and o4 < 0) or (o3 < 0 and o4 > 0)):
+        return True
+    # collinear touching: an endpoint lies on the other segment
+    if o1 == 0 and min(ax, bx) <= cx <= max(ax, bx) and min(ay, by) <= cy <= max(ay, by):
+        return True
+    if o2 == 0 and min(ax, bx) <= dx <= max(ax, bx) and min(ay, by) <= dy <= max(ay, by):
+        return True
+    if o3 == 0 and min(cx, dx) <= ax <= max(cx, dx) and min(cy, dy) <= ay <= max(cy, dy):
+        return True
+    if o4 == 0 and min(cx, dx) <= bx <= max(cx, dx) and min(cy, dy) <= by <= max(cy, dy):
+        return True
+    return False
+
+
+@njit(cache=True)
+def _point_in_triangle_2d(px, py, T):
+    """Closed 2D triangle T (3, 2) of either winding contains (px, py)."""
+    d1 = _orient2(T[0, 0], T[0, 1], T[1, 0], T[1, 1], px, py)
+    d2 = _orient2(T[1, 0], T[1, 1], T[2, 0], T[2, 1], px, py)
+    d3 = _orient2(T[2, 0], T[2, 1], T[0, 0], T[0, 1], px, py)
+    neg = d1 < 0 or d2 < 0 or d3 < 0
+    pos = d1 > 0 or d2 > 0 or d3 > 0
+    return not (neg and pos)
+
+
+@njit(cache=True)
+def _coplanar_overlap(V1, V2):
+    """Coplanar triangles: drop the axis along which the plane's normal is largest, then
+    2D overlap = some pair of edges touch, or one triangle contains a vertex of the other."""
+    ax, ay, az = V1[1, 0] - V1[0, 0], V1[1, 1] - V1[0, 1], V1[1, 2] - V1[0, 2]
+    bx, by, bz = V1[2, 0] - V1[0, 0], V1[2, 1] - V1[0, 1], V1[2, 2] - V1[0, 2]
+    nx, ny, nz = abs(ay * bz - az * by), abs(az * bx - ax * bz), abs(ax * by - ay * bx)
+    if nx >= ny and nx >= nz:
+        u, v = 1, 2
+    elif ny >= nz:
+        u, v = 0, 2
+    else:
+        u, v = 0, 1
+    P = np.empty((3, 2))
+    Q = np.empty((3, 2))
+    for k in range(3):
+        P[k, 0], P[k, 1] = V1[k, u], V1[k, v]
+        Q[k, 0], Q[k, 1] = V2[k, u], V2[k, v]
+    for i in range(3):
+        for j in range(3):
+            if _segments_touch_2d(P, i, (i + 1) % 3, Q, j, (j + 1) % 3):
+                return True
+    return _point_in_triangle_2d(P[0, 0], P[0, 1], Q) or _point_in_triangle_2d(Q[0, 0], Q[0, 1], P)
+
+
+@njit(cache=True)
+def _pick(a, b, c, k):
+    return a if k == 0 else (b if k == 1 else c)
+
+
+@njit(cache=True)
+def _tri_tri_3d(V1, i0, i1, i2, V2, j0, j1, j2, dp2, dq2, dr2):
+    """Guigue–Devillers, second permutation: T1 = V1[i0, i1, i2] has p1 alone on its side of
+    T2's plane; permute T2 = V2[j0, j1, j2] so p2 is alone on its side of T1's plane, flipping
+    T1's orientation to match, then compare the intervals on the planes' common line."""
+    if dp2 > 0.0:
+        swap, rot = (True, 2) if dq2 > 0.0 else ((True, 1) if dr2 > 0.0 else (False, 0))
+    elif dp2 < 0.0:
+        swap, rot = (False, 2) if dq2 < 0.0 else ((False, 1) if dr2 < 0.0 else (True, 0))
+    elif dq2 < 0.0:
+        swap, rot = (True, 1) if dr2 >= 0.0 else (False, 0)
+    elif dq2 > 0.0:
+        swap, rot = (True, 0) if dr2 > 0.0 else (False, 1)
+    elif dr2 > 0.0:
+        swap, rot = False, 2
+    elif dr2 < 0.0:
+        swap, rot = True, 2
+    else:
+        return _coplanar_overlap(V1, V2)
+    b1, c1 = (i2, i1) if swap else (i1, i2)
+    a2 = _pick(j0, j1, j2, rot)
+    b2 = _pick(j0, j1, j2, (rot + 1) % 3)
+    c2 = _pick(j0, j1, j2, (rot + 2) % 3)
+    return _check_min_max(V1[i0], V1[b1], V1[c1], V2[a2], V2[b2], V2[c2])
+
+
+@njit(cache=True)
+def intersect_triangle_triangle(V1, V2):
+    """Closed triangles V1, V2 ((3, 3) float64, one vertex per row, same frame) intersect."""
+    # signs of T1's vertices relative to T2's plane; all strictly on one side -> disjoint
+    dp1 = _orient(V2[0], V2[1], V2[2], V1[0])
+    dq1 = _orient(V2[0], V2[1], V2[2], V1[1])
+    dr1 = _orient(V2[0], V2[1], V2[2], V1[2])
+    if (dp1 > 0.0 and dq1 > 0.0 and dr1 > 0.0) or (dp1 < 0.0 and dq1 < 0.0 and dr1 < 0.0):
+        return False
+    dp2 = _orient(V1[1], V1[2], V1[0], V2[0])
+    dq2 = _orient(V1[1], V1[2], V1[0], V2[1])
+    dr2 = _orient(V1[1], V1[2], V1[0], V2[2])
+    if (dp2 > 0.0 and dq2 > 0.0 and dr2 > 0.0) or (dp2 < 0.0 and dq2 < 0.0 and dr2 < 0.0):
+        return False
+    # rotate T1 so its first vertex is alone on its side of T2's plane; flip = T2 taken as
+    # (p2, r2, q2), which reverses its orientation to keep the sign convention
+    if dp1 > 0.0:
+        start, flip = (2, True) if dq1 > 0.0 else ((1, True) if dr1 > 0.0 else (0, False))
+    elif dp1 < 0.0:
+        start, flip = (2, False) if dq1 < 0.0 else ((1, False) if dr1 < 0.0 else (0, True))
+    elif dq1 < 0.0:
+        start, flip = (1, True) if dr1 >= 0.0 else (0, False)
+    elif dq1 > 0.0:
+        start, flip = (0, True) if dr1 > 0.0 else (1, False)
+    elif dr1 > 0.0:
+        start, flip = 2, False
+    elif dr1 < 0.0:
+        start, flip = 2, True
+    else:
+        return _coplanar_overlap(V1, V2)
+    i0, i1, i2 = start, (start + 1) % 3, (start + 2) % 3
+    if flip:
+        return _tri_tri_3d(V1, i0, i1, i2, V2, 0, 2, 1, dp2, dr2, dq2)
+    return _tri_tri_3d(V1, i0, i1, i2, V2, 0, 1, 2, dp2, dq2, dr2)
+
+
+@njit(cache=True)
+def _dot_diff(a, b, c, d):
+    """(a - b) . (c - d) without temporaries."""
+    return (a[0] - b[0]) * (c[0] - d[0]) + (a[1] - b[1]) * (c[1] - d[1]) + (a[2] - b[2]) * (c[2] - d[2])
+
+
+@njit(cache=True)
+def _lerp(a, b, s, out):
+    """out = a + s (b - a)."""
+    for k in range(3):
+        out[k] = a[k] + s * (b[k] - a[k])
+
+
+@njit(cache=True)
+def _closest_point_triangle(p, a, b, c, out):
+    """Closest point to p on closed triangle abc (Ericson, RTCD 5.1.5) into out (3,)."""
+    d1 = _dot_diff(b, a, p, a)
+    d2 = _dot_diff(c, a, p, a)
+    if d1 <= 0.0 and d2 <= 0.0:
+        _lerp(a, a, 0.0, out)
+        return
+    d3 = _dot_diff(b, a, p, b)
+    d4 = _dot_diff(c, a, p, b)
+    if d3 >= 0.0 and d4 <= d3:
+        _lerp(b, b, 0.0, out)
+        return
+    vc = d1 * d4 - d3 * d2
+    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
+        _lerp(a, b, d1 / (d1 - d3), out)
+        return
+    d5 = _dot_diff(b, a, p, c)
+    d6 = _dot_diff(c, a, p, c)
+    if d6 >= 0.0 and d5 <= d6:
+        _lerp(c, c, 0.0, out)
+        return
+    vb = d5 * d2 - d1 * d6
+    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
+        _lerp(a, c, d2 / (d2 - d6), out)
+        return
+    va = d3 * d6 - d5 * d4
+    if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
+        _lerp(b, c, (d4 - d3) / ((d4 - d3) + (d5 - d6)), out)
+        return
+    v = vb / (va + vb + vc)
+    w = vc / (va + vb + vc)
+    for k in range(3):
+        out[k] = a[k] + v * (b[k] - a[k]) + w * (c[k] - a[k])
+
+
+@njit(cache=True)
+def _closest_segment_segment(p1, q1, p2, q2, c1, c2):
+    """Closest points c1 on segment p1q1 and c2 on p2q2 (non-degenerate; Ericson, RTCD 5.1.9)."""
+    a = _dot_diff(q1, p1, q1, p1)
+    e = _dot_diff(q2, p2, q2, p2)
+    f = _dot_diff(q2, p2, p1, p2)
+    c = _dot_diff(q1, p1, p1, p2)
+    b = _dot_diff(q1, p1, q2, p2)
+    denom = a * e - b * b
+    s = 0.0
+    if denom > 0.0:  # not parallel: closest points of the infinite lines, s clamped
+        s = min(max((b * f - c * e) / denom, 0.0), 1.0)
+    t = (b * s + f) / e
+    if t < 0.0:
+        t = 0.0
+        s = min(max(-c / a, 0.0), 1.0)
+    elif t > 1.0:
+        t = 1.0
+        s = min(max((b - c) / a, 0.0), 1.0)
+    _lerp(p1, q1, s, c1)
+    _lerp(p2, q2, t, c2)
+
+
+@njit(cache=True)
+def distance_triangle_triangle(V1, V2, out):
+    """Euclidean distance between closed non-degenerate triangles V1, V2 ((3, 3) float64).
+
+    out : (2, 3) float64 scratch; receives the closest points (on V1, on V2) when disjoint,
+          nan when they intersect (distance 0).
+    """
+    if intersect_triangle_triangle(V1, V2):
+        out[:] = np.nan
+        return 0.0
+    best = np.inf
+    x = np.empty(3)
+    y = np.empty(3)
+    for side in range(2):  # a vertex of one triangle against the other triangle
+        A, B = (V1, V2) if side == 0 else (V2, V1)
+        for i in range(3):
+            _closest_point_triangle(A[i], B[0], B[1], B[2], y)
+            d = _dot_diff(A[i], y, A[i], y)
+            if d < best:
+                best = d
+                out[side] = A[i]
+                out[1 - side] = y
+    for i in range(3):  # edge against edge
+        for j in range(3):
+            _closest_segment_segment(V1[i], V1[(i + 1) % 3], V2[j], V2[(j + 1) % 3], x, y)
+            d = _dot_diff(x, y, x, y)
+            if d < best:
+                best = d
+                out[0] = x
+                out[1] = y
+    return np.sqrt(best)
