@@ -18,7 +18,7 @@ from ..config import Config, ConfigError, ControlConfig
 from ..state import ShipState
 
 DENSITY = 100.0  # [kg/m^3] of a ship's bounding sphere: mass = DENSITY * 4/3 pi r^3
-PLACEMENT_TRIES = 2000  # failed random positions for one ship before giving up
+PLACEMENT_TRIES = 300  # failed random positions for one ship before giving up
 
 
 def accel_bound(state: ShipState, controls: ControlConfig) -> np.ndarray:
