@@ -91,7 +91,7 @@ def _wake_delay(pos, vel, accel, radius, i, j):
         return 0.0
     c = -((vel[j, 0] - vel[i, 0]) * dx + (vel[j, 1] - vel[i, 1]) * dy + (vel[j, 2] - vel[i, 2]) * dz) / dist
     a = accel[i] + accel[j]
-    disc = math.sqrt(c * c + 2.0 * a * gap)
+    disc = math.hypot(c, math.sqrt(2.0 * a * gap))  # sqrt(c² + 2·a·gap) without underflow of c²
     if c > 0.0:
         tau = 2.0 * gap / (c + disc)  # stable form when closing
     elif a > 0.0:

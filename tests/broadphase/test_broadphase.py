@@ -1,0 +1,224 @@
+"""Broad phases: identical pair sets over long random runs, the space-time bound never late,
+edge cases, and the numba helpers against simple references."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from spaceship_sim.broadphase import BROADPHASES, BroadPhaseNameError, make_broadphase
+from spaceship_sim.broadphase.motion import RandomMotion, box_for_volume_fraction
+from spaceship_sim.broadphase.space_time import ReachGrid, _ball_pairs, _wake_delay
+from spaceship_sim.broadphase.sweep_prune import EMPTY, _set_add, _set_remove
+from spaceship_sim.errors import InputError
+
+NAMES = ("brute_force", "space_time", "sweep_prune")
+RES = 1 / 60
+
+
+def run_all(motion, frames, dt_of, check=None):
+    """Step `motion` and all three broad phases together; assert identical pairs every call.
+    Returns the total number of overlapping pairs seen (so tests can insist on contacts)."""
+    bps = {k: make_broadphase(k, motion.radius, min_resolution=RES) for k in NAMES}
+    total = 0
+    for f in range(frames):
+        jumped = motion.step(dt_of(f))
+        got = {}
+        for k, bp in bps.items():
+            bp.invalidate(jumped)
+            got[k] = bp.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound)
+        ref = got["brute_force"]
+        assert ref.dtype == np.int32 and ref.shape[1] == 2
+        for k in NAMES[1:]:
+            assert got[k].dtype == np.int32
+            np.testing.assert_array_equal(got[k], ref, err_msg=f"{k} differs at frame {f}")
+        total += len(ref)
+    return total, bps
+
+
+@pytest.mark.parametrize("seed, fraction, jump_rate", [(0, 0.05, 0.0), (1, 0.15, 0.02), (2, 0.3, 0.1)])
+def test_long_random_runs_agree(seed, fraction, jump_rate):
+    rng = np.random.default_rng(seed)
+    radius = rng.choice([0.3, 1.0, 2.5], 250)  # a few ship models, fixed radius each
+    motion = RandomMotion(radius, box_for_volume_fraction(radius, fraction), speed=8.0, accel=20.0, seed=seed,
+                          accel_change=0.2, jump_rate=jump_rate)
+    # uneven sample spacing, some repeated times (t never decreases, may stand still)
+    steps = rng.choice([0.0, RES / 3, RES / 2, RES], 600, p=[0.05, 0.25, 0.3, 0.4])
+    total, bps = run_all(motion, 600, lambda f: steps[f])
+    assert total > 1000  # the run must actually exercise contacts
+    st_stats = bps["space_time"].last_stats
+    assert st_stats["pairs_scheduled"] < 250 * 249 // 2  # it does not schedule every pair
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(0, 40), seed=st.integers(0, 2**31 - 1), fraction=st.floats(0.01, 0.5),
+       speed=st.floats(0.0, 20.0), accel=st.floats(0.0, 50.0), jump=st.floats(0.0, 0.3),
+       dt=st.sampled_from([0.0, RES / 4, RES]))
+def test_random_configurations_agree(n, seed, fraction, speed, accel, jump, dt):
+    radius = np.random.default_rng(seed).uniform(0.0, 2.0, n)
+    box = box_for_volume_fraction(radius, fraction) if n and radius.sum() > 0 else 1.0
+    motion = RandomMotion(radius, box, speed, accel, seed=seed, accel_change=0.3, jump_rate=jump)
+    run_all(motion, 40, lambda f: dt)
+
+
+def test_space_time_never_late():
+    """Between calls (at min resolution) the motion is sampled 8× finer: a pair whose spheres
+    overlap at any fine time must have been due by then — woken at or before that time, or, if
+    it was not scheduled at all, the horizon must have ended. A late wake-up would be a miss."""
+    rng = np.random.default_rng(7)
+    radius = rng.uniform(0.3, 2.0, 150)
+    motion = RandomMotion(radius, box_for_volume_fraction(radius, 0.2), speed=10.0, accel=30.0, seed=7,
+                          accel_change=0.5, jump_rate=0.02)
+    bp = make_broadphase("space_time", radius, min_resolution=RES)
+    ref = make_broadphase("brute_force", radius, min_resolution=RES)
+    bp.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound)
+    checked = 0
+    for _ in range(300):
+        jumped = np.zeros(len(radius), bool)
+        wake = {(int(a), int(b)): w for a, b, w in zip(bp.pa[:bp.n_pairs], bp.pb[:bp.n_pairs], bp.wake[:bp.n_pairs])}
+        for _sub in range(8):
+            jumped[motion.step(RES / 8)] = True
+            for a, b in ref.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound):
+                if jumped[a] or jumped[b]:
+                    continue  # a discontinuity since the prediction: re-predicted at the next call
+                due = wake.get((int(a), int(b)), bp.horizon_end)
+                assert due <= motion.t, f"pair {a},{b} overlaps at {motion.t} but sleeps until {due}"
+                checked += 1
+        bp.invalidate(np.flatnonzero(jumped))
+        bp.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound)
+    assert checked > 500
+
+
+def _maybe_zero(lo, hi):
+    return st.one_of(st.just(0.0), st.floats(lo, hi))
+
+
+@settings(max_examples=50, deadline=None)
+@given(gap=st.floats(0.01, 100.0), closing=st.one_of(_maybe_zero(1e-3, 20.0), st.floats(-20.0, -1e-3)),
+       a_i=_maybe_zero(1e-3, 30.0), a_j=_maybe_zero(1e-3, 30.0))
+def test_wake_delay_is_tight_head_on(gap, closing, a_i, a_j):
+    """Head on, both ships accelerating at their full bound towards each other, the gap after τ
+    is exactly gap - c·τ - A·τ²/2: the predicted delay must be that touching time — the gap is
+    still >= 0 then (not late) and < 0 just after (tight)."""
+    pos = np.array([[0.0, 0.0, 0.0], [1.0 + 2.0 + gap, 0.0, 0.0]])
+    vel = np.array([[closing, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    accel, radius = np.array([a_i, a_j]), np.array([1.0, 2.0])
+    tau = _wake_delay(pos, vel, accel, radius, 0, 1)
+    a = a_i + a_j
+    if a == 0 and closing <= 0:
+        assert tau == np.inf
+        return
+
+    def gap_after(s):
+        return gap - closing * s - 0.5 * a * s * s
+
+    assert gap_after(tau) >= -1e-9 * gap
+    assert gap_after(tau * (1 + 1e-6)) < 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 80), spread=st.floats(1.0, 100.0))
+def test_grid_pairs_match_all_pairs(seed, n, spread):
+    rng = np.random.default_rng(seed)
+    c, r = rng.uniform(0, spread, (n, 3)), rng.uniform(0.0, 10.0, n)
+    ids = np.arange(n, dtype=np.int64)
+    skip = rng.random(n) < 0.2
+    grid = ReachGrid(c, r)
+    # all against all (upper): the restart's query
+    a, b = grid.pairs(ids, c, r, np.zeros(n, bool), True)
+    ra, rb = _ball_pairs(ids, c, r, ids, c, r)
+    assert set(zip(a, b)) == set(zip(ra, rb))
+    assert len(a) == len(set(zip(a, b)))
+    # a few outside queries against the not-skipped ships (the invalidation query)
+    q = rng.choice(n, min(n, 5), replace=False).astype(np.int64)
+    qc, qr = rng.uniform(-20, spread + 20, (len(q), 3)), rng.uniform(0.0, 30.0, len(q))
+    a, b = grid.pairs(q, qc, qr, skip, False)
+    keep = np.flatnonzero(~skip)
+    ra, rb = _ball_pairs(q, qc, qr, ids[keep], c[keep], r[keep])
+    assert set(zip(a, b)) == set(zip(ra, rb))
+
+
+@settings(max_examples=30, deadline=None)
+@given(ops=st.lists(st.tuples(st.booleans(), st.integers(0, 300)), max_size=400))
+def test_hash_set_matches_python_set(ops):
+    table, count, ref = np.full(4, EMPTY, np.int64), np.zeros(1, np.int64), set()
+    for add, key in ops:
+        if add:
+            table = _set_add(table, count, key)
+            ref.add(key)
+        else:
+            _set_remove(table, count, key)
+            ref.discard(key)
+        assert count[0] == len(ref)
+    assert set(table[table != EMPTY].tolist()) == ref
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_edge_cases(name):
+    empty = make_broadphase(name, np.zeros(0), min_resolution=RES)
+    out = empty.find_pairs(0.0, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
+    assert out.shape == (0, 2) and out.dtype == np.int32
+    one = make_broadphase(name, np.ones(1), min_resolution=RES)
+    assert one.find_pairs(0.0, np.zeros((1, 3)), np.zeros((1, 3)), np.zeros(1)).shape == (0, 2)
+    # coincident centres, zero radii included: every pair touches
+    radius = np.array([0.0, 0.0, 1.0, 2.0])
+    bp = make_broadphase(name, radius, min_resolution=RES)
+    pos = np.full((4, 3), 5.0)
+    expected = np.array([(i, j) for i in range(4) for j in range(i + 1, 4)], np.int32)
+    for t in (0.0, 0.0, 0.5):  # repeated time is allowed
+        np.testing.assert_array_equal(bp.find_pairs(t, pos, np.zeros((4, 3)), np.zeros(4)), expected)
+    # exactly touching spheres count (|d| == r_i + r_j)
+    bp = make_broadphase(name, np.array([1.0, 2.0, 0.5]), min_resolution=RES)
+    pos = np.array([[0.0, 0, 0], [3.0, 0, 0], [10.0, 0, 0]])
+    np.testing.assert_array_equal(bp.find_pairs(0.0, pos, np.zeros((3, 3)), np.zeros(3)), [[0, 1]])
+    with pytest.raises(ValueError, match="backwards"):
+        bp.find_pairs(-1.0, pos, np.zeros((3, 3)), np.zeros(3))
+    with pytest.raises(ValueError, match="expected pos"):
+        bp.find_pairs(1.0, pos[:2], np.zeros((3, 3)), np.zeros(3))
+    with pytest.raises(ValueError, match="accel_bound"):
+        bp.find_pairs(1.0, pos, np.zeros((3, 3)), -np.ones(3))
+    with pytest.raises(ValueError, match="out of range"):
+        bp.invalidate([3])
+    bp.invalidate(np.array([], int))
+
+
+def test_bad_construction():
+    with pytest.raises(BroadPhaseNameError, match="collision.broadphase") as e:
+        make_broadphase("octree", np.ones(3), min_resolution=RES)
+    assert isinstance(e.value, InputError)
+    with pytest.raises(ValueError, match="radius"):
+        make_broadphase("space_time", -np.ones(3), min_resolution=RES)
+    with pytest.raises(ValueError, match="min_resolution"):
+        make_broadphase("sweep_prune", np.ones(3), min_resolution=0.0)
+    assert set(BROADPHASES) == set(NAMES)
+
+
+def test_space_time_reacts_to_invalidation_and_larger_bound():
+    """A ship 'teleported' by a velocity jump (invalidated) or given a larger acceleration bound
+    than predictions assumed is re-predicted: pairs appear at once, not at the old wake time."""
+    radius = np.ones(3)
+    bp = make_broadphase("space_time", radius, min_resolution=RES, horizon=10.0, adaptive=False)
+    pos = np.array([[0.0, 0, 0], [50.0, 0, 0], [-50.0, 0, 0]])
+    vel, acc = np.zeros((3, 3)), np.zeros(3)
+    assert len(bp.find_pairs(0.0, pos, vel, acc)) == 0
+    assert bp.last_stats["pairs_scheduled"] == 0  # nothing can move: nothing scheduled
+    # ship 1 jumps next to ship 0 (a velocity jump the contract says gets invalidated)
+    bp.invalidate([1])
+    pos[1] = [1.5, 0, 0]
+    np.testing.assert_array_equal(bp.find_pairs(RES, pos, vel, acc), [[0, 1]])
+    # ship 2 may now accelerate hard: its bound rose, so it is re-predicted without invalidate
+    acc[2] = 1e6
+    pos[2] = [-1.5, 0, 0]  # moved within one sample under that bound
+    np.testing.assert_array_equal(bp.find_pairs(2 * RES, pos, vel, acc), [[0, 1], [0, 2]])
+
+
+def test_sweep_prune_is_coherent():
+    """After the first call, small motions cost few swaps: insertion sort keeps the lists."""
+    rng = np.random.default_rng(3)
+    radius = rng.uniform(0.5, 1.5, 400)
+    motion = RandomMotion(radius, box_for_volume_fraction(radius, 0.05), speed=1.0, accel=1.0, seed=3)
+    bp = make_broadphase("sweep_prune", radius, min_resolution=RES)
+    bp.find_pairs(0.0, motion.pos, motion.vel, motion.accel_bound)
+    motion.step(RES)
+    bp.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound)
+    assert 0 < bp.last_stats["swaps"] < 2 * len(radius)
