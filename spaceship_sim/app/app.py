@@ -109,14 +109,14 @@ class App:
     # --- input -----------------------------------------------------------------------------
     def on_key_press(self, symbol, modifiers):
         if symbol in self.flight_keys:
-            self.world.keys.add(self.flight_keys[symbol])
+            self.world.keys.press(self.flight_keys[symbol])
         elif symbol in self.command_keys:
             self.command(self.command_keys[symbol])
         # return nothing: Escape still reaches pyglet's default handler, which closes the window
 
     def on_key_release(self, symbol, modifiers):
         if symbol in self.flight_keys:
-            self.world.keys.discard(self.flight_keys[symbol])
+            self.world.keys.release(self.flight_keys[symbol])
 
     def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
         if buttons & self.mouse_left and not self.overlay.wants_mouse():

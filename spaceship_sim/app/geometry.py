@@ -1,26 +1,10 @@
-"""Vertex data the renderer uploads: flat-shaded ship meshes, low-poly spheres, rings, stars.
+"""Vertex data the renderer uploads: low-poly spheres, rings, stars, tree levels and hits in the world frame.
 
 Plain numpy, no GL: every array here is float32 and ready for a vertex buffer.
 """
 from __future__ import annotations
 
 import numpy as np
-
-
-def flat_shaded(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    """Un-share vertices so every triangle gets its own face normal (faceted look).
-
-    vertices : (n, 3) float64, body frame; faces : (m, 3) int, counter-clockwise from outside.
-    Returns (3m, 6) float32 rows [x, y, z, nx, ny, nz], body frame.
-    """
-    tri = np.asarray(vertices, np.float64)[np.asarray(faces)]          # (m, 3, 3)
-    normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
-    length = np.linalg.norm(normal, axis=1, keepdims=True)
-    normal = normal / np.where(length > 0, length, 1.0)
-    out = np.empty((len(tri), 3, 6), np.float32)
-    out[:, :, :3] = tri
-    out[:, :, 3:] = normal[:, None, :]
-    return out.reshape(-1, 6)
 
 
 def icosphere(subdivisions: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -72,3 +56,46 @@ def starfield(n: int = 1500, seed: int = 7) -> np.ndarray:
     d /= np.linalg.norm(d, axis=1, keepdims=True)
     b = 0.3 + 0.7 * rng.random(n) ** 3  # mostly faint stars, a few bright ones
     return np.concatenate([d, b[:, None]], 1).astype(np.float32)
+
+
+def level_spheres(state, R, trees, level: int) -> np.ndarray:
+    """World-frame spheres of one tree level for every ship: (k, 4) float32 [cx, cy, cz, r].
+    Trees shallower than `level` show their deepest level."""
+    out = []
+    for m, tree in enumerate(trees):
+        sel = np.flatnonzero(state.model_id == m)
+        if len(sel) == 0:
+            continue
+        centers, radii, _ = tree.level(min(level, tree.depth))
+        world = np.einsum("sij,cj->sci", R[sel], centers) + state.pos[sel][:, None, :]
+        out.append(np.c_[world.reshape(-1, 3), np.tile(radii, len(sel))])
+    return np.concatenate(out).astype(np.float32) if out else np.zeros((0, 4), np.float32)
+
+
+def hit_geometry(state, R, trees, models, narrow):
+    """Colliding spheres (k, 4) [world centre, radius] and colliding triangles (t*3, 3) world
+    vertices of the current narrow-phase result; None when there is none."""
+    if narrow is None or len(narrow.pairs) == 0:
+        return None
+    spheres, tris = [], []
+    sphere_pairs = _or_empty(getattr(narrow, "sphere_pairs", None))
+    tri_pairs = _or_empty(getattr(narrow, "tri_pairs", None))
+    for k in np.flatnonzero(np.asarray(narrow.colliding)):
+        ships = narrow.pairs[k]
+        for side in (0, 1):
+            i = int(ships[side])
+            tree = trees[state.model_id[i]]
+            if k < len(sphere_pairs) and len(sphere_pairs[k]):
+                nodes = np.unique(np.asarray(sphere_pairs[k])[:, side])
+                c = tree.center[nodes] @ R[i].T + state.pos[i]
+                spheres.append(np.c_[c, tree.radius[nodes]])
+            if k < len(tri_pairs) and len(tri_pairs[k]):
+                mesh = models[state.model_id[i]]
+                faces = mesh.faces[np.unique(np.asarray(tri_pairs[k])[:, side])]
+                tris.append(mesh.vertices[faces].reshape(-1, 3) @ R[i].T + state.pos[i])
+    return (np.concatenate(spheres) if spheres else np.zeros((0, 4)),
+            np.concatenate(tris) if tris else np.zeros((0, 3)))
+
+
+def _or_empty(per_pair):
+    return [] if per_pair is None else per_pair

@@ -20,6 +20,12 @@ BROADPHASES = ("space_time", "sweep_prune", "brute_force")
 TIMING_RECT = (8, 8, 460, 330)   # x, y, width, height of the timing panel [px]
 
 
+def panel_rects(width: int, height: int) -> dict[str, tuple[int, int, int, int]]:
+    """Where each panel opens (x, y, w, h) [px, from the top-left] in a window of that size."""
+    return {"Frame timing": TIMING_RECT, "Collisions": (width - 428, 8, 420, 330),
+            "Controls": (8, height - 268, 360, 260), "Keys": (width - 348, height - 268, 340, 260)}
+
+
 @dataclass
 class Controls:
     """What the controls panel edits; the app applies changes to the world and renderer."""
@@ -63,20 +69,23 @@ class Overlay:
         imgui.render()
         self.impl.render(imgui.get_draw_data())
 
-    def _place(self, x, y, w, h) -> None:
+    def _place(self, name: str) -> None:
+        x, y, w, h = panel_rects(self.width, self.height)[name]
         imgui.set_next_window_pos(imgui.ImVec2(x, y), imgui.Cond_.once)
         imgui.set_next_window_size(imgui.ImVec2(w, h), imgui.Cond_.once)
         imgui.set_next_window_bg_alpha(0.8)
 
     def _timing(self, m: OverlayModel) -> None:
-        self._place(*TIMING_RECT)
+        self._place("Frame timing")
         imgui.begin("Frame timing")
         imgui.text(f"frame {m.frame}   target {m.target_ms:.1f} ms" + ("   OVERRUN" if m.overrun else ""))
         imgui.text(f"render: predicted {m.render_predicted_ms:.2f} ms, actual {m.render_actual_ms:.2f} ms")
         imgui.text(f"detection: budget {m.budget_ms:.2f} ms, used {m.detection_used_ms:.2f} ms")
         frames, series = m.arrays()
         if implot.begin_plot("##frame times", imgui.ImVec2(-1, -1)):
-            implot.setup_axes("frame", "ms", implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
+            implot.setup_axes("frame", "ms", implot.AxisFlags_.auto_fit, 0)
+            if math.isfinite(m.target_ms):  # fixed range: start-up spikes (numba compile) would squash the plot
+                implot.setup_axis_limits(implot.ImAxis_.y1, -m.target_ms, 2.5 * m.target_ms, implot.Cond_.always)
             if len(frames):
                 for name in SERIES:
                     implot.plot_line(name, frames, series[name])
@@ -87,7 +96,7 @@ class Overlay:
         imgui.end()
 
     def _collisions(self, m: OverlayModel) -> None:
-        self._place(self.width - 428, 8, 420, 330)
+        self._place("Collisions")
         imgui.begin("Collisions")
         imgui.text(f"candidate pairs {m.candidate_pairs}, colliding {m.colliding_pairs}")
         if implot.begin_plot("##levels", imgui.ImVec2(-1, 120)):
@@ -110,7 +119,7 @@ class Overlay:
         imgui.end()
 
     def _controls(self, c: Controls) -> None:
-        self._place(8, self.height - 268, 360, 260)
+        self._place("Controls")
         imgui.begin("Controls")
         _, c.target_fps = imgui.slider_float("target fps", c.target_fps, 10.0, 120.0, "%.0f")
         _, c.min_level = imgui.slider_int("min level", c.min_level, 0, c.level_limit)
@@ -129,7 +138,7 @@ class Overlay:
         imgui.end()
 
     def _help(self, c: Controls) -> None:
-        self._place(self.width - 308, self.height - 268, 300, 260)
+        self._place("Keys")
         imgui.begin("Keys")
         if c.title == "demo":
             imgui.text("demo: every ship follows the script")

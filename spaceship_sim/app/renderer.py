@@ -15,6 +15,7 @@ import numpy as np
 
 from ..state import quat_to_matrix
 from . import geometry
+from .geometry import hit_geometry, level_spheres
 from .camera import gl_bytes
 
 BACKGROUND = (0.02, 0.02, 0.05)
@@ -250,42 +251,3 @@ class _Instanced:
             self._allocate(2 * len(rows))
         self.inst.write(rows)
         self.vao.render(mode, vertices=self.n_vertices, instances=len(rows))
-
-
-def level_spheres(state, R, trees, level: int) -> np.ndarray:
-    """World-frame spheres of one tree level for every ship: (k, 4) float32 [cx, cy, cz, r].
-    Trees shallower than `level` show their deepest level."""
-    out = []
-    for m, tree in enumerate(trees):
-        sel = np.flatnonzero(state.model_id == m)
-        if len(sel) == 0:
-            continue
-        centers, radii, _ = tree.level(min(level, tree.depth))
-        world = np.einsum("sij,cj->sci", R[sel], centers) + state.pos[sel][:, None, :]
-        out.append(np.c_[world.reshape(-1, 3), np.tile(radii, len(sel))])
-    return np.concatenate(out).astype(np.float32) if out else np.zeros((0, 4), np.float32)
-
-
-def hit_geometry(state, R, trees, models, narrow):
-    """Colliding spheres (k, 4) [world centre, radius] and colliding triangles (t*3, 3) world
-    vertices of the current narrow-phase result; None when there is none."""
-    if narrow is None or len(narrow.pairs) == 0:
-        return None
-    spheres, tris = [], []
-    sphere_pairs = getattr(narrow, "sphere_pairs", None) or []
-    tri_pairs = getattr(narrow, "tri_pairs", None) or []
-    for k in np.flatnonzero(np.asarray(narrow.colliding)):
-        ships = narrow.pairs[k]
-        for side in (0, 1):
-            i = int(ships[side])
-            tree = trees[state.model_id[i]]
-            if k < len(sphere_pairs) and len(sphere_pairs[k]):
-                nodes = np.unique(np.asarray(sphere_pairs[k])[:, side])
-                c = tree.center[nodes] @ R[i].T + state.pos[i]
-                spheres.append(np.c_[c, tree.radius[nodes]])
-            if k < len(tri_pairs) and len(tri_pairs[k]):
-                mesh = models[state.model_id[i]]
-                faces = mesh.faces[np.unique(np.asarray(tri_pairs[k])[:, side])]
-                tris.append(mesh.vertices[faces].reshape(-1, 3) @ R[i].T + state.pos[i])
-    return (np.concatenate(spheres) if spheres else np.zeros((0, 4)),
-            np.concatenate(tris) if tris else np.zeros((0, 3)))

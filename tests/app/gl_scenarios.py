@@ -1,0 +1,151 @@
+"""GL scenarios run in their own process (headless pyglet gets one GL window per process).
+
+`python tests/app/gl_scenarios.py NAME` runs one scenario and prints its findings as one JSON
+line on stdout; tests/app/test_gl.py makes the assertions. Needs an EGL-capable GL (Mesa).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+SIZE = (1280, 720)
+
+
+def make_app(mode: str = "fly", ships: int = 6):
+    import dataclasses
+
+    from spaceship_sim.app.app import App, open_window
+    from spaceship_sim.config import load_config
+    from spaceship_sim.world import World
+
+    cfg = load_config(REPO / "configs" / ("default.toml" if mode == "fly" else "demo.toml"))
+    cfg = dataclasses.replace(cfg, ships=dataclasses.replace(cfg.ships, count=ships))
+    world = World.from_config(cfg, user="keyboard" if mode == "fly" else "autopilot")
+    window, ctx = open_window(SIZE, headless=True, caption="test")
+    return App(window, ctx, world, mode=mode, pace=False)
+
+
+def screenshot() -> dict:
+    """Ships at their projected positions, overlay present: per ship, the share of pixels
+    around its projected centre that differ from the background; per region, the share of
+    pixels the overlay changed (compared with the same frame rendered without overlay)."""
+    from spaceship_sim.app.overlay import TIMING_RECT
+    from spaceship_sim.app.renderer import BACKGROUND
+
+    app = make_app("fly")
+    app.camera.home = app.camera.mode = "orbit"  # see every ship, not only the one ahead
+    app.camera.distance = 140.0
+    for _ in range(3):
+        app.frame()
+    full = app.snapshot()
+    state = app.world.state
+    app.renderer.render(app.ctx.screen, SIZE, state, app.camera, app.world.last_narrow, app.options)
+    scene = app.snapshot()
+    px, front = project_ships(app)
+    bg = np.round(np.array(BACKGROUND) * 255)
+    ships = []
+    for i in range(state.n):
+        r_px = projected_radius(app, i)
+        x, y = px[i]
+        half = max(2, int(r_px * 0.35))
+        if not front[i] or not (half <= x < SIZE[0] - half and half <= y < SIZE[1] - half) or under_panel(x, y):
+            continue
+        patch = scene[int(y) - half:int(y) + half + 1, int(x) - half:int(x) + half + 1]
+        ships.append({"ship": i, "x": float(x), "y": float(y), "radius_px": r_px,
+                      "non_background": float(np.mean(np.any(np.abs(patch - bg) > 12, axis=2)))})
+    x0, y0, w, h = TIMING_RECT
+    changed = np.any(full != scene, axis=2)
+    return {"ships": ships,
+            "timing_panel_changed": float(changed[y0:y0 + h, x0:x0 + w].mean()),
+            "centre_changed": float(changed[SIZE[1] // 2 - 40:SIZE[1] // 2 + 40,
+                                            SIZE[0] // 2 - 40:SIZE[0] // 2 + 40].mean()),
+            "background_share": float(np.mean(np.all(np.abs(scene - bg) <= 12, axis=2)))}
+
+
+def project_ships(app):
+    from spaceship_sim.app.camera import project
+    return project(app.world.state.pos, app.view_proj, *SIZE)
+
+
+def projected_radius(app, i: int) -> float:
+    """Approximate on-screen radius [px] of ship i's bounding sphere."""
+    eye = np.asarray(app.camera.eye)
+    d = np.linalg.norm(app.world.state.pos[i] - eye)
+    f = SIZE[1] / 2 / np.tan(np.radians(app.camera.fovy) / 2)
+    return float(app.world.state.radius[i] * f / max(d, 1e-6))
+
+
+def under_panel(x: float, y: float) -> bool:
+    """Is the pixel under one of the overlay's panels (placed as overlay.py places them)?"""
+    from spaceship_sim.app.overlay import panel_rects
+    return any(rx <= x <= rx + rw and ry <= y <= ry + rh for rx, ry, rw, rh in panel_rects(*SIZE).values())
+
+
+def keys() -> dict:
+    """Inject W (thrust forward) for 20 frames: controls, then velocity along the nose."""
+    from pyglet.window import key
+
+    from spaceship_sim.state import quat_to_matrix
+
+    app = make_app("fly")
+    win, world = app.window, app.world
+    app.frame()
+    nose = lambda: float(world.state.vel[0] @ quat_to_matrix(world.state.quat[0])[:, 0])  # noqa: E731
+    before = {"thrust": float(world.state.thrust[0]), "nose_speed": nose()}
+    win.dispatch_event("on_key_press", key.W, 0)
+    app.frame()
+    pressed = {"keys": sorted(world.keys), "thrust": float(world.state.thrust[0]), "nose_speed": nose()}
+    for _ in range(20):
+        app.frame()
+    held = {"thrust": float(world.state.thrust[0]), "nose_speed": nose()}
+    win.dispatch_event("on_key_release", key.W, 0)
+    app.frame()
+    released = {"keys": sorted(world.keys), "thrust": float(world.state.thrust[0])}
+    frame = world.frame
+    win.dispatch_event("on_key_press", key.P, 0)   # pause: the world stops
+    app.frame()
+    app.frame()
+    paused_frames = world.frame - frame
+    win.dispatch_event("on_key_press", key.N, 0)   # single step
+    app.frame()
+    stepped_frames = world.frame - frame - paused_frames
+    levels = []
+    for _ in range(world.max_level + 1):
+        win.dispatch_event("on_key_press", key.T, 0)
+        app.frame()
+        levels.append(app.options.tree_level)
+    win.dispatch_event("on_key_press", key.C, 0)
+    app.frame()
+    camera = app.camera.mode
+    win.dispatch_event("on_key_press", key.ESCAPE, 0)
+    app.window.dispatch_events()
+    return {"before": before, "pressed": pressed, "held": held, "released": released,
+            "paused_frames": paused_frames, "stepped_frames": stepped_frames, "tree_levels": levels,
+            "max_level": world.max_level, "camera": camera, "closed": bool(app.window.has_exit)}
+
+
+def overlay() -> dict:
+    """The overlay model after real frames, next to the world's last FrameStats."""
+    from dataclasses import asdict
+
+    app = make_app("demo", ships=10)
+    for _ in range(10):
+        app.frame()
+    s = app.world.last_stats
+    m = app.model
+    narrow = app.world.last_narrow
+    return {"stats": {k: v for k, v in asdict(s).items() if k != "extra"},
+            "model": {"frame": m.frame, "series_last": {k: v[-1] for k, v in m.series.items()},
+                      "target_ms": m.target_ms, "budget_ms": m.budget_ms,
+                      "render_predicted_ms": m.render_predicted_ms, "render_actual_ms": m.render_actual_ms,
+                      "level_hist": m.level_hist, "n_pairs": len(m.pairs),
+                      "n_history": len(m.frames)},
+            "narrow_colliding": int(np.sum(narrow.colliding)) if narrow is not None else 0}
+
+
+if __name__ == "__main__":
+    print(json.dumps(globals()[sys.argv[1]]()))

@@ -1,0 +1,78 @@
+"""App tests that need OpenGL: each scenario runs in its own process (headless EGL allows one
+GL window per process). Skipped only when no OpenGL at all is available."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+@lru_cache(maxsize=1)
+def gl_problem() -> str | None:
+    """None when a headless EGL context can be made, else why not."""
+    probe = "import moderngl; ctx = moderngl.create_context(standalone=True, backend='egl'); print(ctx.version_code)"
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        return "no OpenGL: a headless EGL context could not be created: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+    return None
+
+
+def scenario(name: str) -> dict:
+    problem = gl_problem()
+    if problem:
+        pytest.skip(problem)
+    r = subprocess.run([sys.executable, str(HERE / "gl_scenarios.py"), name], capture_output=True, text=True,
+                       timeout=300, cwd=HERE.parents[1])
+    assert r.returncode == 0, f"scenario {name} failed:\n{r.stderr[-4000:]}"
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_screenshot_shows_ships_at_projected_positions_and_overlay():
+    out = scenario("screenshot")
+    visible = out["ships"]
+    assert len(visible) >= 2, f"expected several ships in view, got {visible}"
+    for ship in visible:  # stars are sparse single pixels: a ship fills its neighbourhood
+        assert ship["non_background"] > 0.3, ship
+    assert out["background_share"] > 0.5  # mostly empty space: the checks above mean something
+    assert out["timing_panel_changed"] > 0.5  # the overlay's timing panel is drawn there
+    assert out["centre_changed"] < 0.05       # and not over the middle of the scene
+
+
+def test_key_presses_change_controls_then_velocity():
+    out = scenario("keys")
+    assert out["before"]["thrust"] == 0.0
+    assert out["pressed"]["keys"] == ["thrust_forward"]
+    assert out["pressed"]["thrust"] > 0.0
+    assert out["held"]["nose_speed"] > out["pressed"]["nose_speed"] + 1.0
+    assert out["released"]["keys"] == [] and out["released"]["thrust"] == 0.0
+    assert out["paused_frames"] == 0 and out["stepped_frames"] == 1
+    k = out["max_level"]
+    assert out["tree_levels"] == [*range(k), None]  # T cycles none -> 0 .. k-1 (sphere levels) -> none
+    assert out["camera"] == "orbit"
+    assert out["closed"]  # Escape closes the window
+
+
+def test_overlay_model_matches_frame_stats_of_a_real_run():
+    out = scenario("overlay")
+    s, m = out["stats"], out["model"]
+    assert m["frame"] == s["frame"] and m["n_history"] == 10
+    assert m["series_last"]["frame"] == pytest.approx(1e3 * s["frame_time"])
+    assert m["series_last"]["detection"] == pytest.approx(1e3 * s["t_narrow"])
+    assert m["series_last"]["response"] == pytest.approx(1e3 * s["t_response"])
+    assert m["series_last"]["render"] == pytest.approx(1e3 * s["render_actual"])
+    assert m["series_last"]["slack"] == pytest.approx(1e3 * s["slack"])
+    assert s["render_actual"] > 0 and s["frame_time"] == pytest.approx(
+        s["t_controls"] + s["t_integrate"] + s["t_broad"] + s["t_narrow"] + s["t_response"] + s["render_actual"])
+    assert m["target_ms"] == pytest.approx(1e3 * s["target"])
+    assert m["budget_ms"] == pytest.approx(1e3 * s["budget"])
+    assert m["render_predicted_ms"] == pytest.approx(1e3 * s["render_predicted"])
+    assert m["level_hist"] == list(s["level_hist"])
+    assert m["n_pairs"] == out["narrow_colliding"]
+    assert not math.isnan(m["render_actual_ms"])
