@@ -34,8 +34,10 @@ plain numpy reference vectorised over the ships still integrating; tests compare
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -45,6 +47,7 @@ from ..state import ShipState, quat_to_matrix
 SAFETY = 0.9      # keep the proposed step a little under the one that would just meet tol
 SHRINK_MIN = 0.2  # at most 5x smaller per attempt
 GROW_MAX = 5.0    # at most 5x larger per accepted step
+PARALLEL_MIN_SHIPS = 1000  # fewer ships run the kernel on one thread
 
 
 @dataclass
@@ -94,11 +97,27 @@ class Integrator:
         counts = _Counts.empty(self.n)
         if self.backend == "numba":
             _check_contiguous(state)
-            _heun_adaptive_kernel(state.pos, state.vel, state.quat, state.omega, state.thrust,
-                                  state.omega_cmd, self.h, *params, *counts.arrays())
+            with _threads_for(self.n):
+                _heun_adaptive_kernel(state.pos, state.vel, state.quat, state.omega, state.thrust,
+                                      state.omega_cmd, self.h, *params, *counts.arrays())
         else:
             _heun_adaptive_numpy(state, self.h, *params, counts)
         return counts.stats()
+
+
+@contextmanager
+def _threads_for(n: int):
+    """One thread for small batches: waking the thread team costs more than it saves, and far
+    more on a loaded machine (measured: 2 ships, 1.4 ms per call on 2 threads vs 0.14 ms on 1)."""
+    if n >= PARALLEL_MIN_SHIPS:
+        yield
+        return
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 # ---------------------------------------------------------------------------------------
