@@ -1,0 +1,302 @@
+"""Time-critical narrow phase (Hubbard 1996): refine all candidate pairs together, one sphere-tree
+level at a time, round-robin, until the frame's deadline — every colliding pair reaches at least
+`min_level` whatever the clock says — then exact triangle tests on colliding leaves while time
+allows.
+
+Levels: 0 is the two root spheres, k the tree's level k (a leaf stands in for itself below its
+level), and depth + 1 the exact triangle level (depth = the deeper of the two trees).
+
+Certainty: sphere trees cover their ships conservatively, so a pair found apart at any level is
+certainly apart (`exact` is True); a pair still colliding at a sphere level may be a false
+positive, and its `separation_bound` says how far apart the ships may be at most.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .bank import TreeBank, bank_of
+from .kernels import descend_pairs, exact_pairs, summarize_pairs
+
+BATCH = 64  # pairs per kernel call: amortises numba dispatch, still lets the clock be read often
+
+
+@dataclass(eq=False)
+class FrameNarrowResult:
+    """Narrow-phase answer for k candidate pairs (arrays over the pairs, in input order).
+
+    pairs            : (k, 2) int64, ship indices (A, B)
+    colliding        : (k,) bool
+    level            : (k,) int64, deepest level reached (depth + 1 = exact triangle level)
+    exact            : (k,) bool, the answer is certain: found apart, or triangles were tested
+    separation_bound : (k,) float64 [m], upper bound on the ships' separation; 0 when intersecting
+                       triangles were found, +inf when not colliding
+    contact_point    : (k, 3) float64, world [m], mean of the middles of the deepest colliding
+                       sphere pairs' overlaps (nan when not colliding)
+    contact_normal   : (k, 3) float64, world, unit, from ship A toward ship B (for response)
+    time_used        : float [s]
+    level_histogram  : (max_level + 1,) int64, colliding pairs per level reached
+    sphere_pairs     : list of k (p, 2) int32 arrays: colliding (node of A, node of B) at the pair's
+                       level, node indices local to each model's SphereTree
+    tri_pairs        : list of k (q, 2) int32 arrays: intersecting (face of A, face of B), local
+    """
+
+    pairs: np.ndarray
+    colliding: np.ndarray
+    level: np.ndarray
+    exact: np.ndarray
+    separation_bound: np.ndarray
+    contact_point: np.ndarray
+    contact_normal: np.ndarray
+    time_used: float
+    level_histogram: np.ndarray
+    sphere_ptr: np.ndarray = field(repr=False)     # (k+1,) CSR over sphere_nodes
+    sphere_nodes: np.ndarray = field(repr=False)   # (P, 2) int32 local node ids
+    tri_ptr: np.ndarray = field(repr=False)        # (k+1,) CSR over tri_nodes
+    tri_nodes: np.ndarray = field(repr=False)      # (Q, 2) int32 local face ids
+
+    # per-pair lists are built only when asked for: most frames never look at them
+    @property
+    def sphere_pairs(self) -> list[np.ndarray]:
+        return _split(self.sphere_nodes, self.sphere_ptr)
+
+    @property
+    def tri_pairs(self) -> list[np.ndarray]:
+        return _split(self.tri_nodes, self.tri_ptr)
+
+
+def _split(items, ptr) -> list[np.ndarray]:
+    return [items[a:b] for a, b in zip(ptr[:-1].tolist(), ptr[1:].tolist())]
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """collide_pair's answer for one pair; fields as in FrameNarrowResult, one pair's worth.
+
+    sphere_pairs : (p, 2) int32, colliding (node of A, node of B) at `level`
+    tri_pairs    : (q, 2) int32, intersecting (face of A, face of B) at the exact level
+    """
+
+    colliding: bool
+    level: int
+    sphere_pairs: np.ndarray
+    separation_bound: float
+    exact: bool
+    tri_pairs: np.ndarray
+    contact_point: np.ndarray
+    contact_normal: np.ndarray
+
+
+def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, exact=True) -> PairResult:
+    """Refine one pair of ships with no deadline.
+
+    tree_a, tree_b : SphereTree;  T_a, T_b : (4, 4) float64 rigid body->world transforms
+    max_level      : deepest sphere level to refine to (None: the leaves); the exact triangle
+                     level runs when `exact` and the leaves were reached
+    """
+    T_a, T_b = _transform(T_a, "T_a"), _transform(T_b, "T_b")
+    zero = np.zeros(1, np.int64)
+    r = _refine(bank_of(tree_a), bank_of(tree_b), zero, zero, T_a[None], T_b[None], np.zeros((1, 2), np.int64),
+                deadline=math.inf, min_level=0, max_level=max_level, exact=exact)
+    return PairResult(colliding=bool(r.colliding[0]), level=int(r.level[0]), sphere_pairs=r.sphere_pairs[0],
+                      separation_bound=float(r.separation_bound[0]), exact=bool(r.exact[0]),
+                      tri_pairs=r.tri_pairs[0], contact_point=r.contact_point[0],
+                      contact_normal=r.contact_normal[0])
+
+
+def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level: int = 1, max_level=None,
+                 exact: bool = True) -> FrameNarrowResult:
+    """Refine the frame's candidate pairs until `deadline` (a time.perf_counter() value).
+
+    model_id : (n,) int, each ship's model (index into bank.trees)
+    T        : (n, 4, 4) float64, rigid body->world transform of each ship
+    pairs    : (k, 2) int, candidate ship pairs (A, B) from the broad phase
+    min_level: every colliding pair is refined at least this deep, deadline or not (a value past
+               the leaves forces the exact level too)
+    max_level: deepest sphere level (None: the leaves); exact: finish with triangle tests
+    """
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    model_id = np.asarray(model_id, dtype=np.int64)
+    T = np.asarray(T, dtype=np.float64)
+    if T.ndim != 3 or T.shape[1:] != (4, 4) or len(T) != len(model_id):
+        raise ValueError(f"T must be (n, 4, 4) with n = len(model_id) = {len(model_id)}, got {T.shape}")
+    if len(pairs) and (pairs.min() < 0 or pairs.max() >= len(model_id)):
+        raise ValueError("pairs refer to ships outside 0..n-1")
+    if len(model_id) and (model_id.min() < 0 or model_id.max() >= bank.n_models):
+        raise ValueError(f"model_id outside 0..{bank.n_models - 1}")
+    ia, ib = pairs[:, 0], pairs[:, 1]
+    return _refine(bank, bank, model_id[ia], model_id[ib], T[ia], T[ib], pairs, deadline=deadline,
+                   min_level=min_level, max_level=max_level, exact=exact)
+
+
+def _transform(T, name) -> np.ndarray:
+    T = np.asarray(T, dtype=np.float64)
+    if T.shape != (4, 4) or not np.all(np.isfinite(T)):
+        raise ValueError(f"{name} must be a finite (4, 4) transform, got shape {T.shape}")
+    return T
+
+
+class _Frontier:
+    """CSR of colliding node pairs for a set of pair rows: rows (a,), ptr (a+1,), fa/fb."""
+
+    def __init__(self, rows, ptr, fa, fb):
+        self.rows, self.ptr, self.fa, self.fb = rows, ptr, fa, fb
+
+    def take(self, sel) -> "_Frontier":
+        """Sub-frontier of the active rows picked by boolean mask or index array `sel`."""
+        idx = np.arange(len(self.rows))[sel]
+        counts = self.ptr[idx + 1] - self.ptr[idx]
+        ptr = np.zeros(len(idx) + 1, np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        src = np.repeat(self.ptr[idx] - ptr[:-1], counts) + np.arange(ptr[-1])
+        return _Frontier(self.rows[idx], ptr, self.fa[src], self.fb[src])
+
+    @staticmethod
+    def concat(parts) -> "_Frontier":
+        parts = [p for p in parts if len(p.rows)]
+        if not parts:
+            return _Frontier(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int32),
+                             np.zeros(0, np.int32))
+        ptrs, off = [np.zeros(1, np.int64)], 0
+        for p in parts:
+            ptrs.append(p.ptr[1:] + off)
+            off += p.ptr[-1]
+        return _Frontier(np.concatenate([p.rows for p in parts]), np.concatenate(ptrs),
+                         np.concatenate([p.fa for p in parts]), np.concatenate([p.fb for p in parts]))
+
+    def by_row(self, k) -> "_Frontier":
+        """All k pose rows in order (rows absent here get no pairs)."""
+        counts = np.zeros(k, np.int64)
+        counts[self.rows] = np.diff(self.ptr)
+        ptr = np.zeros(k + 1, np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        n = np.diff(self.ptr)
+        dest = np.repeat(ptr[self.rows] - self.ptr[:-1], n) + np.arange(self.ptr[-1])
+        fa, fb = np.empty_like(self.fa), np.empty_like(self.fb)
+        fa[dest], fb[dest] = self.fa, self.fb
+        return _Frontier(np.arange(k), ptr, fa, fb)
+
+
+def _run_batches(kernel, n: int, deadline: float, n_forced: int, batch: int = BATCH):
+    """Call kernel(s, e) over active rows 0..n in batches until done or past the deadline; the
+    first n_forced rows run whatever the clock says. Returns (rows processed, [(ptr, a, b)])."""
+    pieces, done = [], 0
+    while done < n:
+        if done >= n_forced and time.perf_counter() >= deadline:
+            break
+        e = min(done + batch, n if done >= n_forced else n_forced)
+        pieces.append(kernel(done, e))
+        done = e
+    return done, pieces
+
+
+def _join(rows, pieces) -> _Frontier:
+    if not pieces:
+        return _Frontier.concat([])
+    ptrs, off = [np.zeros(1, np.int64)], 0
+    for p, _, _ in pieces:
+        ptrs.append(p[1:] + off)
+        off += p[-1]
+    return _Frontier(rows, np.concatenate(ptrs), np.concatenate([a for _, a, _ in pieces]),
+                     np.concatenate([b for _, _, b in pieces]))
+
+
+def _relative_pose(Ta, Tb):
+    """B's body frame in A's: x_A = R @ x_B + t, for (k, 4, 4) transforms."""
+    Ra, Rb = Ta[:, :3, :3], Tb[:, :3, :3]
+    R = np.ascontiguousarray(np.einsum("kji,kjl->kil", Ra, Rb))
+    t = np.ascontiguousarray(np.einsum("kji,kj->ki", Ra, Tb[:, :3, 3] - Ta[:, :3, 3]))
+    return R, t
+
+
+def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline, min_level, max_level, exact):
+    start = time.perf_counter()
+    k = len(ma)
+    R, t = _relative_pose(Ta, Tb)
+    depth = np.maximum(bank_a.depth[ma], bank_b.depth[mb])
+    cap = depth if max_level is None else np.minimum(depth, max(int(max_level), 0))
+    A, B = bank_a, bank_b
+
+    # level 0: the root spheres
+    root_a, root_b = bank_a.node_offset[ma].astype(np.int32), bank_b.node_offset[mb].astype(np.int32)
+    xb = np.einsum("kij,kj->ki", R, B.center[root_b]) + t
+    hit0 = ((A.center[root_a] - xb) ** 2).sum(1) <= (A.radius[root_a] + B.radius[root_b]) ** 2
+    level = np.zeros(k, np.int64)
+    apart = ~hit0  # found apart at `level`
+    active = _Frontier(np.arange(k), np.arange(k + 1, dtype=np.int64), root_a, root_b).take(hit0)
+    finished = []  # frontiers of rows that stop refining, each at its level
+
+    def descend(front):
+        return lambda s, e: descend_pairs(A.center, A.radius, A.first_child, A.child_count, B.center, B.radius,
+                                          B.first_child, B.child_count, R, t, front.rows, front.ptr, front.fa,
+                                          front.fb, s, e)
+
+    L = 0
+    while len(active.rows):
+        stop = cap[active.rows] <= L
+        finished.append(active.take(stop))
+        go = active.take(~stop)
+        n_go = len(go.rows)
+        done, pieces = _run_batches(descend(go), n_go, deadline, n_forced=n_go if L + 1 <= min_level else 0)
+        finished.append(go.take(np.arange(done, len(go.rows))))  # out of time: stay at L
+        deeper = _join(go.rows[:done], pieces)
+        level[deeper.rows] = L + 1
+        empty = np.diff(deeper.ptr) == 0
+        apart[deeper.rows[empty]] = True
+        active = deeper.take(~empty)
+        L += 1
+    final = _Frontier.concat(finished).by_row(k)
+    colliding = ~apart
+    certain = apart.copy()
+
+    # exact level: triangles of colliding leaves, for pairs that reached their leaves
+    hit_ptr, hit_a, hit_b = np.zeros(k + 1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32)
+    if exact:
+        want = colliding & (level == depth) & (cap == depth)
+        # rows whose min_level lies past their leaves must be tested: put them first
+        order = np.argsort(~(min_level > depth), kind="stable")
+        leaves = final.take(order[want[order]])
+        n_tri_b = len(B.tri_verts)
+
+        def kernel(s, e):
+            return exact_pairs(A.center, A.radius, A.tri_ptr, A.tri_idx, A.tri_verts, A.tri_center, A.tri_radius,
+                               B.center, B.radius, B.tri_ptr, B.tri_idx, B.tri_verts, B.tri_center, B.tri_radius,
+                               R, t, leaves.rows, leaves.ptr, leaves.fa, leaves.fb, s, e, n_tri_b)
+
+        n_forced = int(np.sum(min_level > depth[leaves.rows]))
+        done, pieces = _run_batches(kernel, len(leaves.rows), deadline, n_forced)
+        tested = leaves.rows[:done]
+        hits = _join(tested, pieces)
+        n_hits = np.diff(hits.ptr)
+        level[tested] = depth[tested] + 1
+        certain[tested] = True
+        colliding[tested] = n_hits > 0
+        hits = hits.by_row(k)
+        hit_ptr, hit_a, hit_b = hits.ptr, hits.fa, hits.fb
+        # rows found apart by the triangles keep no sphere pairs
+        final = final.take(~np.isin(np.arange(k), tested[n_hits == 0]))
+        final = _Frontier(final.rows, final.ptr, final.fa, final.fb).by_row(k)
+
+    bound, point, normal = summarize_pairs(A.center, A.radius, A.error, A.witness, B.center, B.radius, B.error,
+                                           B.witness, R, t, final.ptr, final.fa, final.fb)
+    bound[hit_ptr[1:] > hit_ptr[:-1]] = 0.0
+    bound[~colliding] = np.inf
+    Ra = Ta[:, :3, :3]
+    point = np.einsum("kij,kj->ki", Ra, point) + Ta[:, :3, 3]
+    normal = np.einsum("kij,kj->ki", Ra, normal)
+    point[~colliding] = np.nan
+    normal[~colliding] = 0.0
+    rows = np.repeat(np.arange(k), np.diff(final.ptr))
+    sphere_nodes = np.stack([final.fa - A.node_offset[ma][rows], final.fb - B.node_offset[mb][rows]], 1)
+    hrows = np.repeat(np.arange(k), np.diff(hit_ptr))
+    tri_nodes = np.stack([hit_a - A.tri_offset[ma][hrows], hit_b - B.tri_offset[mb][hrows]], 1)
+    n_levels = max(A.max_level, B.max_level) + 1
+    return FrameNarrowResult(
+        pairs=pairs, colliding=colliding, level=level, exact=certain, separation_bound=bound,
+        contact_point=point, contact_normal=normal, time_used=time.perf_counter() - start,
+        level_histogram=np.bincount(level[colliding], minlength=n_levels).astype(np.int64),
+        sphere_ptr=final.ptr, sphere_nodes=sphere_nodes.astype(np.int32), tri_ptr=hit_ptr,
+        tri_nodes=tri_nodes.astype(np.int32))

@@ -1,0 +1,223 @@
+"""Acceptance tests of the time-critical narrow phase on random poses: the exact level equals a
+brute-force all-triangle-pairs test, sphere levels never miss a contact, the separation bound is
+never below the true distance, and the frame-level refinement honours deadline and min_level."""
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from spaceship_sim.narrowphase import TreeBank, TreeError, collide_pair, refine_frame
+from spaceship_sim.narrowphase.kernels import descend_pairs, min_distance_all_pairs
+from spaceship_sim.narrowphase.reference import brute_force_pair, descend_ref, world_triangles
+
+from narrow_helpers import hand_octree, random_pose, random_rotation
+
+SETTINGS = settings(max_examples=20, deadline=None)
+
+
+def build(vertices, faces, depth):
+    """The project's octree builder when it exists, else the tests' own."""
+    try:
+        from spaceship_sim.spheretree import build_tree
+    except ImportError:
+        return hand_octree(vertices, faces, depth)
+    return build_tree(vertices, faces, method="octree", branching=8, depth=depth)
+
+
+@pytest.fixture(scope="module")
+def trees(meshes):
+    out = {name: build(v, f, 2) for name, (v, f) in meshes.items()}
+    out["torus_hand3"] = hand_octree(*meshes["torus"], depth=3)
+    out["box_hand1"] = hand_octree(*meshes["box"], depth=1)
+    try:
+        from spaceship_sim.meshes import load_model
+        lamp = load_model("lamp")
+        out["lamp"] = build(lamp.vertices, lamp.faces, 2)
+    except Exception:  # assets not there yet: generated meshes only
+        pass
+    return out
+
+
+def sorted_pairs(p):
+    p = np.asarray(p).reshape(-1, 2)
+    return p[np.lexsort((p[:, 1], p[:, 0]))]
+
+
+def true_distances(ta, Ta, tb, Tb):
+    """(surface, solid) separation of the two placed ships: the smallest triangle–triangle
+    distance (brute force over all pairs), and the same but 0 when one closed ship holds a
+    vertex of the other (the trees' errors are measured to the solid for closed meshes)."""
+    import trimesh
+    TA, TB = world_triangles(ta.vertices, ta.faces, Ta), world_triangles(tb.vertices, tb.faces, Tb)
+    d = min_distance_all_pairs(TA, TB)
+    for t, T, other in ((ta, Ta, TB), (tb, Tb, TA)):
+        m = trimesh.Trimesh(t.vertices @ T[:3, :3].T + T[:3, 3], t.faces, process=False)
+        if m.is_watertight and m.contains(other[:, 0]).any():
+            return d, 0.0
+    return d, d
+
+
+def pose_pair(rng, ta, tb, spread=1.0):
+    """Poses whose bounding spheres overlap: centre distance up to spread x (r_a + r_b)."""
+    ra, rb = ta.radius[0], tb.radius[0]
+    Ta, Tb = random_pose(rng, 0.0), random_pose(rng, spread * (ra + rb))
+    return Ta, Tb
+
+
+NAMES = ["ico", "box", "torus", "torus_hand3", "box_hand1", "lamp"]
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.sampled_from(NAMES), st.sampled_from(NAMES))
+def test_exact_level_equals_brute_force_and_levels_cover_contacts(trees, seed, name_a, name_b):
+    if name_a not in trees or name_b not in trees:
+        pytest.skip("asset not available")
+    ta, tb = trees[name_a], trees[name_b]
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        Ta, Tb = pose_pair(rng, ta, tb, spread=0.8)
+        r = collide_pair(ta, Ta, tb, Tb)
+        want = brute_force_pair(ta.vertices, ta.faces, Ta, tb.vertices, tb.faces, Tb)
+        assert np.array_equal(sorted_pairs(r.tri_pairs), want)
+        assert r.colliding == (len(want) > 0) and r.exact
+        assert r.level == max(ta.depth, tb.depth) + 1 or not r.colliding
+        if len(want):
+            assert r.separation_bound == 0.0
+            for L in range(max(ta.depth, tb.depth) + 1):  # coverage: every level sees the contact
+                s = collide_pair(ta, Ta, tb, Tb, max_level=L, exact=False)
+                assert s.colliding and s.level == L and not s.exact and len(s.sphere_pairs)
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.sampled_from(NAMES), st.sampled_from(NAMES))
+def test_separation_bound_never_below_true_distance(trees, seed, name_a, name_b):
+    if name_a not in trees or name_b not in trees:
+        pytest.skip("asset not available")
+    ta, tb = trees[name_a], trees[name_b]
+    rng = np.random.default_rng(seed)
+    Ta, Tb = pose_pair(rng, ta, tb, spread=1.0)
+    surface, solid = true_distances(ta, Ta, tb, Tb)
+    for L in range(max(ta.depth, tb.depth) + 1):
+        r = collide_pair(ta, Ta, tb, Tb, max_level=L, exact=False)
+        if r.colliding:
+            assert r.separation_bound >= solid - 1e-9, (L, r.separation_bound, solid)
+        else:  # "apart" is never wrong: the surfaces really are apart
+            assert np.isinf(r.separation_bound) and surface > 0
+
+
+def test_bound_is_tighter_than_error_sum(trees):
+    """Witness points make the bound no worse than e_a + e_b of any colliding sphere pair."""
+    ta = trees["torus"]
+    rng = np.random.default_rng(3)
+    seen = 0
+    for _ in range(30):
+        Ta, Tb = pose_pair(rng, ta, ta, spread=0.9)
+        r = collide_pair(ta, Ta, ta, Tb, max_level=ta.depth, exact=False)
+        if r.colliding:
+            sp = r.sphere_pairs
+            assert r.separation_bound <= (ta.error[sp[:, 0]] + ta.error[sp[:, 1]]).min() + 1e-12
+            seen += 1
+    assert seen > 5
+
+
+def random_scene(trees, rng, n, names):
+    bank = TreeBank.from_trees([trees[k] for k in names])
+    model_id = rng.integers(0, len(names), n)
+    T = np.stack([random_pose(rng, 2.0) for _ in range(n)])
+    pairs = np.array([(i, j) for i in range(n) for j in range(i + 1, n)])
+    return bank, model_id, T, pairs
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_refine_frame_with_time_equals_collide_pair(trees, seed):
+    rng = np.random.default_rng(seed)
+    names = ["torus", "box_hand1", "torus_hand3", "ico"]  # unequal depths in one bank
+    bank, model_id, T, pairs = random_scene(trees, rng, 14, names)  # 91 pairs: more than one batch
+    r = refine_frame(bank, model_id, T, pairs, deadline=time.perf_counter() + 60, min_level=1)
+    assert r.colliding.any() and (~r.colliding).any()
+    hist = np.bincount(r.level[r.colliding], minlength=len(r.level_histogram))
+    assert np.array_equal(hist, r.level_histogram)
+    for k, (i, j) in enumerate(pairs):
+        ta, tb = bank.trees[model_id[i]], bank.trees[model_id[j]]
+        p = collide_pair(ta, T[i], tb, T[j])
+        assert (r.colliding[k], r.level[k], r.exact[k]) == (p.colliding, p.level, p.exact)
+        assert r.separation_bound[k] == p.separation_bound
+        assert np.array_equal(sorted_pairs(r.tri_pairs[k]), sorted_pairs(p.tri_pairs))
+        assert np.array_equal(sorted_pairs(r.sphere_pairs[k]), sorted_pairs(p.sphere_pairs))
+        if p.colliding:
+            assert np.allclose(r.contact_point[k], p.contact_point)
+            assert np.isclose(np.linalg.norm(r.contact_normal[k]), 1.0)
+
+
+@pytest.mark.parametrize("min_level", [0, 1, 2])
+def test_past_deadline_still_reaches_min_level(trees, min_level):
+    rng = np.random.default_rng(7)
+    bank, model_id, T, pairs = random_scene(trees, rng, 12, ["torus", "ico", "torus_hand3"])
+    late = refine_frame(bank, model_id, T, pairs, deadline=time.perf_counter() - 1.0, min_level=min_level)
+    full = refine_frame(bank, model_id, T, pairs, deadline=np.inf, min_level=min_level)
+    hit = late.colliding
+    assert hit.any()
+    assert np.all(late.level[hit] == min_level) and not late.exact[hit].any()
+    # a late answer may only err on the side of contact: everything apart is really apart
+    assert not np.any(~late.colliding & full.colliding)
+    assert np.all(late.separation_bound[full.colliding] >= 0)
+
+
+def test_min_level_past_the_leaves_forces_exact(trees):
+    rng = np.random.default_rng(8)
+    bank, model_id, T, pairs = random_scene(trees, rng, 10, ["torus", "ico"])
+    late = refine_frame(bank, model_id, T, pairs, deadline=time.perf_counter() - 1.0, min_level=99)
+    full = refine_frame(bank, model_id, T, pairs, deadline=np.inf)
+    assert np.array_equal(late.colliding, full.colliding) and late.exact.all()
+
+
+def test_contact_normal_points_from_a_to_b(trees):
+    t = trees["ico"]
+    for sign in (1, -1):
+        Ta, Tb = np.eye(4), np.eye(4)
+        Tb[:3, :3] = random_rotation(np.random.default_rng(1))
+        Tb[:3, 3] = [sign * 1.9, 0.1, 0.0]  # unit spheres just touching along x
+        r = collide_pair(t, Ta, t, Tb, max_level=t.depth, exact=False)
+        assert r.colliding and r.contact_normal[0] * sign > 0.9
+        assert 0.5 < r.contact_point[0] * sign < 1.5
+
+
+def test_empty_frame_and_far_pairs(trees):
+    bank = TreeBank.from_trees([trees["ico"]])
+    r = refine_frame(bank, np.zeros(2, int), np.stack([np.eye(4)] * 2), np.zeros((0, 2), int), deadline=0.0)
+    assert len(r.colliding) == 0 and r.sphere_pairs == [] and r.tri_pairs == []
+    T = np.stack([np.eye(4)] * 2)
+    T[1, :3, 3] = [10, 0, 0]
+    r = refine_frame(bank, np.zeros(2, int), T, [[0, 1]], deadline=np.inf)
+    assert not r.colliding[0] and r.level[0] == 0 and r.exact[0] and np.isinf(r.separation_bound[0])
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1))
+def test_descend_kernel_matches_reference(trees, seed):
+    rng = np.random.default_rng(seed)
+    ta, tb = trees["torus_hand3"], trees["torus"]
+    bank = TreeBank.from_trees([ta, tb])
+    R, t = random_rotation(rng), rng.normal(size=3) * 0.7
+    fa = rng.integers(0, ta.n_nodes, 20).astype(np.int32)
+    fb = rng.integers(0, tb.n_nodes, 20).astype(np.int32)
+    ptr = np.array([0, 7, 7, 20], np.int64)
+    out_ptr, oa, ob = descend_pairs(bank.center, bank.radius, bank.first_child, bank.child_count, bank.center,
+                                    bank.radius, bank.first_child, bank.child_count, R[None].copy(), t[None].copy(),
+                                    np.zeros(3, np.int64), ptr, fa, (fb + ta.n_nodes).astype(np.int32), 0, 3)
+    for row in range(3):
+        want = set()
+        for j in range(ptr[row], ptr[row + 1]):
+            want |= descend_ref(ta, fa[j], tb, fb[j], R, t)
+        got = {(int(a), int(b) - ta.n_nodes) for a, b in
+               zip(oa[out_ptr[row]:out_ptr[row + 1]], ob[out_ptr[row]:out_ptr[row + 1]])}
+        assert got == want
+
+
+def test_inconsistent_tree_is_refused_naming_the_field(trees):
+    import dataclasses
+    t = trees["ico"]
+    bad = dataclasses.replace(t, leaf_tri_idx=t.leaf_tri_idx + len(t.faces))
+    with pytest.raises(TreeError, match="leaf_tri_idx"):
+        TreeBank.from_trees([bad])
