@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class SphereTree:
     """Flat sphere tree.
 
@@ -21,7 +21,9 @@ class SphereTree:
                   sphere to the ship (solid for closed meshes, surface for open ones)
     witness     : (m, 3) float64, body frame [m] a point on the ship's surface inside the sphere
                   (lets the narrow phase bound separation with real surface points)
-    level       : (m,)   int32, depth of the node (0 = root)
+    node_level  : (m,)   int32, depth of the node (0 = root); the constructor also accepts it as
+                  `level=` (the name `level` itself is the method `level(k)`; a dataclass field of
+                  the same name would take the method as its default and break the class)
     parent      : (m,)   int32, parent index (-1 for the root)
     first_child : (m,)   int32, index of the first child (-1 for leaves)
     child_count : (m,)   int32, number of children (0 for leaves)
@@ -40,7 +42,7 @@ class SphereTree:
     radius: np.ndarray
     error: np.ndarray
     witness: np.ndarray
-    level: np.ndarray
+    node_level: np.ndarray
     parent: np.ndarray
     first_child: np.ndarray
     child_count: np.ndarray
@@ -52,6 +54,22 @@ class SphereTree:
     closed: bool = True
     method: str = "octree"
     key: str = ""
+
+    def __init__(self, center, radius, error, witness, level=None, parent=None, first_child=None,
+                 child_count=None, leaf_tri_ptr=None, leaf_tri_idx=None, level_start=None, vertices=None,
+                 faces=None, closed=True, method="octree", key="", *, node_level=None):
+        values = dict(center=center, radius=radius, error=error, witness=witness,
+                      node_level=node_level if node_level is not None else level, parent=parent,
+                      first_child=first_child, child_count=child_count, leaf_tri_ptr=leaf_tri_ptr,
+                      leaf_tri_idx=leaf_tri_idx, level_start=level_start, vertices=vertices, faces=faces)
+        missing = [k for k, v in values.items() if v is None]
+        if missing:
+            raise TypeError(f"SphereTree missing arrays: {', '.join(missing)}")
+        for k, v in values.items():
+            object.__setattr__(self, k, v)
+        object.__setattr__(self, "closed", bool(closed))
+        object.__setattr__(self, "method", str(method))
+        object.__setattr__(self, "key", str(key))
 
     @property
     def depth(self) -> int:
@@ -76,7 +94,7 @@ class SphereTree:
         return self.leaf_tri_idx[self.leaf_tri_ptr[node]:self.leaf_tri_ptr[node + 1]]
 
     # --- persistence -------------------------------------------------------------
-    _ARRAYS = ("center", "radius", "error", "witness", "level", "parent", "first_child",
+    _ARRAYS = ("center", "radius", "error", "witness", "node_level", "parent", "first_child",
                "child_count", "leaf_tri_ptr", "leaf_tri_idx", "level_start", "vertices", "faces")
 
     def save(self, path) -> None:

@@ -1,0 +1,117 @@
+"""Public entry points: `build_tree`, `tree_key`, `load_or_build`.
+
+Trees are cached as .npz files named ``<mesh name>-<method>-<key[:12]>.npz`` (default folder
+``assets/trees/``). The key hashes the mesh arrays, every build parameter and `BUILDER_VERSION`, so a
+changed mesh, parameter or builder produces a different file name and is rebuilt, never reused.
+"""
+from __future__ import annotations
+
+import hashlib
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from .finish import assemble
+from .geometry import MeshQuery
+from .tree import SphereTree
+
+# bump whenever a builder's output changes: old cache files then no longer match any key
+BUILDER_VERSION = "3"
+METHODS = ("medial", "octree")
+MAX_DEPTH = 6
+
+
+class SphereTreeError(InputError):
+    """Bad sphere-tree build parameters or mesh; str() names the source and the field."""
+
+
+def _check_params(method, branching, depth, seed, source="build_tree"):
+    if method not in METHODS:
+        raise SphereTreeError(source, "method", f"unknown method {method!r}; use one of {', '.join(METHODS)}")
+    for name, val, lo, hi in (("branching", branching, 2, 64), ("depth", depth, 1, MAX_DEPTH),
+                              ("seed", seed, 0, 2**63 - 1)):
+        if isinstance(val, bool) or not isinstance(val, (int, np.integer)):
+            raise SphereTreeError(source, name, f"must be an integer, got {val!r}")
+        if not lo <= int(val) <= hi:
+            raise SphereTreeError(source, name, f"must be in {lo}..{hi}, got {val}")
+
+
+def _mesh_arrays(vertices, faces, source="build_tree"):
+    """Validated (vertices (n,3) float64, faces (m,3) int32, closed) via the mesh loader's checks."""
+    from ..meshes import MeshError, validate_mesh_arrays
+
+    try:
+        mesh = validate_mesh_arrays(vertices, faces, source)
+    except MeshError as e:
+        raise SphereTreeError(e.file, e.key, e.problem) from None
+    return np.array(mesh.vertices), np.array(mesh.faces), mesh.closed
+
+
+def tree_key(vertices, faces, method: str, branching: int, depth: int, seed: int) -> str:
+    """Hex SHA-256 of the mesh bytes (float64 vertices, int32 faces), the parameters and BUILDER_VERSION."""
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(vertices, dtype=np.float64).tobytes())
+    h.update(np.ascontiguousarray(faces, dtype=np.int32).tobytes())
+    h.update(f"|{method}|{int(branching)}|{int(depth)}|{int(seed)}|v{BUILDER_VERSION}".encode())
+    return h.hexdigest()
+
+
+def build_tree(vertices, faces, method: str = "medial", branching: int = 8, depth: int = 3,
+               seed: int = 0, closed: bool | None = None) -> SphereTree:
+    """Build a sphere tree of a triangle mesh.
+
+    vertices : (n, 3) float64, body frame [m]; faces : (m, 3) int, counter-clockwise from outside.
+    method   : "medial" (Hubbard's medial-axis merging) or "octree" (baseline; always 8-way).
+    branching: children per node (medial); depth: levels below the root; seed: sampling seed.
+    closed   : override the closedness detected by the mesh checks (None = detect). Open meshes
+               are treated as shells: distances are to the surface and nothing is "inside".
+    Raises SphereTreeError (an InputError) for bad meshes or parameters.
+    """
+    _check_params(method, branching, depth, seed)
+    v, f, is_closed = _mesh_arrays(vertices, faces)
+    if closed is not None:
+        is_closed = bool(closed)
+    query = MeshQuery(v, f, is_closed)
+    if method == "octree":
+        from .octree import octree_levels
+        levels = octree_levels(query, depth, seed=seed)
+    else:
+        from .medial import medial_levels
+        levels = medial_levels(query, branching, depth, seed=seed)
+    return assemble(levels, query, method, key=tree_key(v, f, method, branching, depth, seed))
+
+
+def tree_path(mesh, method: str, key: str, cache_dir=None) -> Path:
+    """Cache file of a tree: <cache_dir>/<mesh name>-<method>-<key[:12]>.npz."""
+    if cache_dir is None:
+        from ..meshes import assets_dir
+        cache_dir = assets_dir() / "trees"
+    return Path(cache_dir) / f"{mesh.name}-{method}-{key[:12]}.npz"
+
+
+def load_or_build(mesh, method: str = "medial", branching: int = 8, depth: int = 3, seed: int = 0,
+                  cache_dir=None, force: bool = False) -> SphereTree:
+    """The cached tree of `mesh` (a spaceship_sim.meshes.Mesh) for these parameters, building it if needed.
+
+    A cache file whose stored key or mesh differs from the expected one is rebuilt (and overwritten).
+    Unreadable cache files are rebuilt with a warning; the cache folder is created when missing.
+    """
+    _check_params(method, branching, depth, seed, source=getattr(mesh, "path", "mesh"))
+    key = tree_key(mesh.vertices, mesh.faces, method, branching, depth, seed)
+    path = tree_path(mesh, method, key, cache_dir)
+    if path.is_file() and not force:
+        try:
+            tree = SphereTree.load(path)
+        except Exception as exc:  # corrupt / truncated / foreign file: rebuild it
+            warnings.warn(f"{path}: unreadable sphere-tree cache ({type(exc).__name__}: {exc}); rebuilding",
+                          stacklevel=2)
+        else:
+            if tree.key == key and np.array_equal(tree.vertices, mesh.vertices) \
+                    and np.array_equal(tree.faces, mesh.faces):
+                return tree
+    tree = build_tree(mesh.vertices, mesh.faces, method=method, branching=branching, depth=depth,
+                      seed=seed, closed=mesh.closed)
+    tree.save(path)
+    return tree

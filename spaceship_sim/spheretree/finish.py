@@ -1,0 +1,250 @@
+"""Steps every builder shares once it has chosen its spheres level by level.
+
+1. `enforce_coverage` - conservative coverage: the union of each level's spheres contains every
+   triangle (checked by subdividing triangles until every piece lies in one sphere; spheres are
+   enlarged where a piece is left over).
+2. `error_bounds` - per sphere a true upper bound on max over the ball of the distance to the ship.
+3. witnesses (closest surface point to each centre) and leaf triangle lists.
+4. `assemble` - the flat `SphereTree` arrays, level by level, children contiguous.
+
+All coordinates are in the ship's body frame [m].
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from .geometry import MeshQuery, closest_point_triangles
+from .tree import SphereTree
+
+# containment slack, relative to the radius: keeps floating-point rounding from calling a point
+# on a sphere's surface uncovered (spheres are grown by the same factor when enlarged)
+_REL_SLACK = 1e-9
+
+
+# ---------------------------------------------------------------- coverage
+
+def triangle_sphere_pairs(tris: np.ndarray, centers: np.ndarray, radii: np.ndarray,
+                          slack: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(tri_idx, sphere_idx) int64 arrays of every triangle (m,3,3) touching a sphere (closed balls).
+
+    A box prefilter picks candidates; the exact test is distance(centre, triangle) <= r (1 + slack).
+    """
+    lo, hi = tris.min(axis=1), tris.max(axis=1)
+    ti, si = [], []
+    chunk = max(1, 2_000_000 // max(len(centers), 1))
+    for s in range(0, len(tris), chunk):
+        l, h = lo[s:s + chunk, None], hi[s:s + chunk, None]
+        hit = ((l <= centers + radii[:, None]) & (h >= centers - radii[:, None])).all(axis=2)
+        t, k = np.nonzero(hit)
+        ti.append(t + s)
+        si.append(k)
+    t, k = np.concatenate(ti), np.concatenate(si)
+    q = closest_point_triangles(centers[k], tris[t, 0], tris[t, 1], tris[t, 2])
+    ok = np.linalg.norm(q - centers[k], axis=1) <= radii[k] * (1 + slack)
+    return t[ok].astype(np.int64), k[ok].astype(np.int64)
+
+
+def _grow_to(radii, idx, needed):
+    """Enlarge radii[idx] to at least needed (vectorised max, duplicates allowed)."""
+    np.maximum.at(radii, idx, needed * (1 + 4 * _REL_SLACK))
+
+
+def enforce_coverage(tris: np.ndarray, centers: np.ndarray, radii: np.ndarray,
+                     min_piece: float, max_rounds: int = 12) -> tuple[np.ndarray, int]:
+    """Make the union of spheres contain every triangle; return (radii, number enlarged).
+
+    tris (m,3,3); centers (n,3); radii (n,) (copied, not modified in place); min_piece [m]: pieces
+    smaller than this that still lie in no single sphere make the cheapest sphere grow to hold them.
+    A piece (sub-triangle) lies in a ball iff its three corners do (balls are convex), so when the
+    loop ends every piece, hence every triangle, is covered.
+    """
+    radii = radii.astype(np.float64).copy()
+    before = radii.copy()
+    kd = cKDTree(centers)
+    pieces = tris.copy()
+    pt, ps = triangle_sphere_pairs(tris, centers, radii)  # candidate spheres of each piece
+    for rnd in range(max_rounds + 1):
+        if len(pieces) == 0:
+            break
+        d = np.linalg.norm(pieces[pt] - centers[ps][:, None, :], axis=2).max(axis=1)  # farthest corner
+        inside = d <= radii[ps] * (1 + _REL_SLACK)
+        covered = np.zeros(len(pieces), bool)
+        covered[pt[inside]] = True
+        has_cand = np.zeros(len(pieces), bool)
+        has_cand[pt] = True
+        diam = np.max(np.linalg.norm(pieces - pieces[:, [1, 2, 0]], axis=2), axis=1)
+        final = ~covered & ((diam < min_piece) | ~has_cand | (rnd == max_rounds))
+        if final.any():
+            _grow_cheapest(pieces[final], centers, radii, kd)
+        split = ~covered & ~final
+        # children of split pieces inherit the parent's candidates that still touch them
+        keep = split[pt]
+        pieces, pt, ps = _subdivide(pieces, split, pt[keep], ps[keep], centers, radii)
+    return radii, int(np.count_nonzero(radii > before))
+
+
+def _grow_cheapest(pieces: np.ndarray, centers, radii, kd: cKDTree, k: int = 8) -> None:
+    """For each piece (p,3,3), enlarge the nearby sphere that needs the least growth to contain it."""
+    k = min(k, len(centers))
+    _, nb = kd.query(pieces.mean(axis=1), k=k)
+    nb = nb.reshape(len(pieces), k)
+    far = np.linalg.norm(pieces[:, None, :, :] - centers[nb][:, :, None, :], axis=3).max(axis=2)  # (p,k)
+    best = np.argmin(far - radii[nb], axis=1)
+    rows = np.arange(len(pieces))
+    _grow_to(radii, nb[rows, best], far[rows, best])
+
+
+def _subdivide(pieces, split, pt, ps, centers, radii):
+    """Split the marked pieces into 4 (edge midpoints); remap candidate pairs onto the children."""
+    parents = np.flatnonzero(split)
+    new_id = np.full(len(pieces), -1)
+    new_id[parents] = np.arange(len(parents))
+    a, b, c = (pieces[parents, i] for i in range(3))
+    ab, bc, ca = (a + b) / 2, (b + c) / 2, (c + a) / 2
+    kids = np.stack([np.stack(t, axis=1) for t in ((a, ab, ca), (ab, b, bc), (ca, bc, c), (ab, bc, ca))])
+    kids = kids.reshape(4 * len(parents), 3, 3)  # child j of parent i at j * len(parents) + i
+    base = new_id[pt]
+    kt = (np.arange(4)[:, None] * len(parents) + base[None, :]).ravel()
+    ks = np.tile(ps, 4)
+    # drop spheres that no longer touch the child's bounding ball
+    mid = kids[kt].mean(axis=1)
+    rad = np.linalg.norm(kids[kt] - mid[:, None], axis=2).max(axis=1)
+    ok = np.linalg.norm(mid - centers[ks], axis=1) <= radii[ks] + rad
+    return kids, kt[ok], ks[ok]
+
+
+def coverage_verified(tris: np.ndarray, centers: np.ndarray, radii: np.ndarray, min_piece: float) -> bool:
+    """True when the subdivision check finds every triangle inside the union without growing a sphere."""
+    return enforce_coverage(tris, centers, radii, min_piece)[1] == 0
+
+
+def min_piece_size(tris: np.ndarray) -> float:
+    """Smallest sub-triangle [m] the coverage check splits to: 1e-3 of the mesh's extent."""
+    return 1e-3 * float(np.max(tris.max(axis=(0, 1)) - tris.min(axis=(0, 1))))
+
+
+# ---------------------------------------------------------------- error bounds
+
+_CUBE = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=np.float64)
+
+
+def error_bounds(query: MeshQuery, centers: np.ndarray, radii: np.ndarray, rel_tol: float = 0.02,
+                 max_rounds: int = 7, max_cells: int = 400_000) -> np.ndarray:
+    """(n,) upper bounds on max_{p in ball(c_i, r_i)} dist(p, ship), each a true bound.
+
+    Branch and bound over cubes covering each ball. The ship distance D(p) is max(0, s(p)) with s the
+    signed distance to the surface (closed mesh) or the unsigned distance (open mesh); s is
+    1-Lipschitz, so on a cube with centre q and circumradius rho (clipped to |q - c| + r, the farthest
+    a ball point can be from q) every point has D <= max(0, s(q) + rho). Cubes whose bound does not
+    exceed the best value seen at a point of the ball (a lower bound) by more than rel_tol * r are
+    retired with their bound; the others are split in 8. The result is the max of all retired bounds,
+    so it never underestimates; its slack is at most rel_tol * r (or the last cube size).
+    """
+    centers = np.asarray(centers, dtype=np.float64)
+    radii = np.asarray(radii, dtype=np.float64)
+    n = len(radii)
+    # lower bounds from the centre and 12 icosahedron vertices on each sphere (all inside the ball)
+    phi = (1 + 5 ** 0.5) / 2
+    ico = np.array([[0, s1, s2 * phi] for s1 in (-1, 1) for s2 in (-1, 1)], dtype=np.float64)
+    ico = np.concatenate([ico, ico[:, [1, 2, 0]], ico[:, [2, 0, 1]]])
+    ico /= np.linalg.norm(ico, axis=1, keepdims=True)
+    probe = np.concatenate([np.zeros((1, 3)), ico])
+    pts = centers[:, None, :] + radii[:, None, None] * probe[None]
+    lower = _ship_distance(query, pts.reshape(-1, 3)).reshape(n, -1).max(axis=1)
+    upper = np.zeros(n)
+    owner = np.repeat(np.arange(n), 8)
+    half = np.repeat(radii / 2, 8)
+    cell = (centers[:, None, :] + (radii / 2)[:, None, None] * _CUBE[None]).reshape(-1, 3)
+    for rnd in range(max_rounds + 1):
+        if len(owner) == 0:
+            break
+        off = cell - centers[owner]
+        dc = np.linalg.norm(off, axis=1)
+        # cube-ball intersection: distance from the ball centre to the cube
+        gap = np.linalg.norm(np.maximum(np.abs(off) - half[:, None], 0.0), axis=1)
+        live = gap <= radii[owner]
+        owner, cell, half, dc = owner[live], cell[live], half[live], dc[live]
+        val = _ship_distance(query, cell)
+        in_ball = dc <= radii[owner]
+        np.maximum.at(lower, owner[in_ball], val[in_ball])
+        rho = np.minimum(np.sqrt(3.0) * half, dc + radii[owner])
+        bound = np.maximum(val + rho, 0.0) if query.closed else val + rho
+        done = bound <= lower[owner] + rel_tol * radii[owner]
+        last = rnd == max_rounds or 8 * np.count_nonzero(~done) > max_cells
+        if last:
+            done[:] = True
+        np.maximum.at(upper, owner[done], bound[done])
+        if last:
+            break
+        o, c, h = owner[~done], cell[~done], half[~done] / 2
+        owner = np.repeat(o, 8)
+        half = np.repeat(h, 8)
+        cell = (c[:, None, :] + h[:, None, None] * _CUBE[None]).reshape(-1, 3)
+    return np.maximum(upper, lower)
+
+
+def _ship_distance(query: MeshQuery, points: np.ndarray) -> np.ndarray:
+    """Signed distance (closed mesh) or distance (open) at points; ship distance is max(0, this)."""
+    return query.signed_distance(points) if query.closed else query.query(points)[0]
+
+
+# ---------------------------------------------------------------- assembly
+
+def witnesses(query: MeshQuery, centers: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Closest surface point to each centre (n,3), and radii grown where a sphere missed the surface."""
+    d, closest, _, _ = query.query(centers)
+    return closest, np.maximum(radii, d * (1 + 4 * _REL_SLACK))
+
+
+def assemble(levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]], query: MeshQuery, method: str,
+             key: str = "", rel_tol: float = 0.02) -> SphereTree:
+    """Finish a tree from per-level spheres.
+
+    levels[k] = (centers (n_k,3), radii (n_k,), parent (n_k,) int index into level k-1; -1 for root),
+    with level 0 a single sphere. Nodes are reordered by parent so that children are contiguous,
+    coverage is enforced per level, witnesses, error bounds and leaf triangle lists are computed.
+    """
+    tris = query.tris
+    min_piece = min_piece_size(tris)
+    centers, radii, parents, lvl = [], [], [], []
+    offset = 0
+    prev_new = np.zeros(1, np.int64)
+    for k, (c, r, p) in enumerate(levels):
+        c = np.asarray(c, np.float64).reshape(-1, 3)
+        p = np.asarray(p, np.int64).reshape(-1)
+        if k > 0:
+            order = np.argsort(prev_new[p], kind="stable")  # group children by (new) parent index
+            c, r, p = c[order], np.asarray(r)[order], p[order]
+            p = prev_new[p]
+        r, _ = enforce_coverage(tris, c, np.asarray(r, np.float64), min_piece)
+        centers.append(c)
+        radii.append(r)
+        parents.append(p if k > 0 else np.full(1, -1))
+        lvl.append(np.full(len(r), k, np.int32))
+        prev_new = offset + np.arange(len(r))
+        offset += len(r)
+    center = np.concatenate(centers)
+    radius = np.concatenate(radii)
+    witness, radius = witnesses(query, center, radius)
+    error = error_bounds(query, center, radius, rel_tol=rel_tol)
+    parent = np.concatenate(parents).astype(np.int32)
+    level = np.concatenate(lvl)
+    m = len(radius)
+    level_start = np.concatenate([[0], np.cumsum([len(r) for r in radii])]).astype(np.int64)
+    child_count = np.bincount(parent[1:], minlength=m).astype(np.int32)
+    first_child = np.full(m, -1, np.int32)
+    has, first = np.unique(parent[1:], return_index=True)  # children are contiguous
+    first_child[has] = first + 1
+    # leaves: every triangle each leaf touches (the exact level)
+    leaves = np.flatnonzero(child_count == 0)
+    t, s = triangle_sphere_pairs(tris, center[leaves], radius[leaves], slack=_REL_SLACK)
+    node = leaves[s]
+    order = np.lexsort((t, node))
+    leaf_tri_idx = t[order].astype(np.int32)
+    leaf_tri_ptr = np.concatenate([[0], np.cumsum(np.bincount(node, minlength=m))]).astype(np.int64)
+    return SphereTree(center=center, radius=radius, error=error, witness=witness, level=level,
+                      parent=parent, first_child=first_child, child_count=child_count,
+                      leaf_tri_ptr=leaf_tri_ptr, leaf_tri_idx=leaf_tri_idx, level_start=level_start,
+                      vertices=query.vertices.copy(), faces=query.faces.astype(np.int32),
+                      closed=query.closed, method=method, key=key)

@@ -1,0 +1,66 @@
+"""Octree baseline (Hubbard 1996's comparison): circumscribed spheres of occupied octants.
+
+The mesh's bounding cube is split recursively in 8; a cell is occupied when a triangle meets it
+(exact triangle/box separating-axis test). Level k's spheres circumscribe the occupied cells of side
+L / 2^k. Every point of a triangle lies in some occupied cell, so coverage holds by construction
+(`finish.assemble` still verifies it). The branching factor is always 8: `branching` is ignored.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .geometry import MeshQuery, min_enclosing_sphere
+
+_OCT = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=np.int64)
+
+
+def triangle_box_overlap(tris: np.ndarray, box_center: np.ndarray, half: float | np.ndarray) -> np.ndarray:
+    """(n,) bool: closed triangle tris[i] (3,3) meets the cube box_center[i] +- half (Akenine-Moller SAT).
+
+    tris (n,3,3), box_center (n,3), half scalar or (n,); plain numpy, vectorised over pairs.
+    A small relative padding keeps touching-but-rounded cases occupied (conservative).
+    """
+    h = np.broadcast_to(np.asarray(half, np.float64), (len(tris),)) * (1 + 1e-9)
+    v = tris - box_center[:, None, :]
+    ok = (v.min(axis=1) <= h[:, None]).all(axis=1) & (v.max(axis=1) >= -h[:, None]).all(axis=1)
+    e = v[:, [1, 2, 0]] - v  # the three edges
+    n = np.cross(e[:, 0], e[:, 1])
+    ok &= np.abs(np.einsum("ij,ij->i", n, v[:, 0])) <= h * np.abs(n).sum(axis=1)
+    for i in range(3):
+        axis_unit = np.zeros(3)
+        axis_unit[i] = 1.0
+        a = np.cross(axis_unit[None, None, :], e)  # (n, 3 edges, 3)
+        p = np.einsum("nek,nvk->nev", a, v)  # projections of the 3 vertices on the 3 axes
+        r = h[:, None] * np.abs(a).sum(axis=2)
+        ok &= ((p.min(axis=2) <= r) & (p.max(axis=2) >= -r)).all(axis=1)
+    return ok
+
+
+def octree_levels(query: MeshQuery, depth: int, seed: int = 0):
+    """Per-level (centers (n_k,3), radii (n_k,), parent (n_k,)) for `finish.assemble`.
+
+    Level 0 is the smallest sphere enclosing the vertices; level k >= 1 circumscribes occupied cells.
+    """
+    tris = query.tris
+    lo, hi = tris.min(axis=(0, 1)), tris.max(axis=(0, 1))
+    side = float(np.max(hi - lo)) * (1 + 1e-6)
+    origin = (lo + hi) / 2 - side / 2
+    c0, r0 = min_enclosing_sphere(query.vertices[np.unique(query.faces)], seed=seed)
+    levels = [(c0[None], np.array([r0]), np.array([-1]))]
+    cells = np.zeros((1, 3), np.int64)
+    pair_tri = np.arange(len(tris))
+    pair_cell = np.zeros(len(tris), np.int64)
+    for k in range(1, depth + 1):
+        size = side / 2 ** k
+        kids = (2 * cells[:, None, :] + _OCT[None]).reshape(-1, 3)  # child j of cell i at 8 i + j
+        pt = np.repeat(pair_tri, 8)
+        pc = (8 * pair_cell[:, None] + np.arange(8)[None]).ravel()
+        ctr = origin + (kids[pc] + 0.5) * size
+        hit = triangle_box_overlap(tris[pt], ctr, size / 2)
+        pt, pc = pt[hit], pc[hit]
+        used, pair_cell = np.unique(pc, return_inverse=True)
+        pair_tri = pt
+        cells = kids[used]
+        parent = used // 8
+        levels.append((origin + (cells + 0.5) * size, np.full(len(cells), size * np.sqrt(3) / 2), parent))
+    return levels
