@@ -224,7 +224,9 @@ def _grid_build(c, origin, cell, dims):
 @njit(cache=True)
 def _grid_pairs(qid, qc, qr, c, r, skip, upper, origin, cell, dims, start, items, out_a, out_b):
     """Pairs (min, max) of query ship qid[k] (ball qc[k], qr[k]) with gridded ship j (ball c[j],
-    r[j]) whose balls meet; j skipped when skip[j], j == qid[k], or (upper) j < qid[k].
+    r[j]) whose balls meet; j skipped when skip[j] or j == qid[k].
+    upper: the all-pairs query, qid must equal items (queries in grid order); each pair is then
+    found once, from the ship earlier in grid order (half the scan: the ball test is symmetric).
     Writes the first len(out_a) pairs into out_a, out_b; returns how many there are in all."""
     rmax = r.max() if len(r) else 0.0
     cap = len(out_a)
@@ -238,13 +240,24 @@ def _grid_pairs(qid, qc, qr, c, r, skip, upper, origin, cell, dims, start, items
         y1 = min(math.floor((qc[k, 1] + reach - origin[1]) / cell), dims[1] - 1)
         z0 = max(math.floor((qc[k, 2] - reach - origin[2]) / cell), 0)
         z1 = min(math.floor((qc[k, 2] + reach - origin[2]) / cell), dims[2] - 1)
+        own_row = -1
+        if upper:
+            # the cell row of the query ship, clamped exactly as _grid_build placed it
+            ox = min(max(int((qc[k, 0] - origin[0]) / cell), 0), dims[0] - 1)
+            oy = min(max(int((qc[k, 1] - origin[1]) / cell), 0), dims[1] - 1)
+            own_row = ox * dims[1] + oy
         for x in range(x0, x1 + 1):
             for y in range(y0, y1 + 1):
+                if x * dims[1] + y < own_row:
+                    continue  # earlier rows: their ships found this pair
                 row = (x * dims[1] + y) * dims[2]
                 # cells z0..z1 of one row are contiguous in items
-                for s in range(start[row + z0], start[row + z1 + 1]):
+                first = start[row + z0]
+                if x * dims[1] + y == own_row:
+                    first = k + 1
+                for s in range(first, start[row + z1 + 1]):
                     j = items[s]
-                    if j == i or skip[j] or (upper and j < i):
+                    if j == i or skip[j]:
                         continue
                     dx = c[j, 0] - qc[k, 0]
                     dy = c[j, 1] - qc[k, 1]
@@ -273,9 +286,19 @@ class ReachGrid:
         self.dims = (np.floor(extent / cell).astype(np.int64) + 1)
         self.start, self.items = _grid_build(c, self.origin, cell, self.dims)
 
-    def pairs(self, qid, qc, qr, skip, upper):
+    def all_pairs(self):
+        """Every pair of gridded ships whose balls meet, each once: (a, b) int64, a < b."""
+        q = self.items
+        return self._pairs(q, self.c[q], self.r[q], np.zeros(len(q), np.bool_), True)
+
+    def pairs(self, qid, qc, qr, skip):
         """(a, b) int64 arrays, a < b: query ships qid (m,) with balls qc (m, 3), qr (m,) against
-        the gridded ships not in skip (n,) bool; upper: only gridded ships j > query ship."""
+        the gridded ships not in skip (n,) bool."""
+        return self._pairs(qid, qc, qr, skip, False)
+
+    def _pairs(self, qid, qc, qr, skip, upper):
+        """(a, b) int64 arrays, a < b: query ships qid (m,) with balls qc (m, 3), qr (m,) against
+        the gridded ships not in skip (n,) bool."""
         cap = 4 * len(qid) + 256
         while True:
             out_a, out_b = np.empty(cap, np.int64), np.empty(cap, np.int64)
@@ -382,8 +405,7 @@ class SpaceTime(BroadPhase):
         self.a_ref = accel.copy()
         self.tree_c, self.tree_r = pos.copy(), reach_radius(self.radius, vel, accel, span)
         self.grid = ReachGrid(self.tree_c, self.tree_r)
-        everyone = np.arange(self.n, dtype=np.int64)
-        a, b = self.grid.pairs(everyone, self.tree_c, self.tree_r, np.zeros(self.n, np.bool_), True)
+        a, b = self.grid.all_pairs()
         self._alloc(max(len(a) + self.n, 1024))
         self.n_pairs, self.size = _st_schedule(a, b, False,
                                                np.zeros(0, np.int64), self.pa, self.pb, self.head, self.nxt,
@@ -404,7 +426,7 @@ class SpaceTime(BroadPhase):
         self.moved_count += int((~self.moved[d]).sum())
         self.moved[d] = True
         # partners still on their original ball: from the grid of the restart
-        i, j = self.grid.pairs(d, self.ball_c[d], self.ball_r[d], self.moved, False)
+        i, j = self.grid.pairs(d, self.ball_c[d], self.ball_r[d], self.moved)
         # partners that moved already (this call's dirty ships included): direct test
         mv = np.flatnonzero(self.moved)
         lo, hi = _ball_pairs(d, self.ball_c[d], self.ball_r[d], mv, self.ball_c[mv], self.ball_r[mv])

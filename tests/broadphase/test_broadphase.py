@@ -125,14 +125,14 @@ def test_grid_pairs_match_all_pairs(seed, n, spread):
     skip = rng.random(n) < 0.2
     grid = ReachGrid(c, r)
     # all against all (upper): the restart's query
-    a, b = grid.pairs(ids, c, r, np.zeros(n, bool), True)
+    a, b = grid.all_pairs()
     ra, rb = _ball_pairs(ids, c, r, ids, c, r)
     assert set(zip(a, b)) == set(zip(ra, rb))
     assert len(a) == len(set(zip(a, b)))
     # a few outside queries against the not-skipped ships (the invalidation query)
     q = rng.choice(n, min(n, 5), replace=False).astype(np.int64)
     qc, qr = rng.uniform(-20, spread + 20, (len(q), 3)), rng.uniform(0.0, 30.0, len(q))
-    a, b = grid.pairs(q, qc, qr, skip, False)
+    a, b = grid.pairs(q, qc, qr, skip)
     keep = np.flatnonzero(~skip)
     ra, rb = _ball_pairs(q, qc, qr, ids[keep], c[keep], r[keep])
     assert set(zip(a, b)) == set(zip(ra, rb))

@@ -1,0 +1,192 @@
+"""`spaceship-sim bench broadphase`: ms/frame of each broad phase on the same random motions.
+
+Ships (radii uniform in [0.5, 1.5] m) fill `--fraction` of a box and fly with random
+accelerations bounded per ship (|a| <= --accel), bouncing off the walls and occasionally
+changing velocity abruptly (--jump-rate, standing in for new controls and collision responses:
+both invalidate the ship). Every method sees exactly the same frames, interleaved frame by frame,
+one find_pairs call per frame at dt = --dt. Printed per method: mean / median / p99 / max
+ms per frame after --warmup frames, ratios against brute force and fcl measured in the same
+run, and whether its pairs equal brute force's on the --check-frames frames it was run on.
+
+fcl (python-fcl, when it imports): DynamicAABBTreeCollisionManager over fcl.Sphere objects;
+each frame sets every object's translation from Python, updates the manager and collides it
+with a minimal Python callback that only records the two candidates' translations. Mapping
+those back to ship indices and the exact sphere test are left out of its time, so the figure
+is a lower bound on what a usable fcl broad phase costs.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..broadphase import make_broadphase
+from ..broadphase.base import overlap_mask, pairs_from_keys
+from ..broadphase.motion import RandomMotion, box_for_volume_fraction
+from ..errors import InputError
+
+METHODS = ("space_time", "sweep_prune")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("broadphase", help="broad phases (space-time, sweep-and-prune) vs brute force and fcl")
+    p.add_argument("--n", default="1000,10000", help="ship counts, comma-separated")
+    p.add_argument("--frames", type=int, default=200, help="timed frames per ship count")
+    p.add_argument("--warmup", type=int, default=10, help="untimed first frames (compilation, first build)")
+    p.add_argument("--dt", type=float, default=1 / 60, help="simulated time per frame [s]")
+    p.add_argument("--fraction", type=float, default=0.01, help="volume fraction filled by the ships [-]")
+    p.add_argument("--speed", type=float, default=5.0, help="ship speed limit [m/s]")
+    p.add_argument("--accel", type=float, default=5.0, help="largest acceleration bound [m/s^2]")
+    p.add_argument("--jump-rate", type=float, default=0.005, help="chance per ship and frame of a velocity jump")
+    p.add_argument("--check-frames", type=int, default=3, help="frames on which brute force runs and checks")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-fcl", action="store_true", help="skip python-fcl even if it imports")
+    p.set_defaults(func=run)
+
+
+def parse_counts(text: str) -> list[int]:
+    try:
+        counts = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise InputError("command line", "--n", f"expected comma-separated integers, got {text!r}") from None
+    if not counts or min(counts) < 2:
+        raise InputError("command line", "--n", "ship counts must be >= 2")
+    return counts
+
+
+def check_args(args) -> None:
+    for key, value, ok in (("--frames", args.frames, args.frames >= 1), ("--warmup", args.warmup, args.warmup >= 0),
+                           ("--dt", args.dt, args.dt > 0), ("--fraction", args.fraction, 0 < args.fraction < 0.5),
+                           ("--speed", args.speed, args.speed >= 0), ("--accel", args.accel, args.accel >= 0),
+                           ("--jump-rate", args.jump_rate, 0 <= args.jump_rate <= 1),
+                           ("--check-frames", args.check_frames, args.check_frames >= 1)):
+        if not ok:
+            raise InputError("command line", key, f"out of range: {value}")
+
+
+class FclBroadPhase:
+    """python-fcl's DynamicAABBTreeCollisionManager over spheres, driven from Python."""
+
+    def __init__(self, radius, pos):
+        import fcl
+
+        self.fcl = fcl
+        self.objs = [fcl.CollisionObject(fcl.Sphere(float(r)), fcl.Transform(np.asarray(p, float)))
+                     for r, p in zip(radius, pos)]
+        self.manager = fcl.DynamicAABBTreeCollisionManager()
+        self.manager.registerObjects(self.objs)
+        self.manager.setup()
+
+    def candidates(self, pos) -> list:
+        """Timed part: transforms, update, collide. Returns the candidates' translations."""
+        for obj, p in zip(self.objs, pos):
+            obj.setTranslation(p)
+        self.manager.update()
+        found = []
+
+        def record(o1, o2, data):
+            data.append((o1.getTranslation(), o2.getTranslation()))
+            return False
+
+        self.manager.collide(found, record)
+        return found
+
+    @staticmethod
+    def pairs(found, pos, radius) -> np.ndarray:
+        """Untimed: candidates back to ship indices (translations equal positions bit for bit), exact test."""
+        if not found:
+            return np.zeros((0, 2), np.int32)
+        index = {row.tobytes(): i for i, row in enumerate(np.ascontiguousarray(pos))}
+        ij = np.array([(index[np.asarray(a, float).tobytes()], index[np.asarray(b, float).tobytes()])
+                       for a, b in found], np.int64)
+        a, b = ij.min(axis=1), ij.max(axis=1)
+        keep = overlap_mask(pos, radius, a, b)
+        return pairs_from_keys(np.unique(a[keep] * len(pos) + b[keep]), len(pos))
+
+
+def fcl_available() -> bool:
+    try:
+        import fcl  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def bench_count(n: int, args, use_fcl: bool) -> dict:
+    rng = np.random.default_rng(args.seed)
+    radius = rng.uniform(0.5, 1.5, n)
+    box = box_for_volume_fraction(radius, args.fraction)
+    motion = RandomMotion(radius, box, args.speed, args.accel, seed=args.seed, jump_rate=args.jump_rate)
+    methods = {m: make_broadphase(m, radius, min_resolution=args.dt) for m in METHODS}
+    ref = make_broadphase("brute_force", radius, min_resolution=args.dt)
+    fclbp = FclBroadPhase(radius, motion.pos) if use_fcl else None
+    total = args.warmup + args.frames
+    check = set(np.linspace(args.warmup, total - 1, min(args.check_frames, args.frames)).astype(int).tolist())
+    times = {m: [] for m in [*METHODS, "brute_force", "fcl"]}
+    agree = {m: True for m in [*METHODS, "fcl"]}
+    found = invalidated = 0
+    for f in range(total):
+        jumped = motion.step(args.dt)
+        invalidated += len(jumped)
+        out = {}
+        for name, bp in methods.items():
+            t0 = time.perf_counter()
+            bp.invalidate(jumped)
+            out[name] = bp.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound)
+            times[name].append(time.perf_counter() - t0)
+        if fclbp is not None:
+            t0 = time.perf_counter()
+            cand = fclbp.candidates(motion.pos)
+            times["fcl"].append(time.perf_counter() - t0)
+            if f in check:
+                out["fcl"] = fclbp.pairs(cand, motion.pos, radius)
+        found += len(out["space_time"])
+        if f in check:
+            t0 = time.perf_counter()
+            truth = ref.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound)
+            times["brute_force"].append(time.perf_counter() - t0)
+            for name, pairs in out.items():
+                agree[name] &= bool(np.array_equal(pairs, truth))
+    for name in [*METHODS, "fcl"]:
+        times[name] = times[name][args.warmup:]
+    return dict(n=n, box=box, times=times, agree=agree, pairs_per_frame=found / total,
+                invalidated_per_frame=invalidated / total, stats={m: methods[m].last_stats for m in METHODS})
+
+
+def report(res: dict, args) -> None:
+    ms = {m: np.asarray(t) * 1e3 for m, t in res["times"].items() if len(t)}
+    brute, fcl_ms = ms["brute_force"].mean(), ms["fcl"].mean() if "fcl" in ms else None
+    print(f"\nn = {res['n']}: box {res['box']:.1f} m, volume fraction {args.fraction:g}, speed <= {args.speed:g} m/s, "
+          f"|a| <= {args.accel:g} m/s^2, dt {args.dt * 1e3:.2f} ms, {args.frames} frames; "
+          f"{res['pairs_per_frame']:.0f} overlapping pairs and {res['invalidated_per_frame']:.1f} invalidated "
+          f"ships per frame")
+    print(f"  {'method':22s} {'mean':>9s} {'median':>9s} {'p99':>9s} {'max':>9s}   {'brute/x':>8s} "
+          f"{'fcl/x':>7s}  equals brute force")
+    for name in [*METHODS, "fcl", "brute_force"]:
+        if name not in ms:
+            continue
+        t = ms[name]
+        vs_fcl = f"{fcl_ms / t.mean():7.2f}" if fcl_ms is not None else f"{'-':>7s}"
+        same = "reference" if name == "brute_force" else ("yes" if res["agree"][name] else "NO")
+        label = "fcl DynamicAABBTree" if name == "fcl" else name
+        note = f" ({len(t)} frames)" if name == "brute_force" else ""
+        print(f"  {label:22s} {t.mean():9.3f} {np.median(t):9.3f} {np.percentile(t, 99):9.3f} {t.max():9.3f}   "
+              f"{brute / t.mean():8.1f} {vs_fcl}  {same}{note}")
+    for name in METHODS:
+        print(f"  last {name} stats: {res['stats'][name]}")
+
+
+def run(args) -> int:
+    counts = parse_counts(args.n)
+    check_args(args)
+    use_fcl = not args.no_fcl and fcl_available()
+    if not use_fcl and not args.no_fcl:
+        print("python-fcl not installed: fcl column skipped (pip install python-fcl)")
+    print("ms per frame (one find_pairs call, invalidations included); x/y columns: that method's mean "
+          "time over this row's")
+    ok = True
+    for n in counts:
+        res = bench_count(n, args, use_fcl)
+        report(res, args)
+        ok &= all(res["agree"][m] for m in res["agree"] if res["times"].get(m))
+    return 0 if ok else 1
