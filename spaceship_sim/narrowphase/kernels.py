@@ -72,78 +72,129 @@ def _grow(arr, need):
 
 
 @njit(cache=True)
-def _candidate_triangles(ca, ra, tpa, tia, tca, tra, cb, rb, tpb, tib, tcb, trb, R, t, r, lo, hi, fa, fb,
-                         n_tri_b, codes):
-    """Triangle pairs (code ta * n_tri_b + tb) of leaf pairs lo..hi worth an exact test: each
-    triangle's bounding sphere meets the other leaf's sphere and the two triangles' bounding
-    spheres meet (triangles outside a sphere cannot meet anything inside it). Returns (codes, m)."""
-    m = 0
-    xb = np.empty(3)
-    xt = np.empty(3)
-    sel_b = np.empty(0, np.int64)
-    pos_b = np.empty((0, 3))
-    for j in range(lo, hi):
-        a, b = fa[j], fb[j]
-        _to_a(R, t, r, cb[b], xb)
-        nbt = tpb[b + 1] - tpb[b]
-        sel_b = _grow(sel_b, nbt)
-        if len(pos_b) < len(sel_b):
-            pos_b = np.empty((len(sel_b), 3))
-        k = 0
-        for q in range(tpb[b], tpb[b + 1]):
-            tb = tib[q]
-            _to_a(R, t, r, tcb[tb], xt)
-            rr = trb[tb] + ra[a]
-            if _dist2(xt, ca[a]) <= rr * rr:
-                sel_b[k] = tb
-                pos_b[k] = xt
-                k += 1
-        if k == 0:
+def _gather(tp, ti, tc, tr, leaf, other_center, other_radius, mark, stamp, sel, n):
+    """Append to sel[:n] the unmarked triangles of `leaf` whose bounding spheres meet the
+    sphere (other_center, other_radius) — a triangle outside it cannot meet anything the other
+    leaf holds — and mark them. `tc` holds centres already in A's frame. Returns (sel, n)."""
+    for q in range(tp[leaf], tp[leaf + 1]):
+        tri = ti[q]
+        if mark[tri] == stamp:
             continue
-        for q in range(tpa[a], tpa[a + 1]):
-            ta = tia[q]
-            rr = tra[ta] + rb[b]
-            if _dist2(tca[ta], xb) > rr * rr:
-                continue
-            codes = _grow(codes, m + k)
-            for u in range(k):
-                rr = tra[ta] + trb[sel_b[u]]
-                if _dist2(tca[ta], pos_b[u]) <= rr * rr:
-                    codes[m] = ta * n_tri_b + sel_b[u]
-                    m += 1
-    return codes, m
+        rr = tr[tri] + other_radius
+        if _dist2(tc[tri], other_center) <= rr * rr:
+            mark[tri] = stamp
+            sel = _grow(sel, n + 1)
+            sel[n] = tri
+            n += 1
+    return sel, n
 
 
 @njit(cache=True)
-def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb, R, t, rows, ptr, fa, fb,
-                s, e, n_tri_b):
-    """Exact level for active rows s..e whose node pairs are colliding leaves: every distinct
-    triangle pair (one from each leaf) that intersects. Triangle ids are global bank ids.
+def _boxes(V, lo, hi):
+    """Axis-aligned boxes lo, hi (n, 3) of triangles V (n, 3, 3)."""
+    for u in range(len(V)):
+        for c in range(3):
+            lo[u, c] = min(V[u, 0, c], V[u, 1, c], V[u, 2, c])
+            hi[u, c] = max(V[u, 0, c], V[u, 1, c], V[u, 2, c])
 
-    Returns (out_ptr (e-s+1,) int64, hit_a (h,) int32, hit_b (h,) int32), CSR over rows s..e.
+
+@njit(cache=True)
+def _sweep(lo_a, hi_a, lo_b, hi_b):
+    """Index pairs (u, v) whose boxes a[u] and b[v] overlap, by sweep and prune along x (each
+    overlapping pair reported once). Returns (pu, pv, m)."""
+    na, nb = len(lo_a), len(lo_b)
+    oa = np.argsort(lo_a[:, 0])
+    ob = np.argsort(lo_b[:, 0])
+    act_a = np.empty(na, np.int64)
+    act_b = np.empty(nb, np.int64)
+    n_act_a = n_act_b = 0
+    pu = np.empty(64, np.int64)
+    pv = np.empty(64, np.int64)
+    m = i = j = 0
+    while i < na or j < nb:
+        from_a = j >= nb or (i < na and lo_a[oa[i], 0] <= lo_b[ob[j], 0])
+        if from_a:
+            x, i = oa[i], i + 1
+            lo, hi, act, n_act, xlo, xhi = lo_b, hi_b, act_b, n_act_b, lo_a[x], hi_a[x]
+        else:
+            x, j = ob[j], j + 1
+            lo, hi, act, n_act, xlo, xhi = lo_a, hi_a, act_a, n_act_a, lo_b[x], hi_b[x]
+        k = 0
+        for u in range(n_act):
+            y = act[u]
+            if hi[y, 0] < xlo[0]:
+                continue  # ends left of the sweep line: meets nothing that starts later
+            act[k] = y
+            k += 1
+            if lo[y, 1] <= xhi[1] and xlo[1] <= hi[y, 1] and lo[y, 2] <= xhi[2] and xlo[2] <= hi[y, 2]:
+                pu = _grow(pu, m + 1)
+                pv = _grow(pv, m + 1)
+                if from_a:
+                    pu[m], pv[m] = x, y
+                else:
+                    pu[m], pv[m] = y, x
+                m += 1
+        if from_a:
+            n_act_b = k
+            act_a[n_act_a] = x
+            n_act_a += 1
+        else:
+            n_act_a = k
+            act_b[n_act_b] = x
+            n_act_b += 1
+    return pu, pv, m
+
+
+@njit(cache=True)
+def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb, R, t, rows, ptr, fa, fb, s, e):
+    """Exact level for active rows s..e whose node pairs are colliding leaves: every triangle
+    pair (one of A's, one of B's, global bank ids) that intersects, each reported once.
+
+    Per row: gather the triangles of colliding leaves that can reach the other leaf's sphere
+    (each once), move B's into A's frame, pair them by sweep and prune of their boxes, and test
+    the pairs whose boxes overlap. Returns (out_ptr (e-s+1,) int64, hit_a, hit_b (h,) int32).
     """
     out_ptr = np.zeros(e - s + 1, np.int64)
     hit_a = np.empty(64, np.int32)
     hit_b = np.empty(64, np.int32)
-    codes = np.empty(256, np.int64)
-    V2 = np.empty((3, 3))
+    mark_a = np.zeros(len(tva), np.int64)
+    mark_b = np.zeros(len(tvb), np.int64)
+    moved = np.zeros(len(tvb), np.int64)
+    sel_a = np.empty(64, np.int64)
+    sel_b = np.empty(64, np.int64)
+    tcb_a = np.empty((len(tvb), 3))  # B's triangle centres in A's frame, filled when first met
+    xb = np.empty(3)
     h = 0
     for i in range(s, e):
-        r = rows[i]
-        codes, m = _candidate_triangles(ca, ra, tpa, tia, tca, tra, cb, rb, tpb, tib, tcb, trb, R, t, r,
-                                        ptr[i], ptr[i + 1], fa, fb, n_tri_b, codes)
-        cand = np.sort(codes[:m])  # a triangle pair met in several leaf pairs is tested once
-        for u in range(m):
-            if u > 0 and cand[u] == cand[u - 1]:
-                continue
-            ta, tb = cand[u] // n_tri_b, cand[u] % n_tri_b
+        r, stamp = rows[i], i + 1
+        na = nb = 0
+        for j in range(ptr[i], ptr[i + 1]):
+            a, b = fa[j], fb[j]
+            _to_a(R, t, r, cb[b], xb)
+            sel_a, na = _gather(tpa, tia, tca, tra, a, xb, rb[b], mark_a, stamp, sel_a, na)
+            for q in range(tpb[b], tpb[b + 1]):
+                if moved[tib[q]] != stamp:
+                    _to_a(R, t, r, tcb[tib[q]], tcb_a[tib[q]])
+                    moved[tib[q]] = stamp
+            sel_b, nb = _gather(tpb, tib, tcb_a, trb, b, ca[a], ra[a], mark_b, stamp, sel_b, nb)
+        VA = np.empty((na, 3, 3))
+        VB = np.empty((nb, 3, 3))
+        for u in range(na):
+            VA[u] = tva[sel_a[u]]
+        for u in range(nb):
             for v in range(3):
-                _to_a(R, t, r, tvb[tb, v], V2[v])
-            if intersect_triangle_triangle(tva[ta], V2):
+                _to_a(R, t, r, tvb[sel_b[u], v], VB[u, v])
+        lo_a, hi_a = np.empty((na, 3)), np.empty((na, 3))
+        lo_b, hi_b = np.empty((nb, 3)), np.empty((nb, 3))
+        _boxes(VA, lo_a, hi_a)
+        _boxes(VB, lo_b, hi_b)
+        pu, pv, m = _sweep(lo_a, hi_a, lo_b, hi_b)
+        for u in range(m):
+            if intersect_triangle_triangle(VA[pu[u]], VB[pv[u]]):
                 hit_a = _grow(hit_a, h + 1)
                 hit_b = _grow(hit_b, h + 1)
-                hit_a[h] = ta
-                hit_b[h] = tb
+                hit_a[h] = sel_a[pu[u]]
+                hit_b[h] = sel_b[pv[u]]
                 h += 1
         out_ptr[i - s + 1] = h
     return out_ptr, hit_a[:h], hit_b[:h]

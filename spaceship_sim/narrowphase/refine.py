@@ -259,12 +259,11 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
         # rows whose min_level lies past their leaves must be tested: put them first
         order = np.argsort(~(min_level > depth), kind="stable")
         leaves = final.take(order[want[order]])
-        n_tri_b = len(B.tri_verts)
 
         def kernel(s, e):
             return exact_pairs(A.center, A.radius, A.tri_ptr, A.tri_idx, A.tri_verts, A.tri_center, A.tri_radius,
                                B.center, B.radius, B.tri_ptr, B.tri_idx, B.tri_verts, B.tri_center, B.tri_radius,
-                               R, t, leaves.rows, leaves.ptr, leaves.fa, leaves.fb, s, e, n_tri_b)
+                               R, t, leaves.rows, leaves.ptr, leaves.fa, leaves.fb, s, e)
 
         n_forced = int(np.sum(min_level > depth[leaves.rows]))
         done, pieces = _run_batches(kernel, len(leaves.rows), deadline, n_forced)
