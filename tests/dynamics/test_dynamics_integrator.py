@@ -161,3 +161,14 @@ def test_bad_input_is_rejected():
     s.pos = np.asfortranarray(s.pos)
     with pytest.raises(ValueError, match="state.pos"):
         Integrator(make_cfg(), 3).step(s, 0.01)
+
+
+def test_step_size_is_remembered_across_calls():
+    s = random_state(np.random.default_rng(9), 50)
+    integ = Integrator(make_cfg(), s.n)
+    first = integ.step(s, 1 / 60)
+    assert first.rejected > 0  # started at max_step, too large for this tolerance
+    h_after = integ.h.copy()
+    second = integ.step(s, 1 / 60)
+    assert second.rejected < first.rejected / 5
+    assert np.all(h_after < make_cfg().integrator.max_step)

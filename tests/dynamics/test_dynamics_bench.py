@@ -1,0 +1,32 @@
+"""`bench dynamics` runs end to end on a small fleet and reports agreeing backends."""
+import argparse
+import re
+
+import pytest
+
+from spaceship_sim.bench import bench_dynamics
+from spaceship_sim.errors import InputError
+
+
+def parse(*argv):
+    parser = argparse.ArgumentParser()
+    bench_dynamics.register(parser.add_subparsers())
+    return parser.parse_args(["dynamics", *argv])
+
+
+def test_bench_prints_both_backends_and_their_agreement(capsys):
+    args = parse("--n", "40", "--frames", "3", "--reference-frames", "2")
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "numba, 1 thread" in out and "numpy reference" in out and "target 2 ms/frame" in out
+    diff = float(re.search(r"after 2 frames: (\S+)", out).group(1))
+    assert diff < 1e-9
+
+
+def test_bench_rejects_bad_arguments():
+    args = parse("--n", "0")
+    with pytest.raises(InputError, match="--n"):
+        args.func(args)
+    args = parse("--tolerance", "-1")
+    with pytest.raises(InputError, match="--tolerance"):
+        args.func(args)
