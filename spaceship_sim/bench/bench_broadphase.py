@@ -79,8 +79,10 @@ class FclBroadPhase:
 
     def candidates(self, pos) -> list:
         """Timed part: transforms, update, collide. Returns the candidates' translations."""
+        t0 = time.perf_counter()
         for obj, p in zip(self.objs, pos):
             obj.setTranslation(p)
+        self.transform_time = time.perf_counter() - t0
         self.manager.update()
         found = []
 
@@ -122,7 +124,7 @@ def bench_count(n: int, args, use_fcl: bool) -> dict:
     fclbp = FclBroadPhase(radius, motion.pos) if use_fcl else None
     total = args.warmup + args.frames
     check = set(np.linspace(args.warmup, total - 1, min(args.check_frames, args.frames)).astype(int).tolist())
-    times = {m: [] for m in [*METHODS, "brute_force", "fcl"]}
+    times = {m: [] for m in [*METHODS, "brute_force", "fcl", "fcl_transforms"]}
     agree = {m: True for m in [*METHODS, "fcl"]}
     found = invalidated = 0
     for f in range(total):
@@ -138,6 +140,7 @@ def bench_count(n: int, args, use_fcl: bool) -> dict:
             t0 = time.perf_counter()
             cand = fclbp.candidates(motion.pos)
             times["fcl"].append(time.perf_counter() - t0)
+            times["fcl_transforms"].append(fclbp.transform_time)
             if f in check:
                 out["fcl"] = fclbp.pairs(cand, motion.pos, radius)
         found += len(out["space_time"])
@@ -147,7 +150,7 @@ def bench_count(n: int, args, use_fcl: bool) -> dict:
             times["brute_force"].append(time.perf_counter() - t0)
             for name, pairs in out.items():
                 agree[name] &= bool(np.array_equal(pairs, truth))
-    for name in [*METHODS, "fcl"]:
+    for name in [*METHODS, "fcl", "fcl_transforms"]:
         times[name] = times[name][args.warmup:]
     return dict(n=n, box=box, times=times, agree=agree, pairs_per_frame=found / total,
                 invalidated_per_frame=invalidated / total, stats={m: methods[m].last_stats for m in METHODS})
@@ -172,6 +175,11 @@ def report(res: dict, args) -> None:
         note = f" ({len(t)} frames)" if name == "brute_force" else ""
         print(f"  {label:22s} {t.mean():9.3f} {np.median(t):9.3f} {np.percentile(t, 99):9.3f} {t.max():9.3f}   "
               f"{brute / t.mean():8.1f} {vs_fcl}  {same}{note}")
+    if fcl_ms is not None:
+        tf = ms["fcl_transforms"].mean()
+        print(f"  fcl split: setting transforms {tf:.3f} ms, update + collide {fcl_ms - tf:.3f} ms; "
+              + ", ".join(f"{m} is {(fcl_ms - tf) / ms[m].mean():.2f}x faster than fcl without its transforms"
+                          for m in METHODS))
     for name in METHODS:
         print(f"  last {name} stats: {res['stats'][name]}")
 

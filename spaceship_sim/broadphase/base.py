@@ -97,7 +97,13 @@ class BroadPhase:
         self._check_ships(ships)
 
     def _check_ships(self, ships) -> np.ndarray:
-        ships = np.asarray(ships, dtype=np.int64).reshape(-1)
+        """(m,) ship indices -> int64 array; an (n,) bool mask is accepted too."""
+        ships = np.asarray(ships)
+        if ships.dtype == np.bool_:
+            if ships.shape != (self.n,):
+                raise ValueError(f"a boolean ship mask must have shape ({self.n},), got {ships.shape}")
+            ships = np.flatnonzero(ships)
+        ships = ships.astype(np.int64).reshape(-1)
         if len(ships) and (ships.min() < 0 or ships.max() >= self.n):
             raise ValueError(f"ship index out of range [0, {self.n})")
         return ships

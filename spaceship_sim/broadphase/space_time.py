@@ -375,9 +375,8 @@ class SpaceTime(BroadPhase):
         if self.prev_t is not None and t > self.prev_t:
             self.call_dt += 0.1 * (t - self.prev_t - self.call_dt)
         self.prev_t = t
-        if self.n_pairs:
-            self.dirty |= accel > self.a_ref
-        restart = t >= self.horizon_end or self.moved_count + self.dirty.sum() > self.n // 4
+        self.dirty |= accel > self.a_ref
+        restart = t >= self.horizon_end or self.moved_count + self.dirty.sum() > max(self.n // 4, 8)
         added = 0
         if restart:
             self._restart(t, pos, vel, accel)

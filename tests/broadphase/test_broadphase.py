@@ -18,9 +18,11 @@ RES = 1 / 60
 
 def run_all(motion, frames, dt_of, check=None):
     """Step `motion` and all three broad phases together; assert identical pairs every call.
-    Returns the total number of overlapping pairs seen (so tests can insist on contacts)."""
+    Returns the total number of overlapping pairs seen (so tests can insist on contacts), the
+    broad phases, and space_time's totals of pairs added by invalidations and of restarts."""
     bps = {k: make_broadphase(k, motion.radius, min_resolution=RES) for k in NAMES}
     total = 0
+    paths = {"pairs_added": 0, "restart": 0}
     for f in range(frames):
         jumped = motion.step(dt_of(f))
         got = {}
@@ -33,7 +35,9 @@ def run_all(motion, frames, dt_of, check=None):
             assert got[k].dtype == np.int32
             np.testing.assert_array_equal(got[k], ref, err_msg=f"{k} differs at frame {f}")
         total += len(ref)
-    return total, bps
+        for key in paths:
+            paths[key] += bps["space_time"].last_stats.get(key, 0)
+    return total, bps, paths
 
 
 @pytest.mark.parametrize("seed, fraction, jump_rate", [(0, 0.05, 0.0), (1, 0.15, 0.02), (2, 0.3, 0.1)])
@@ -44,8 +48,11 @@ def test_long_random_runs_agree(seed, fraction, jump_rate):
                           accel_change=0.2, jump_rate=jump_rate)
     # uneven sample spacing, some repeated times (t never decreases, may stand still)
     steps = rng.choice([0.0, RES / 3, RES / 2, RES], 600, p=[0.05, 0.25, 0.3, 0.4])
-    total, bps = run_all(motion, 600, lambda f: steps[f])
+    total, bps, paths = run_all(motion, 600, lambda f: steps[f])
     assert total > 1000  # the run must actually exercise contacts
+    assert paths["restart"] > 3  # several horizons
+    if jump_rate:
+        assert paths["pairs_added"] > 0  # partners found through the invalidation path
     st_stats = bps["space_time"].last_stats
     assert st_stats["pairs_scheduled"] < 250 * 249 // 2  # it does not schedule every pair
 
@@ -180,6 +187,9 @@ def test_edge_cases(name):
     with pytest.raises(ValueError, match="out of range"):
         bp.invalidate([3])
     bp.invalidate(np.array([], int))
+    bp.invalidate(np.zeros(3, bool))
+    with pytest.raises(ValueError, match="mask"):
+        bp.invalidate(np.zeros(2, bool))
 
 
 def test_bad_construction():
@@ -202,14 +212,16 @@ def test_space_time_reacts_to_invalidation_and_larger_bound():
     vel, acc = np.zeros((3, 3)), np.zeros(3)
     assert len(bp.find_pairs(0.0, pos, vel, acc)) == 0
     assert bp.last_stats["pairs_scheduled"] == 0  # nothing can move: nothing scheduled
+    # ship 2 may now accelerate hard: its bound rose, so it gets a new reach ball and is
+    # re-predicted without any invalidate (nothing was scheduled: the ball is its only way in)
+    acc[2] = 1e6
+    pos[2] = [-1.5, 0, 0]  # moved within one sample under that bound
+    np.testing.assert_array_equal(bp.find_pairs(RES, pos, vel, acc), [[0, 2]])
     # ship 1 jumps next to ship 0 (a velocity jump the contract says gets invalidated)
     bp.invalidate([1])
     pos[1] = [1.5, 0, 0]
-    np.testing.assert_array_equal(bp.find_pairs(RES, pos, vel, acc), [[0, 1]])
-    # ship 2 may now accelerate hard: its bound rose, so it is re-predicted without invalidate
-    acc[2] = 1e6
-    pos[2] = [-1.5, 0, 0]  # moved within one sample under that bound
     np.testing.assert_array_equal(bp.find_pairs(2 * RES, pos, vel, acc), [[0, 1], [0, 2]])
+    assert bp.last_stats["restart"] is False  # found through the invalidation path, not a restart
 
 
 def test_sweep_prune_is_coherent():
