@@ -43,7 +43,7 @@ def open_window(size: tuple[int, int], headless: bool, caption: str):
                                       vsync=False, resizable=not headless)
     except pyglet.window.NoSuchDisplayException as e:
         raise AppError(no_display_message(str(e))) from None
-    except pyglet.window.NoSuchConfigException:
+    except (pyglet.window.NoSuchConfigException, pyglet.gl.ContextException):
         raise AppError(f"OpenGL 3.3 core is not available here (renderer: {probe_renderer(headless)}); "
                        "update the graphics driver or use Mesa (llvmpipe)") from None
     ctx = moderngl.create_context()

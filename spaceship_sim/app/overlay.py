@@ -14,18 +14,9 @@ from imgui_bundle import imgui, implot
 from imgui_bundle.python_backends import pyglet_backend
 
 from .keys import HELP
-from .overlay_model import SERIES, OverlayModel
+from .overlay_model import SERIES, OverlayModel, panel_rects
 
 BROADPHASES = ("space_time", "sweep_prune", "brute_force")
-TIMING_RECT = (8, 8, 460, 330)   # x, y, width, height of the timing panel [px]
-
-
-def panel_rects(width: int, height: int) -> dict[str, tuple[int, int, int, int]]:
-    """Where each panel opens (x, y, w, h) [px, from the top-left] in a window of that size."""
-    return {"Frame timing": TIMING_RECT, "Collisions": (width - 428, 8, 420, 330),
-            "Controls": (8, height - 268, 360, 260), "Keys": (width - 348, height - 268, 340, 260)}
-
-
 @dataclass
 class Controls:
     """What the controls panel edits; the app applies changes to the world and renderer."""

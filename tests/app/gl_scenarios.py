@@ -33,10 +33,10 @@ def screenshot() -> dict:
     """Ships at their projected positions, overlay present: per ship, the share of pixels
     around its projected centre that differ from the background; per region, the share of
     pixels the overlay changed (compared with the same frame rendered without overlay)."""
-    from spaceship_sim.app.overlay import TIMING_RECT
+    app = make_app("fly")
+    from spaceship_sim.app.overlay_model import TIMING_RECT
     from spaceship_sim.app.renderer import BACKGROUND
 
-    app = make_app("fly")
     app.camera.home = app.camera.mode = "orbit"  # see every ship, not only the one ahead
     app.camera.distance = 140.0
     for _ in range(3):
@@ -47,16 +47,31 @@ def screenshot() -> dict:
     scene = app.snapshot()
     px, front = project_ships(app)
     bg = np.round(np.array(BACKGROUND) * 255)
+    radii = np.array([projected_radius(app, i) for i in range(state.n)])
+
+    def share(x, y, half):  # share of non-background pixels in a square around (x, y)
+        patch = scene[int(y) - half:int(y) + half + 1, int(x) - half:int(x) + half + 1]
+        return float(np.mean(np.any(np.abs(patch - bg) > 12, axis=2)))
+
+    def usable(x, y, half):
+        return half <= x < SIZE[0] - half and half <= y < SIZE[1] - half and not under_panel(x, y)
+
     ships = []
     for i in range(state.n):
-        r_px = projected_radius(app, i)
         x, y = px[i]
-        half = max(2, int(r_px * 0.35))
-        if not front[i] or not (half <= x < SIZE[0] - half and half <= y < SIZE[1] - half) or under_panel(x, y):
+        half = max(2, int(radii[i] * 0.25))
+        if not front[i] or not usable(x, y, half):
             continue
-        patch = scene[int(y) - half:int(y) + half + 1, int(x) - half:int(x) + half + 1]
-        ships.append({"ship": i, "x": float(x), "y": float(y), "radius_px": r_px,
-                      "non_background": float(np.mean(np.any(np.abs(patch - bg) > 12, axis=2)))})
+        # control: a same-sized patch 3 radii away, clear of every ship's disc, should be empty
+        control = None
+        for angle in np.linspace(0, 2 * np.pi, 12, endpoint=False):
+            cx, cy = x + 3 * radii[i] * np.cos(angle), y + 3 * radii[i] * np.sin(angle)
+            clear = np.all(np.hypot(px[:, 0] - cx, px[:, 1] - cy) > 1.5 * radii + half + 2)
+            if clear and usable(cx, cy, half):
+                control = share(cx, cy, half)
+                break
+        ships.append({"ship": i, "x": float(x), "y": float(y), "radius_px": float(radii[i]),
+                      "non_background": share(x, y, half), "control": control})
     x0, y0, w, h = TIMING_RECT
     changed = np.any(full != scene, axis=2)
     return {"ships": ships,
@@ -81,17 +96,17 @@ def projected_radius(app, i: int) -> float:
 
 def under_panel(x: float, y: float) -> bool:
     """Is the pixel under one of the overlay's panels (placed as overlay.py places them)?"""
-    from spaceship_sim.app.overlay import panel_rects
+    from spaceship_sim.app.overlay_model import panel_rects
     return any(rx <= x <= rx + rw and ry <= y <= ry + rh for rx, ry, rw, rh in panel_rects(*SIZE).values())
 
 
 def keys() -> dict:
     """Inject W (thrust forward) for 20 frames: controls, then velocity along the nose."""
+    app = make_app("fly")  # first: it sets up headless pyglet before pyglet.window is imported
     from pyglet.window import key
 
     from spaceship_sim.state import quat_to_matrix
 
-    app = make_app("fly")
     win, world = app.window, app.world
     app.frame()
     nose = lambda: float(world.state.vel[0] @ quat_to_matrix(world.state.quat[0])[:, 0])  # noqa: E731

@@ -62,3 +62,13 @@ def test_window_under_xvfb(tmp_path):
     r = cli("fly", "--frames", "5", "--size", "400x300", "--screenshot", str(shot), prefix=("xvfb-run", "-a"))
     assert r.returncode == 0, r.stderr
     assert shot.exists()
+
+
+def test_gl_older_than_3_3_gives_a_clear_message_with_the_renderer():
+    if gl_problem():
+        pytest.skip(gl_problem())
+    env = dict(os.environ, MESA_GL_VERSION_OVERRIDE="3.0")  # Mesa then offers no 3.3 core context
+    r = cli("fly", "--headless", "--frames", "1", env=env)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "OpenGL 3.3" in lines[0] and "renderer:" in lines[0], r.stderr
