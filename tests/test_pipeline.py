@@ -32,9 +32,11 @@ def test_samples_never_coarser_than_min_resolution():
 
 
 def test_same_config_and_seed_same_state_hash_after_1000_frames():
+    """Bit-reproducible when the wall clock doesn't cut detection short (exact-only); a
+    time-critical run reaches clock-dependent levels by design."""
     hashes = []
     for _ in range(2):
-        w = small_world()
+        w = small_world(collision={"time_critical": False})
         for _ in range(1000):
             w.step()
             w.end_frame(0.0)
