@@ -44,6 +44,18 @@ def pairs_from_keys(keys: np.ndarray, n: int) -> np.ndarray:
     return np.stack([keys // n, keys % n], axis=1).astype(np.int32) if len(keys) else EMPTY_PAIRS.copy()
 
 
+def warm_up(cls) -> None:
+    """Run every kernel path of `cls` once on four ships, so that compiling or loading cached
+    numba code happens at construction, not in the middle of a timed frame."""
+    radius = np.array([1.0, 1.0, 1.0, 1.0])
+    pos = np.array([[0.0, 0, 0], [1.5, 0, 0], [10.0, 0, 0], [-10.0, 0, 0]])
+    vel, acc = np.ones((4, 3)), np.ones(4)
+    bp = cls(radius, min_resolution=0.01)
+    for k in range(3):
+        bp.invalidate([k])
+        bp.find_pairs(0.01 * k, pos + 0.01 * k * vel, vel, acc)
+
+
 class BroadPhase:
     """Base class. Subclasses implement `_find_pairs` (inputs already checked) and may
     override `invalidate`.
@@ -53,6 +65,7 @@ class BroadPhase:
     """
 
     name = "base"
+    _warmed = False  # per subclass: kernels run once in this process (see warm_up)
 
     def __init__(self, radius, *, min_resolution: float):
         radius = np.ascontiguousarray(radius, dtype=np.float64)
@@ -63,6 +76,10 @@ class BroadPhase:
         self.radius, self.n, self.min_resolution = radius, len(radius), float(min_resolution)
         self.last_t = -np.inf
         self.last_stats: dict = {}
+        cls = type(self)
+        if not cls.__dict__.get("_warmed", False):
+            cls._warmed = True
+            warm_up(cls)
 
     def find_pairs(self, t: float, pos, vel, accel_bound) -> np.ndarray:
         """Pairs whose bounding spheres overlap at time t [s].
