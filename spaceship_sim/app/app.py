@@ -100,6 +100,8 @@ class App:
         self.flight_keys, self.command_keys = resolve(key)
         self.mouse_left = mouse.LEFT
         self.frame_times: list[float] = []   # FrameStats.frame_time of each stepped frame [s]
+        self.render_times: list[float] = []  # measured render time (scene + overlay) of those frames [s]
+        self.scene_times: list[float] = []   # its scene part [s]
         self.loop_times: list[float] = []    # wall time of each loop iteration [s]
         self.first_frame_at: float | None = None  # perf_counter when the first frame was shown
         self.view_proj = np.eye(4)
@@ -172,13 +174,15 @@ class App:
         stepping = not self.controls.paused or self.controls.step_requested
         self.controls.step_requested = False
         stats = self.world.step() if stepping else None
-        state = self.world.state
+        state, narrow = self.world.state, self.world.last_narrow
+        hits = narrow.pairs[narrow.colliding] if narrow is not None and len(narrow.pairs) else None
         self.camera.update(state.pos, state.quat, state.radius, self.world.config.arena.size,
-                           self.world.config.sim.frame_dt)
+                           self.world.config.sim.frame_dt, hits)
         render_start = time.perf_counter()
         size = self.window.get_framebuffer_size()
-        self.view_proj = self.renderer.render(self.ctx.screen, size, state, self.camera,
-                                              self.world.last_narrow, self.options)
+        self.view_proj = self.renderer.render(self.ctx.screen, size, state, self.camera, narrow, self.options)
+        self.ctx.finish()
+        scene_time = time.perf_counter() - render_start
         self.overlay.width, self.overlay.height = self.window.get_size()
         self.overlay.draw(self.model, self.controls)
         self.ctx.finish()  # wait for the GPU so the measured time is the real render cost
@@ -187,6 +191,8 @@ class App:
             self.world.end_frame(render_time)
             self.model.update(stats, self.world.last_narrow)
             self.frame_times.append(stats.frame_time)
+            self.render_times.append(render_time)
+            self.scene_times.append(scene_time)
         if self.first_frame_at is None:
             self.first_frame_at = time.perf_counter()
         self.loop_times.append(time.perf_counter() - start)
@@ -213,7 +219,17 @@ class App:
                 break
             if self.pace:  # hold the target frame rate
                 time.sleep(max(0.0, self.world.target_frame_time - (time.perf_counter() - start)))
-        self.window.close()
+
+    def empty_frame_time(self, frames: int = 30) -> float:
+        """Median time [s] to clear the window and wait for the GPU: the GL floor, measured
+        in the same run as a reference for the frame times (software GL shares the CPU)."""
+        times = []
+        for _ in range(frames):
+            t0 = time.perf_counter()
+            self.ctx.screen.clear(0.0, 0.0, 0.0, 1.0)
+            self.ctx.finish()
+            times.append(time.perf_counter() - t0)
+        return float(np.median(times))
 
 
 def save_png(path, image: np.ndarray) -> None:

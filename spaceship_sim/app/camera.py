@@ -81,10 +81,12 @@ class Camera:
     def zoom(self, steps: float) -> None:
         self.distance = float(np.clip(self.distance * 0.9 ** steps, 2.0, 1500.0))
 
-    def update(self, pos: np.ndarray, quat: np.ndarray, radius: np.ndarray, arena_size: float, dt: float) -> None:
-        """Move towards the wanted pose for the current ship state ((n, 3), (n, 4), (n,) world)."""
+    def update(self, pos: np.ndarray, quat: np.ndarray, radius: np.ndarray, arena_size: float, dt: float,
+               colliding: np.ndarray | None = None) -> None:
+        """Move towards the wanted pose for the current ship state ((n, 3), (n, 4), (n,) world);
+        colliding: (k, 2) ship pairs colliding now, which the action camera looks at first."""
         self.far = max(2000.0, 4 * arena_size)
-        eye, target, up = self._wanted(pos, quat, radius, dt)
+        eye, target, up = self._wanted(pos, quat, radius, dt, colliding)
         if self.eye is None:
             self.eye, self.target, self.up = eye, target, up
             return
@@ -93,7 +95,7 @@ class Camera:
         self.target = self.target + a * (target - self.target)
         self.up = self.up + a * (up - self.up)
 
-    def _wanted(self, pos, quat, radius, dt):
+    def _wanted(self, pos, quat, radius, dt, colliding):
         if self.mode == "chase":
             r = max(float(radius[0]), 1.0)
             R = quat_to_matrix(quat[0])
@@ -101,7 +103,7 @@ class Camera:
             return pos[0] - fwd * 4.0 * r + up * 1.5 * r, pos[0] + fwd * 2.0 * r, up
         if self.mode == "action":
             self.yaw += 0.15 * dt
-            target, span = action_focus(pos, radius)
+            target, span = action_focus(pos, radius, colliding)
             self.distance = max(30.0, 2.5 * span)
         else:
             target = pos[0]
@@ -116,14 +118,18 @@ class Camera:
         return perspective(self.fovy, aspect, 0.5, self.far)
 
 
-def action_focus(pos: np.ndarray, radius: np.ndarray) -> tuple[np.ndarray, float]:
-    """Midpoint and span [m] of the pair of ships closest to touching (smallest gap between
-    bounding spheres); brute force over pairs, fine for the few ships of a demo."""
+def action_focus(pos: np.ndarray, radius: np.ndarray, colliding: np.ndarray | None = None):
+    """Midpoint and span [m] of the first colliding pair ((k, 2) ship indices) if any, else of
+    the pair closest to touching (smallest gap between bounding spheres; brute force over
+    pairs, fine for the few ships of a demo)."""
     n = len(pos)
     if n < 2:
         return pos[0].copy(), float(radius[0]) * 4
-    d = np.linalg.norm(pos[:, None] - pos[None], axis=2) - radius[:, None] - radius[None]
-    d[np.diag_indices(n)] = np.inf
-    i, j = np.unravel_index(np.argmin(d), d.shape)
+    if colliding is not None and len(colliding):
+        i, j = (int(x) for x in colliding[0])
+    else:
+        d = np.linalg.norm(pos[:, None] - pos[None], axis=2) - radius[:, None] - radius[None]
+        d[np.diag_indices(n)] = np.inf
+        i, j = np.unravel_index(np.argmin(d), d.shape)
     span = float(np.linalg.norm(pos[i] - pos[j]) + radius[i] + radius[j])
     return (pos[i] + pos[j]) / 2, span

@@ -32,6 +32,9 @@ def _common(p) -> None:
     p.add_argument("--stats", action="store_true", help="print median and p99 frame time at exit")
     p.add_argument("--size", default="1280x720", help="window size WxH in pixels (default: %(default)s)")
     p.add_argument("--ships", type=int, default=None, help="override the config's ship count")
+    p.add_argument("--tree-level", type=int, default=-1,
+                   help="sphere-tree level to draw for every ship from the start (default: none)")
+    p.add_argument("--bounds", action="store_true", help="draw the broad-phase bounding spheres")
     p.add_argument("--realtime", action="store_true",
                    help="hold the target frame rate when headless too (a window always does)")
 
@@ -46,6 +49,8 @@ def parse_size(text: str) -> tuple[int, int]:
 def check_args(args) -> tuple[int, int]:
     if args.frames is not None and args.frames < 1:
         raise InputError("command line", "--frames", f"must be >= 1, got {args.frames}")
+    if args.tree_level < -1:
+        raise InputError("command line", "--tree-level", f"must be >= -1 (-1: none), got {args.tree_level}")
     if args.ships is not None and args.ships < 1:
         raise InputError("command line", "--ships", f"must be >= 1, got {args.ships}")
     if args.headless and args.frames is None:
@@ -75,25 +80,40 @@ def run_app(args, mode: str) -> int:
         print(f"spaceship-sim {mode}: {e}", file=sys.stderr)
         return 2
     app = App(window, ctx, world, mode=mode, pace=args.realtime or not args.headless)
+    app.controls.tree_level = min(args.tree_level, world.max_level - 1)
+    app.controls.show_bounds = args.bounds
+    renderer = ctx.info.get("GL_RENDERER", "?")
     app.run(frames=args.frames, screenshot=args.screenshot)
     if args.stats:
-        print(format_stats(app, ctx.info.get("GL_RENDERER", "?"), size, world.state.n))
+        print(format_stats(app, renderer, size, world.state.n, app.empty_frame_time()))
+    window.close()
     if args.screenshot:
         print(f"screenshot: {args.screenshot}")
     return 0
 
 
-def format_stats(app, renderer: str, size, n_ships: int, warmup: int = 5) -> str:
-    """Median / p99 of frame time (stages + render) and of the whole loop, first frames skipped."""
+def format_stats(app, renderer: str, size, n_ships: int, empty: float, warmup: int = 5) -> str:
+    """Median / p99 of frame time (stages + render) and of the whole loop, first frames
+    skipped, next to the empty-frame reference measured in the same run."""
     import numpy as np
 
-    def pct(xs):
-        xs = np.asarray(xs[warmup:] if len(xs) > warmup else xs) * 1e3
-        return (f"median {np.median(xs):.2f} ms, p99 {np.percentile(xs, 99):.2f} ms" if len(xs) else "n/a")
+    def ms(xs):
+        return np.asarray(xs[warmup:] if len(xs) > warmup else xs) * 1e3
 
+    def pct(xs):
+        xs = ms(xs)
+        return f"median {np.median(xs):.2f} ms, p99 {np.percentile(xs, 99):.2f} ms" if len(xs) else "n/a"
+
+    frame, scene = ms(app.frame_times), ms(app.scene_times)
+    sim = frame - ms([s for s in app.render_times])
     first = app.first_frame_at - T0 if app.first_frame_at else float("nan")
-    return (f"{n_ships} ships, {size[0]}x{size[1]}, {renderer}; {len(app.frame_times)} frames "
-            f"(first {warmup} skipped)\n"
-            f"frame time (sim + render): {pct(app.frame_times)}\n"
-            f"loop time (with overlay, events, flip): {pct(app.loop_times)}\n"
-            f"first frame {first:.2f} s after the command started")
+    return "\n".join([
+        f"{n_ships} ships, {size[0]}x{size[1]}, {renderer}; {len(app.frame_times)} frames (first {warmup} skipped)",
+        f"frame time (sim + render): {pct(app.frame_times)}",
+        f"  medians: sim {np.median(sim):.2f} ms, scene {np.median(scene):.2f} ms, "
+        f"scene + overlay {np.median(ms(app.render_times)):.2f} ms",
+        f"loop time (with events, flip): {pct(app.loop_times)}",
+        f"reference: empty frame (clear + finish) {1e3 * empty:.2f} ms; "
+        f"frame time median / empty frame = {np.median(frame) / max(1e3 * empty, 1e-9):.1f}",
+        f"first frame {first:.2f} s after the command started",
+    ])

@@ -23,11 +23,11 @@ HELP = [
     ("Q / E", "roll left / right"),
     ("Space", "brake"),
     ("P", "pause / resume"),
-    ("N", "single step (while paused)"),
-    ("R", "reset the scenario"),
+    ("N", "single step"),
+    ("R", "reset"),
     ("C", "chase / orbit camera"),
-    ("T", "cycle the sphere-tree level drawn"),
-    ("mouse drag / wheel", "orbit camera: rotate / zoom"),
+    ("T", "next tree level drawn"),
+    ("drag, wheel", "orbit: turn, zoom"),
     ("Esc", "quit"),
 ]
 

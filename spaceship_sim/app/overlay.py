@@ -10,8 +10,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from imgui_bundle import imgui, implot
-from imgui_bundle.python_backends import pyglet_backend
+import OpenGL
+
+# the backend issues ~100 GL calls a frame through PyOpenGL; a glGetError after each costs
+# time, and a stale error flag (reading the default framebuffer sets one) would raise
+OpenGL.ERROR_CHECKING = False
+from imgui_bundle import imgui, implot  # noqa: E402
+from imgui_bundle.python_backends import pyglet_backend  # noqa: E402
 
 from .keys import HELP
 from .overlay_model import SERIES, OverlayModel, panel_rects
@@ -75,6 +80,7 @@ class Overlay:
         frames, series = m.arrays()
         if implot.begin_plot("##frame times", imgui.ImVec2(-1, -1)):
             implot.setup_axes("frame", "ms", implot.AxisFlags_.auto_fit, 0)
+            implot.setup_legend(implot.Location_.north, implot.LegendFlags_.horizontal)
             if math.isfinite(m.target_ms):  # fixed range: start-up spikes (numba compile) would squash the plot
                 implot.setup_axis_limits(implot.ImAxis_.y1, -m.target_ms, 2.5 * m.target_ms, implot.Cond_.always)
             if len(frames):
@@ -90,9 +96,12 @@ class Overlay:
         self._place("Collisions")
         imgui.begin("Collisions")
         imgui.text(f"candidate pairs {m.candidate_pairs}, colliding {m.colliding_pairs}")
-        if implot.begin_plot("##levels", imgui.ImVec2(-1, 120)):
+        if implot.begin_plot("##levels", imgui.ImVec2(-1, 100)):
             implot.setup_axes("level reached", "pairs", implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
             if m.level_hist:
+                k = len(m.level_hist) - 1  # last level is the exact (triangle) level
+                implot.setup_axis_ticks(implot.ImAxis_.x1, [float(i) for i in range(k + 1)],
+                                        [str(i) for i in range(k)] + ["exact"])
                 implot.plot_bars("pairs", np.array(m.level_hist, np.float64))
             implot.end_plot()
         flags = imgui.TableFlags_.borders | imgui.TableFlags_.row_bg | imgui.TableFlags_.scroll_y
@@ -117,9 +126,9 @@ class Overlay:
         _, c.max_level = imgui.slider_int("max level", c.max_level, 0, c.level_limit)
         _, i = imgui.combo("broad phase", BROADPHASES.index(c.broadphase), list(BROADPHASES))
         c.broadphase = BROADPHASES[i]
-        _, c.tree_level = imgui.slider_int("tree level drawn", c.tree_level, -1, c.level_limit - 1,
+        _, c.tree_level = imgui.slider_int("tree level", c.tree_level, -1, c.level_limit - 1,
                                            "none" if c.tree_level < 0 else "%d")
-        _, c.show_hits = imgui.checkbox("colliding spheres / triangles", c.show_hits)
+        _, c.show_hits = imgui.checkbox("colliding spheres/triangles", c.show_hits)
         _, c.show_bounds = imgui.checkbox("broad-phase bounds", c.show_bounds)
         _, c.paused = imgui.checkbox("pause", c.paused)
         imgui.same_line()
@@ -132,7 +141,7 @@ class Overlay:
         self._place("Keys")
         imgui.begin("Keys")
         if c.title == "demo":
-            imgui.text("demo: every ship follows the script")
+            imgui.text("demo: the autopilot flies every ship")
         for keys, what in HELP:
-            imgui.text(f"{keys:<18} {what}")
+            imgui.text(f"{keys:<12} {what}")
         imgui.end()

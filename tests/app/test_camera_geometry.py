@@ -49,6 +49,8 @@ def test_action_focus_is_the_closest_pair():
     pos = np.array([[0.0, 0, 0], [100, 0, 0], [103, 0, 0], [300, 0, 0]])
     centre, span = action_focus(pos, np.ones(4))
     assert np.allclose(centre, [101.5, 0, 0]) and span == 5.0
+    centre, span = action_focus(pos, np.ones(4), colliding=np.array([[0, 3]]))  # a collision first
+    assert np.allclose(centre, [150, 0, 0]) and span == 302.0
 
 
 def test_icosphere_is_a_closed_outward_unit_sphere():
