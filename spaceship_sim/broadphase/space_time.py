@@ -28,6 +28,10 @@ ship whose current reach ball meets it (the restart's grid for ships still on th
 a direct test against ships already moved) are added to the schedule. When too many ships
 have moved, the horizon is simply restarted.
 
+Sampling. Exactness holds at the times the pipeline calls (every pair due by t is tested at
+t), so correctness needs no particular call spacing; min_resolution (the longest spacing the
+pipeline uses) only seeds the horizon, H = restart_calls × min_resolution, after which H
+follows the measured spacing of calls. A pair overlapping now is due again at the next call.
 The exact test at sample times uses the same predicate as the brute-force reference.
 """
 from __future__ import annotations
@@ -319,6 +323,10 @@ class SpaceTime(BroadPhase):
 
     horizon : initial horizon H [s] (None: restart_calls × min_resolution), adapted after each
     restart unless adaptive=False (see the module doc for the rule).
+    restart_calls : calls per horizon the adaptation aims at [-].
+    max_pairs_per_ship : above this many scheduled pairs per ship the horizon shrinks [-].
+    last_stats : pairs_examined (popped and tested), pairs_scheduled, pairs_found, pairs_added
+    (by invalidations this call), restart (bool), horizon [s].
     """
 
     name = "space_time"
