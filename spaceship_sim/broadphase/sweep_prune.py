@@ -117,10 +117,12 @@ def _sap_init(lo, hi, order0, table, count):
 
 
 @njit(cache=True)
-def _sap_update(lo, hi, ep, val, table, count):
+def _sap_update(lo, hi, ep, val, table, count, deg):
     """Refresh endpoint values, insertion-sort each axis, toggle flags on swaps.
 
     ep, val : (3, 2n) endpoint ids (2·ship + is_max) and values, sorted per axis.
+    deg : (n,) flagged pairs per ship; a clear needs no hash probe when either ship has none
+    (most end events, since few ships overlap anything).
     Returns (table, swaps).
     """
     n = lo.shape[0]
@@ -138,10 +140,15 @@ def _sap_update(lo, hi, ep, val, table, count):
                 f = ep[k, j]
                 if emax != (f & 1):
                     a, b = min(e >> 1, f >> 1), max(e >> 1, f >> 1)
+                    before = count[0]
                     if emax == 0 and _cubes_overlap(lo, hi, a, b):  # start on axis k, others read now
                         table = _set_add(table, count, a * n + b)
-                    else:
+                    elif deg[a] > 0 and deg[b] > 0:
                         _set_remove(table, count, a * n + b)
+                    if count[0] != before:
+                        step = count[0] - before
+                        deg[a] += step
+                        deg[b] += step
                 ep[k, j + 1] = f
                 val[k, j + 1] = val[k, j]
                 j -= 1
@@ -169,7 +176,7 @@ class SweepPrune(BroadPhase):
         if self.ep is None:
             self._init(lo, hi)
         else:
-            self.table, swaps = _sap_update(lo, hi, self.ep, self.val, self.table, self.count)
+            self.table, swaps = _sap_update(lo, hi, self.ep, self.val, self.table, self.count, self.deg)
         keys = self.table[self.table != EMPTY]
         a, b = keys // self.n, keys % self.n
         keys = keys[overlap_mask(pos, self.radius, a, b)]
@@ -187,3 +194,5 @@ class SweepPrune(BroadPhase):
             order = np.lexsort((is_max, v))
             self.ep[k], self.val[k] = ids[order], v[order]
         self.table = _sap_init(lo, hi, self.ep[0], self.table, self.count)
+        keys = self.table[self.table != EMPTY]
+        self.deg = np.bincount(np.concatenate([keys // n, keys % n]), minlength=n).astype(np.int64)
