@@ -379,10 +379,10 @@ class SpaceTime(BroadPhase):
 
     # --- the frame's work ------------------------------------------------------------------
     def _find_pairs(self, t, pos, vel, accel) -> np.ndarray:
-        # predictions assume the largest bound seen since they were made; a rise invalidates
         if self.prev_t is not None and t > self.prev_t:
             self.call_dt += 0.1 * (t - self.prev_t - self.call_dt)
         self.prev_t = t
+        # predictions and reach balls assume the bound a_ref[i]; a larger one invalidates them
         self.dirty |= accel > self.a_ref
         restart = t >= self.horizon_end or self.moved_count + self.dirty.sum() > max(self.n // 4, 8)
         added = 0
@@ -427,7 +427,7 @@ class SpaceTime(BroadPhase):
         """New reach balls for the dirty ships, their new partners scheduled, their pairs due now."""
         d = np.flatnonzero(self.dirty)
         self.dirty[:] = False
-        self.a_ref[d] = np.maximum(self.a_ref[d], accel[d])
+        self.a_ref[d] = accel[d]  # every prediction involving d is redone below, from now
         self.ball_c[d] = pos[d]
         self.ball_r[d] = reach_radius(self.radius[d], vel[d], self.a_ref[d], self.horizon_end - t)
         self.moved_count += int((~self.moved[d]).sum())
