@@ -15,7 +15,7 @@ from .broadphase import make_broadphase
 from .config import Config
 from .dynamics import Controllers, Integrator, initial_state
 from .meshes import load_model
-from .narrowphase import TreeBank
+from .narrowphase import TreeBank, refine_frame
 from .spheretree import load_or_build
 from .stats import FrameStats, RenderPredictor
 
@@ -30,7 +30,16 @@ class World:
         self.refine_options = dict(min_level=config.collision.min_level, max_level=None,
                                    exact=config.collision.exact)
         self.broadphase_name = config.collision.broadphase
+        self.warm_up()
         self.reset()
+
+    def warm_up(self) -> None:
+        """Compile (or load from numba's cache) every narrow-phase kernel now, by refining each
+        model against itself to the exact level, so that the first collision costs no compile."""
+        eye = np.broadcast_to(np.eye(4), (2, 4, 4))
+        for m in range(len(self.trees)):
+            refine_frame(self.bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf,
+                         min_level=0, max_level=None, exact=True)
 
     @classmethod
     def from_config(cls, config: Config, user: str = "autopilot", progress: bool = False) -> "World":
