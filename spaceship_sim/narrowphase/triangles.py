@@ -21,20 +21,22 @@ from numba import njit
 
 
 @njit(cache=True)
-def _orient(a, b, c, d):
-    """(d - c) . ((a - c) x (b - c)): signed volume of the tetrahedron (a, b, c, d) (x6)."""
-    ax, ay, az = a[0] - c[0], a[1] - c[1], a[2] - c[2]
-    bx, by, bz = b[0] - c[0], b[1] - c[1], b[2] - c[2]
-    dx, dy, dz = d[0] - c[0], d[1] - c[1], d[2] - c[2]
+def _orient(A, i, B, j, C, k, D, l):
+    """(d - c) . ((a - c) x (b - c)) for the points a = A[i], b = B[j], c = C[k], d = D[l] (rows
+    of (3, 3) arrays): signed volume of the tetrahedron (a, b, c, d) (x6). Rows are indexed,
+    never sliced: array views cost reference counting in the innermost loop."""
+    ax, ay, az = A[i, 0] - C[k, 0], A[i, 1] - C[k, 1], A[i, 2] - C[k, 2]
+    bx, by, bz = B[j, 0] - C[k, 0], B[j, 1] - C[k, 1], B[j, 2] - C[k, 2]
+    dx, dy, dz = D[l, 0] - C[k, 0], D[l, 1] - C[k, 1], D[l, 2] - C[k, 2]
     return dx * (ay * bz - az * by) + dy * (az * bx - ax * bz) + dz * (ax * by - ay * bx)
 
 
 @njit(cache=True)
-def _check_min_max(p1, q1, r1, p2, q2, r2):
+def _check_min_max(V1, p1, q1, r1, V2, p2, q2, r2):
     # the two triangles' intervals on the planes' intersection line overlap
-    if _orient(p2, p1, q1, q2) > 0.0:
+    if _orient(V2, p2, V1, p1, V1, q1, V2, q2) > 0.0:
         return False
-    return not _orient(p2, r1, p1, r2) > 0.0
+    return not _orient(V2, p2, V1, r1, V1, p1, V2, r2) > 0.0
 
 
 @njit(cache=True)
@@ -129,21 +131,21 @@ def _tri_tri_3d(V1, i0, i1, i2, V2, j0, j1, j2, dp2, dq2, dr2):
     a2 = _pick(j0, j1, j2, rot)
     b2 = _pick(j0, j1, j2, (rot + 1) % 3)
     c2 = _pick(j0, j1, j2, (rot + 2) % 3)
-    return _check_min_max(V1[i0], V1[b1], V1[c1], V2[a2], V2[b2], V2[c2])
+    return _check_min_max(V1, i0, b1, c1, V2, a2, b2, c2)
 
 
 @njit(cache=True)
 def intersect_triangle_triangle(V1, V2):
     """Closed triangles V1, V2 ((3, 3) float64, one vertex per row, same frame) intersect."""
     # signs of T1's vertices relative to T2's plane; all strictly on one side -> disjoint
-    dp1 = _orient(V2[0], V2[1], V2[2], V1[0])
-    dq1 = _orient(V2[0], V2[1], V2[2], V1[1])
-    dr1 = _orient(V2[0], V2[1], V2[2], V1[2])
+    dp1 = _orient(V2, 0, V2, 1, V2, 2, V1, 0)
+    dq1 = _orient(V2, 0, V2, 1, V2, 2, V1, 1)
+    dr1 = _orient(V2, 0, V2, 1, V2, 2, V1, 2)
     if (dp1 > 0.0 and dq1 > 0.0 and dr1 > 0.0) or (dp1 < 0.0 and dq1 < 0.0 and dr1 < 0.0):
         return False
-    dp2 = _orient(V1[1], V1[2], V1[0], V2[0])
-    dq2 = _orient(V1[1], V1[2], V1[0], V2[1])
-    dr2 = _orient(V1[1], V1[2], V1[0], V2[2])
+    dp2 = _orient(V1, 1, V1, 2, V1, 0, V2, 0)
+    dq2 = _orient(V1, 1, V1, 2, V1, 0, V2, 1)
+    dr2 = _orient(V1, 1, V1, 2, V1, 0, V2, 2)
     if (dp2 > 0.0 and dq2 > 0.0 and dr2 > 0.0) or (dp2 < 0.0 and dq2 < 0.0 and dr2 < 0.0):
         return False
     # rotate T1 so its first vertex is alone on its side of T2's plane; flip = T2 taken as
