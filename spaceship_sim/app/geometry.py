@@ -99,3 +99,14 @@ def hit_geometry(state, R, trees, models, narrow):
 
 def _or_empty(per_pair):
     return [] if per_pair is None else per_pair
+
+
+def in_frustum(centers: np.ndarray, radii: np.ndarray, view_proj: np.ndarray) -> np.ndarray:
+    """(k,) bool: which spheres (centres (k, 3) world, radii (k,)) may touch the view frustum
+    of the (4, 4) view-projection matrix. Conservative (Gribb-Hartmann planes): a sphere is
+    dropped only when it lies wholly outside one plane, so nothing visible is culled."""
+    m = np.asarray(view_proj, np.float64)
+    planes = np.stack([m[3] + m[0], m[3] - m[0], m[3] + m[1], m[3] - m[1], m[3] + m[2], m[3] - m[2]])
+    planes /= np.linalg.norm(planes[:, :3], axis=1, keepdims=True)
+    dist = np.asarray(centers, np.float64) @ planes[:, :3].T + planes[:, 3]   # (k, 6) signed
+    return np.all(dist >= -np.asarray(radii, np.float64)[:, None], axis=1)

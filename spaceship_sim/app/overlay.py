@@ -37,6 +37,7 @@ class Controls:
     step_requested: bool = False
     camera_mode: str = "chase"
     title: str = "fly"
+    backgrounds: bool = False       # opaque panel backgrounds: readable, but costly fill under software GL
 
 
 class Overlay:
@@ -47,6 +48,7 @@ class Overlay:
         imgui.style_colors_dark()
         self.impl = pyglet_backend.create_renderer(window)
         self.width, self.height = window.get_size()
+        self.backgrounds = None
 
     def wants_keyboard(self) -> bool:
         return imgui.get_io().want_capture_keyboard
@@ -57,6 +59,7 @@ class Overlay:
     def draw(self, model: OverlayModel, controls: Controls) -> None:
         """Build and render one ImGui frame into the current framebuffer."""
         self.impl.process_inputs()
+        self._set_backgrounds(controls.backgrounds)
         imgui.new_frame()
         self._timing(model)
         self._collisions(model)
@@ -65,15 +68,25 @@ class Overlay:
         imgui.render()
         self.impl.render(imgui.get_draw_data())
 
-    def _place(self, name: str) -> None:
+    def _set_backgrounds(self, on: bool) -> None:
+        """Panel and plot backgrounds on or off. Off by default: a blended 1000x600 panel
+        costs several ms under llvmpipe, while text and lines over dark space stay readable."""
+        if on == self.backgrounds:
+            return
+        self.backgrounds = on
+        clear = imgui.ImVec4(0, 0, 0, 0)
+        for col in (implot.Col_.frame_bg, implot.Col_.plot_bg, implot.Col_.legend_bg):
+            implot.get_style().set_color_(col, implot.AUTO_COL if on else clear)  # AUTO_COL: theme colour
+
+    def _begin(self, name: str) -> None:
         x, y, w, h = panel_rects(self.width, self.height)[name]
         imgui.set_next_window_pos(imgui.ImVec2(x, y), imgui.Cond_.once)
         imgui.set_next_window_size(imgui.ImVec2(w, h), imgui.Cond_.once)
         imgui.set_next_window_bg_alpha(0.8)
+        imgui.begin(name, None, 0 if self.backgrounds else imgui.WindowFlags_.no_background)
 
     def _timing(self, m: OverlayModel) -> None:
-        self._place("Frame timing")
-        imgui.begin("Frame timing")
+        self._begin("Frame timing")
         imgui.text(f"frame {m.frame}   target {m.target_ms:.1f} ms" + ("   OVERRUN" if m.overrun else ""))
         imgui.text(f"render: predicted {m.render_predicted_ms:.2f} ms, actual {m.render_actual_ms:.2f} ms")
         imgui.text(f"detection: budget {m.budget_ms:.2f} ms, used {m.detection_used_ms:.2f} ms")
@@ -93,8 +106,7 @@ class Overlay:
         imgui.end()
 
     def _collisions(self, m: OverlayModel) -> None:
-        self._place("Collisions")
-        imgui.begin("Collisions")
+        self._begin("Collisions")
         imgui.text(f"candidate pairs {m.candidate_pairs}, colliding {m.colliding_pairs}")
         if implot.begin_plot("##levels", imgui.ImVec2(-1, 100)):
             implot.setup_axes("level reached", "pairs", implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
@@ -104,7 +116,7 @@ class Overlay:
                                         [str(i) for i in range(k)] + ["exact"])
                 implot.plot_bars("pairs", np.array(m.level_hist, np.float64))
             implot.end_plot()
-        flags = imgui.TableFlags_.borders | imgui.TableFlags_.row_bg | imgui.TableFlags_.scroll_y
+        flags = imgui.TableFlags_.borders | imgui.TableFlags_.scroll_y
         if imgui.begin_table("pairs", 5, flags):
             for name in ("ships", "level", "exact", "sep. bound [m]", "distance [m]"):
                 imgui.table_setup_column(name)
@@ -119,8 +131,7 @@ class Overlay:
         imgui.end()
 
     def _controls(self, c: Controls) -> None:
-        self._place("Controls")
-        imgui.begin("Controls")
+        self._begin("Controls")
         _, c.target_fps = imgui.slider_float("target fps", c.target_fps, 10.0, 120.0, "%.0f")
         _, c.min_level = imgui.slider_int("min level", c.min_level, 0, c.level_limit)
         _, c.max_level = imgui.slider_int("max level", c.max_level, 0, c.level_limit)
@@ -130,6 +141,7 @@ class Overlay:
                                            "none" if c.tree_level < 0 else "%d")
         _, c.show_hits = imgui.checkbox("colliding spheres/triangles", c.show_hits)
         _, c.show_bounds = imgui.checkbox("broad-phase bounds", c.show_bounds)
+        _, c.backgrounds = imgui.checkbox("panel backgrounds", c.backgrounds)
         _, c.paused = imgui.checkbox("pause", c.paused)
         imgui.same_line()
         if imgui.button("step"):
@@ -138,8 +150,7 @@ class Overlay:
         imgui.end()
 
     def _help(self, c: Controls) -> None:
-        self._place("Keys")
-        imgui.begin("Keys")
+        self._begin("Keys")
         if c.title == "demo":
             imgui.text("demo: the autopilot flies every ship")
         for keys, what in HELP:

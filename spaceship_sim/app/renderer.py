@@ -170,11 +170,11 @@ class Renderer:
         self.ship_prog["light_dir"].value = tuple(self.light)
         self.blob_prog["light_dir"].value = tuple(self.light)
         R = quat_to_matrix(state.quat)
-        self._draw_ships(state, R, narrow, camera.eye)
+        self._draw_ships(state, R, narrow, camera.eye, geometry.in_frustum(state.pos, state.radius, view_proj))
         self._draw_overlays(state, R, narrow, options)
         return view_proj
 
-    def _draw_ships(self, state, R, narrow, eye) -> None:
+    def _draw_ships(self, state, R, narrow, eye, visible) -> None:
         model = np.zeros((state.n, 4, 4), np.float32)
         model[:, :3, :3], model[:, :3, 3], model[:, 3, 3] = R, state.pos, 1.0
         color = np.array(MODEL_COLORS, np.float32)[state.model_id % len(MODEL_COLORS)]
@@ -186,6 +186,7 @@ class Renderer:
         # front to back (by model's nearest ship, then within a model): early depth test
         # rejects hidden fragments, which is most of the fill cost under software GL
         order = np.argsort(np.linalg.norm(state.pos - eye, axis=1))
+        order = order[visible[order]]  # off-screen ships cost vertex work: skip them
         models = dict.fromkeys(state.model_id[order].tolist())
         for m in models:
             self.ship_meshes[m].render(inst[order[state.model_id[order] == m]])

@@ -132,3 +132,23 @@ def test_hit_geometry_places_colliding_nodes_and_triangles_in_the_world():
                                     mesh.vertices[[0, 1, 2]] @ R[2].T + s.pos[2]])
     assert np.allclose(tris, expected_tris)
     assert geometry.hit_geometry(s, R, trees, [mesh], None) is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_frustum_culling_never_drops_a_visible_sphere(seed):
+    rng = np.random.default_rng(seed)
+    vp = perspective(60, 16 / 9, 0.5, 500) @ look_at(rng.normal(size=3) * 20, rng.normal(size=3) * 20, [0, 0, 1])
+    centers, radii = rng.normal(size=(40, 3)) * 80, rng.random(40) * 20 + 0.1
+    keep = geometry.in_frustum(centers, radii, vp)
+    # reference: sample points of each ball; any point inside the clip volume makes it visible
+    d = rng.normal(size=(400, 3))
+    d *= (rng.random(400) ** (1 / 3) / np.linalg.norm(d, axis=1))[:, None]
+    for c, r, k in zip(centers, radii, keep):
+        p = np.c_[c + r * d, np.ones(400)] @ vp.T
+        inside = np.all(np.abs(p[:, :3]) <= p[:, 3:4], axis=1) & (p[:, 3] > 0)
+        assert k or not inside.any()
+    # and it does cull: spheres far behind the camera are dropped
+    eye_vp = perspective(60, 1, 0.5, 500) @ look_at([0, 0, 0], [1, 0, 0], [0, 0, 1])
+    assert not geometry.in_frustum(np.array([[-100.0, 0, 0]]), np.array([5.0]), eye_vp)[0]
+    assert geometry.in_frustum(np.array([[100.0, 0, 0]]), np.array([5.0]), eye_vp)[0]
