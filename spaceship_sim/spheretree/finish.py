@@ -129,8 +129,8 @@ def min_piece_size(tris: np.ndarray) -> float:
 _CUBE = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=np.float64)
 
 
-def error_bounds(query: MeshQuery, centers: np.ndarray, radii: np.ndarray, rel_tol: float = 0.02,
-                 max_rounds: int = 7, max_cells: int = 400_000) -> np.ndarray:
+def error_bounds(query: MeshQuery, centers: np.ndarray, radii: np.ndarray, rel_tol: float = 0.03,
+                 max_rounds: int = 7, max_cells: int = 4000, chunk: int = 64) -> np.ndarray:
     """(n,) upper bounds on max_{p in ball(c_i, r_i)} dist(p, ship), each a true bound.
 
     Branch and bound over cubes covering each ball. The ship distance D(p) is max(0, s(p)) with s the
@@ -140,9 +140,16 @@ def error_bounds(query: MeshQuery, centers: np.ndarray, radii: np.ndarray, rel_t
     exceed the best value seen at a point of the ball (a lower bound) by more than rel_tol * r are
     retired with their bound; the others are split in 8. The result is the max of all retired bounds,
     so it never underestimates; its slack is at most rel_tol * r (or the last cube size).
+    Spheres are processed in chunks; a chunk stops splitting at max_cells cubes per sphere.
     """
     centers = np.asarray(centers, dtype=np.float64)
     radii = np.asarray(radii, dtype=np.float64)
+    return np.concatenate([_error_chunk(query, centers[s:s + chunk], radii[s:s + chunk], rel_tol, max_rounds,
+                                        max_cells * len(radii[s:s + chunk]))
+                           for s in range(0, len(radii), chunk)] or [np.zeros(0)])
+
+
+def _error_chunk(query, centers, radii, rel_tol, max_rounds, max_cells):
     n = len(radii)
     # lower bounds from the centre and 12 icosahedron vertices on each sphere (all inside the ball)
     phi = (1 + 5 ** 0.5) / 2
@@ -198,7 +205,7 @@ def witnesses(query: MeshQuery, centers: np.ndarray, radii: np.ndarray) -> tuple
 
 
 def assemble(levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]], query: MeshQuery, method: str,
-             key: str = "", rel_tol: float = 0.02) -> SphereTree:
+             key: str = "", rel_tol: float = 0.03) -> SphereTree:
     """Finish a tree from per-level spheres.
 
     levels[k] = (centers (n_k,3), radii (n_k,), parent (n_k,) int index into level k-1; -1 for root),

@@ -60,17 +60,23 @@ def _closest_on_triangle(px, py, pz, t):
     return (ax + abx * v + acx * w, ay + aby * v + acy * w, az + abz * v + acz * w, _FACE)
 
 
+_BLOCK = 8  # triangles per bounding box in the query's two-level culling
+
+
 @njit(cache=True)
 def _mesh_query(points, tris, lo, hi, pseudo, signed):
-    """Closest surface point, distance and side for each point (brute force with AABB early-out).
+    """Closest surface point, distance and side for each point (brute force with box culling).
 
-    points : (n, 3) float64; tris : (m, 3, 3) float64; lo, hi : (m, 3) triangle AABBs;
+    points : (n, 3) float64; tris : (m, 3, 3) float64, ideally in spatially coherent order;
+    lo, hi : (ceil(m / 8), 3) boxes of consecutive blocks of 8 triangles;
     pseudo : (m, 7, 3) float64 pseudo-normal per region code (row 0 face, 1-3 vertices, 4-6 edges);
     signed : bool, compute the side (else side = +1).
-    Returns dist (n,), closest (n, 3), side (n,) (+1 outside / on a shell, -1 inside), tri (n,) int64.
+    Returns dist (n,), closest (n, 3), side (n,) (+1 outside / on a shell, -1 inside), tri (n,) int64
+    (row of tris).
     """
     n = points.shape[0]
     m = tris.shape[0]
+    nb = lo.shape[0]
     dist = np.empty(n)
     closest = np.empty((n, 3))
     side = np.ones(n)
@@ -82,17 +88,18 @@ def _mesh_query(points, tris, lo, hi, pseudo, signed):
         qx, qy, qz, reg = _closest_on_triangle(px, py, pz, tris[hint])
         best = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
         bt, bx, by, bz, br = hint, qx, qy, qz, reg
-        for j in range(m):
-            # squared distance to the triangle's box: a lower bound on the distance to it
-            ex = max(lo[j, 0] - px, 0.0, px - hi[j, 0])
-            ey = max(lo[j, 1] - py, 0.0, py - hi[j, 1])
-            ez = max(lo[j, 2] - pz, 0.0, pz - hi[j, 2])
+        for blk in range(nb):
+            # squared distance to the block's box: a lower bound on the distance to its triangles
+            ex = max(lo[blk, 0] - px, 0.0, px - hi[blk, 0])
+            ey = max(lo[blk, 1] - py, 0.0, py - hi[blk, 1])
+            ez = max(lo[blk, 2] - pz, 0.0, pz - hi[blk, 2])
             if ex * ex + ey * ey + ez * ez >= best:
                 continue
-            qx, qy, qz, reg = _closest_on_triangle(px, py, pz, tris[j])
-            d2 = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
-            if d2 < best:
-                best, bt, bx, by, bz, br = d2, j, qx, qy, qz, reg
+            for j in range(blk * 8, min(m, blk * 8 + 8)):
+                qx, qy, qz, reg = _closest_on_triangle(px, py, pz, tris[j])
+                d2 = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
+                if d2 < best:
+                    best, bt, bx, by, bz, br = d2, j, qx, qy, qz, reg
         dist[i] = np.sqrt(best)
         closest[i, 0], closest[i, 1], closest[i, 2] = bx, by, bz
         tri[i] = bt
@@ -102,6 +109,17 @@ def _mesh_query(points, tris, lo, hi, pseudo, signed):
             s = (px - bx) * nrm[0] + (py - by) * nrm[1] + (pz - bz) * nrm[2]
             side[i] = -1.0 if s < 0.0 else 1.0
     return dist, closest, side, tri
+
+
+def _morton_order(p: np.ndarray) -> np.ndarray:
+    """Permutation sorting points (n,3) along a Z-order curve (10 bits per axis)."""
+    q = p - p.min(axis=0)
+    q = np.floor(q / max(float(q.max()), 1e-300) * 1023).astype(np.int64)
+    code = np.zeros(len(p), np.int64)
+    for bit in range(10):
+        for ax in range(3):
+            code |= ((q[:, ax] >> bit) & 1) << (3 * bit + ax)
+    return np.argsort(code, kind="stable")
 
 
 def face_normals(tris: np.ndarray) -> np.ndarray:
@@ -158,17 +176,30 @@ class MeshQuery:
         self.faces = np.ascontiguousarray(faces, dtype=np.int64)
         self.closed = bool(closed)
         self.tris = np.ascontiguousarray(self.vertices[self.faces])
-        self.lo = self.tris.min(axis=1)
-        self.hi = self.tris.max(axis=1)
-        self.pseudo = (_pseudo_normals(self.vertices, self.faces) if self.closed
-                       else np.zeros((len(self.faces), 7, 3)))
+        self.pseudo = pseudo = (_pseudo_normals(self.vertices, self.faces) if self.closed
+                                else np.zeros((len(self.faces), 7, 3)))  # (m,7,3), faces order
+        # kernel copies in Z order so that blocks of 8 consecutive triangles have tight boxes
+        self._order = _morton_order(self.tris.mean(axis=1))
+        self._tris = np.ascontiguousarray(self.tris[self._order])
+        self._pseudo = np.ascontiguousarray(pseudo[self._order])
+        nb = -(-len(self._tris) // _BLOCK)
+        pad = np.concatenate([self._tris, np.repeat(self._tris[-1:], nb * _BLOCK - len(self._tris), 0)])
+        blocks = pad.reshape(nb, _BLOCK * 3, 3)
+        self._lo = np.ascontiguousarray(blocks.min(axis=1))
+        self._hi = np.ascontiguousarray(blocks.max(axis=1))
+
+    def kernel_args(self):
+        """(tris, lo, hi, pseudo, signed) for calling `_mesh_query` from other kernels."""
+        return self._tris, self._lo, self._hi, self._pseudo, self.closed
 
     def query(self, points: np.ndarray):
-        """points (n, 3) -> dist (n,) to the surface, closest (n, 3), side (n,) +-1, tri (n,) int64."""
+        """points (n, 3) -> dist (n,) to the surface, closest (n, 3), side (n,) +-1, tri (n,) int64
+        (index into faces)."""
         p = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
         if len(p) == 0:
             return np.zeros(0), np.zeros((0, 3)), np.ones(0), np.zeros(0, np.int64)
-        return _mesh_query(p, self.tris, self.lo, self.hi, self.pseudo, self.closed)
+        d, q, side, t = _mesh_query(p, *self.kernel_args())
+        return d, q, side, self._order[t]
 
     def signed_distance(self, points: np.ndarray) -> np.ndarray:
         """(n,) distance to the surface, negative inside (closed meshes; open: unsigned)."""

@@ -1,0 +1,454 @@
+"""Hubbard's medial-axis sphere-tree builder (Hubbard 1996, section 5).
+
+1. `surface_samples`: evenly spread points on the surface (mesh vertices first, then area-weighted
+   random points, thinned on a grid), each with the outward normal of its polygon.
+2. Qhull's 3-D Delaunay triangulation of the samples (scipy.spatial.Delaunay). Its dual is the Voronoi
+   diagram: each tetrahedron's circumcentre is a Voronoi vertex, the tetrahedron's corners are that
+   vertex's forming points, and two Voronoi vertices share a Voronoi edge exactly when their
+   tetrahedra share a face - so `Delaunay.neighbors` is the Voronoi-vertex adjacency (the same
+   information as walking scipy.spatial.Voronoi's ridges, without rebuilding it).
+3. Voronoi vertices inside the mesh (signed distance < 0, pseudo-normal test) approximate the medial
+   axis; each is a sphere touching its forming points.
+   Open meshes have no inside: we warn (`MedialFallbackWarning`) and keep the Voronoi vertices on
+   both sides of the shell whose spheres are local (radius <= 1/4 of the bounding radius); errors
+   and coverage are then measured to the surface.
+4. Aliasing repair: a sample that forms no kept Voronoi vertex marks a spot where the sampled
+   medial surface is missing or disconnected (thin plates, narrow gaps). Extra samples are added on
+   the triangles around such samples and the diagram is rebuilt (up to `REPAIR_ROUNDS` times).
+5. Greedy merging (`merge_clusters`): clusters of medial spheres, each covered by the Ritter bounding
+   sphere of its forming points; a priority queue of adjacent cluster pairs ranked by Hubbard's cost
+   (max over forming points p of how far the merged sphere reaches past p's tangent plane,
+   r + n_p . (c - p), an estimate of its Hausdorff distance to the object); merge the cheapest
+   until the wanted number remain. If the adjacency graph falls apart before that, each cluster is
+   linked to its nearest few clusters and merging goes on.
+6. The hierarchy: level 1 merges all medial spheres into `branching` clusters; each deeper level
+   restarts, per parent, from the medial spheres merged into that parent. Conservative coverage,
+   error bounds, witnesses and leaf triangles are added by `finish.assemble`.
+"""
+from __future__ import annotations
+
+import heapq
+import warnings
+
+import numpy as np
+from numba import njit
+from scipy.spatial import Delaunay, cKDTree
+
+from .geometry import MeshQuery, _mesh_query, face_normals, min_enclosing_sphere
+
+REPAIR_ROUNDS = 2
+# samples per medial builder, scaled with the number of leaves wanted (each leaf should merge
+# a few dozen medial spheres), clamped to keep Qhull and merging fast
+MIN_SAMPLES, MAX_SAMPLES, SAMPLES_PER_LEAF = 1500, 6000, 6
+
+
+STATS = {"evaluations": 0, "walked": 0}  # merge work counters (for benchmarks)
+
+
+class MedialFallbackWarning(UserWarning):
+    """The mesh is open: the medial axis is replaced by local Voronoi spheres on both sides."""
+
+
+# ---------------------------------------------------------------- samples
+
+def surface_samples(query: MeshQuery, n: int, seed: int):
+    """About n evenly spread surface points: (points (k,3), normals (k,3) unit, outward when closed).
+
+    Candidates are the mesh vertices, then 6 n area-weighted random points; a grid keeps the first
+    candidate per cell, the cell size bisected so that about n remain (vertices win their cells).
+    """
+    rng = np.random.default_rng(seed)
+    tris = query.tris
+    fn = face_normals(tris)
+    area = 0.5 * np.linalg.norm(np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0]), axis=1)
+    k = 6 * n
+    t = rng.choice(len(tris), size=k, p=area / area.sum())
+    u, v = rng.random(k), rng.random(k)
+    flip = u + v > 1
+    u[flip], v[flip] = 1 - u[flip], 1 - v[flip]
+    rnd = tris[t, 0] + u[:, None] * (tris[t, 1] - tris[t, 0]) + v[:, None] * (tris[t, 2] - tris[t, 0])
+    used = np.unique(query.faces)
+    vn = query.pseudo[:, 1:4].reshape(-1, 3) if query.closed else np.repeat(fn, 3, axis=0)
+    vert_n = np.zeros((len(query.vertices), 3))
+    vert_n[query.faces.ravel()] = vn  # any incident face's entry: pseudo-normals agree per vertex
+    cand = np.concatenate([query.vertices[used], rnd])
+    cand_n = np.concatenate([vert_n[used], fn[t]])
+    cand_n /= np.linalg.norm(cand_n, axis=1, keepdims=True)
+    lo = cand.min(axis=0)
+    ext = float(np.max(cand.max(axis=0) - lo))
+    a, b = ext / 2000.0, ext  # cell size bracket: many points .. one point
+    for _ in range(16):
+        h = np.sqrt(a * b)
+        keep = _first_per_cell(cand, lo, h)
+        if len(keep) > n:
+            a = h
+        else:
+            b = h
+    keep = _first_per_cell(cand, lo, a)
+    return cand[keep], cand_n[keep]
+
+
+def _first_per_cell(p, lo, h):
+    cell = np.floor((p - lo) / h).astype(np.int64)
+    key = (cell[:, 0] * (cell[:, 1].max() + 1) + cell[:, 1]) * (cell[:, 2].max() + 1) + cell[:, 2]
+    _, first = np.unique(key, return_index=True)
+    return np.sort(first)
+
+
+# ---------------------------------------------------------------- medial spheres
+
+def _circumspheres(pts: np.ndarray, simplices: np.ndarray):
+    """Circumcentres (t,3) and circumradii (t,) of tetrahedra (nan where degenerate)."""
+    a = pts[simplices[:, 0]]
+    m = pts[simplices[:, 1:]] - a[:, None, :]  # (t,3,3)
+    rhs = 0.5 * np.einsum("tij,tij->ti", m, m)
+    det = np.linalg.det(m)
+    scale = np.einsum("tij,tij->t", m, m) ** 1.5
+    ok = np.abs(det) > 1e-12 * scale
+    x = np.full((len(m), 3), np.nan)
+    x[ok] = np.linalg.solve(m[ok], rhs[ok][..., None])[..., 0]
+    return a + x, np.linalg.norm(x, axis=1)
+
+
+def medial_spheres(query: MeshQuery, n_samples: int, seed: int):
+    """Medial spheres from the Voronoi vertices of surface samples.
+
+    Returns dict: points (k,3), normals (k,3) of the samples; center (s,3), radius (s,), forming
+    (s,4) int64 sample indices, adjacency as (e,2) int64 pairs of sphere indices.
+    """
+    pts, nrm = surface_samples(query, n_samples, seed)
+    R = float(np.max(np.ptp(query.vertices, axis=0)))
+    rng = np.random.default_rng(seed + 1)
+    for rnd in range(REPAIR_ROUNDS + 1):
+        tet = Delaunay(pts, qhull_options="Qbb Qc Qz Q12")
+        cen, rad = _circumspheres(pts, tet.simplices)
+        ok = np.isfinite(rad)
+        if query.closed:
+            sd = np.full(len(rad), np.inf)
+            sd[ok] = query.signed_distance(cen[ok])
+            keep = ok & (sd < 0)
+        else:
+            keep = ok & (rad <= 0.125 * R)
+        formed = np.zeros(len(pts), bool)
+        formed[tet.simplices[keep].ravel()] = True
+        orphans = np.flatnonzero(~formed)
+        if rnd == REPAIR_ROUNDS or len(orphans) == 0:
+            break
+        pts, nrm = _densify(query, pts, nrm, orphans, rng)
+    idx = np.flatnonzero(keep)
+    new = np.full(len(rad), -1)
+    new[idx] = np.arange(len(idx))
+    nb = tet.neighbors[idx]  # (s,4), -1 = none
+    src = np.repeat(np.arange(len(idx)), 4)
+    dst = new[np.where(nb >= 0, nb, 0)].ravel()
+    valid = (nb.ravel() >= 0) & (dst >= 0) & (src < dst)
+    edges = np.stack([src[valid], dst[valid]], axis=1)
+    return dict(points=pts, normals=nrm, center=cen[idx], radius=rad[idx],
+                forming=tet.simplices[idx].astype(np.int64), edges=edges, orphans=len(orphans))
+
+
+def _densify(query: MeshQuery, pts, nrm, orphans, rng, per: int = 4):
+    """Add `per` random points around each orphan sample on the triangles nearest to it."""
+    spacing = np.median(cKDTree(pts).query(pts, k=2)[0][:, 1])
+    p = pts[orphans]
+    jitter = rng.normal(size=(len(p), per, 3)) * (0.5 * spacing)
+    _, closest, _, tri = query.query((p[:, None, :] + jitter).reshape(-1, 3))
+    fn = face_normals(query.tris[tri])
+    return np.concatenate([pts, closest]), np.concatenate([nrm, fn])
+
+
+# ---------------------------------------------------------------- merging
+
+# 13 directions (cube axes, face diagonals, body diagonals): a cluster is summarised during
+# merging by its extreme points along them (26 at most), enough to place its bounding sphere
+_DIRS = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0], [1, -1, 0], [1, 0, 1], [1, 0, -1],
+                  [0, 1, 1], [0, 1, -1], [1, 1, 1], [1, 1, -1], [1, -1, 1], [-1, 1, 1]], dtype=np.float64)
+_NREP = 2 * len(_DIRS)
+
+
+@njit(cache=True)
+def _d2(p, i, x, y, z):
+    return (p[i, 0] - x) ** 2 + (p[i, 1] - y) ** 2 + (p[i, 2] - z) ** 2
+
+
+@njit(cache=True)
+def _ritter(p):
+    """Ritter's nearly minimal bounding sphere of points p (k,3): (centre (3,), radius).
+
+    The radius is finally the exact farthest distance from the centre, so every point is inside.
+    (Scalar arithmetic throughout: numba would allocate a temporary per vector expression.)
+    """
+    n = len(p)
+    iy, best = 0, -1.0
+    for i in range(n):
+        d = _d2(p, i, p[0, 0], p[0, 1], p[0, 2])
+        if d > best:
+            iy, best = i, d
+    iz, best = iy, -1.0
+    for i in range(n):
+        d = _d2(p, i, p[iy, 0], p[iy, 1], p[iy, 2])
+        if d > best:
+            iz, best = i, d
+    cx, cy, cz = (p[iy, 0] + p[iz, 0]) / 2, (p[iy, 1] + p[iz, 1]) / 2, (p[iy, 2] + p[iz, 2]) / 2
+    r = 0.5 * np.sqrt(best)
+    for i in range(n):  # grow to include stragglers
+        d = np.sqrt(_d2(p, i, cx, cy, cz))
+        if d > r:
+            nr = 0.5 * (r + d)
+            f = (nr - r) / d
+            cx, cy, cz = cx + (p[i, 0] - cx) * f, cy + (p[i, 1] - cy) * f, cz + (p[i, 2] - cz) * f
+            r = nr
+    r2 = 0.0
+    for i in range(n):
+        r2 = max(r2, _d2(p, i, cx, cy, cz))
+    c = np.empty(3)
+    c[0], c[1], c[2] = cx, cy, cz
+    return c, np.sqrt(r2)
+
+
+@njit(cache=True)
+def _merge_candidate(reps, cnt, a, b, buf, tris, lo, hi, pseudo, signed):
+    """Sphere and cost of merging clusters a and b; fills buf with their representative points.
+
+    cost = r + s(c): r from Ritter over both clusters' representatives, s the signed distance of
+    the centre to the surface (unsigned for open meshes). Since s is 1-Lipschitz, r + s(c) bounds
+    how far the sphere reaches out of the solid, and equals it for convex parts - the quantity
+    Hubbard's tangent-plane cost estimates.
+    """
+    k = 0
+    for i in range(cnt[a]):
+        buf[k, 0], buf[k, 1], buf[k, 2] = reps[a, i, 0], reps[a, i, 1], reps[a, i, 2]
+        k += 1
+    if b != a:
+        for i in range(cnt[b]):
+            buf[k, 0], buf[k, 1], buf[k, 2] = reps[b, i, 0], reps[b, i, 1], reps[b, i, 2]
+            k += 1
+    c, r = _ritter(buf[:k])
+    d, _, side, _ = _mesh_query(c.reshape(1, 3), tris, lo, hi, pseudo, signed)
+    return c, r, r + d[0] * side[0], k
+
+
+@njit(cache=True)
+def _greedy_merge(unit_ptr, pts, edges, target, dirs, tris, lo, hi, pseudo, signed):
+    """Greedy priority-queue merging of units (groups of sample points) along edges.
+
+    unit_ptr : (u+1,) int64, unit i owns rows unit_ptr[i]:unit_ptr[i+1] of pts (k,3);
+    edges (e,2) int64 unit pairs; target: stop when this many clusters remain (or no edge is left).
+    dirs (13,3): directions whose extreme points represent a cluster. The mesh arrays are those of
+    `_mesh_query`. Returns label (u,) int64: representative unit of each unit's cluster.
+    The adjacency of a cluster is a linked list of edge slots whose far end is found by union-find.
+    """
+    u = len(unit_ptr) - 1
+    nrep = 2 * len(dirs)
+    reps = np.zeros((u, max(nrep, 8), 3))
+    cnt = np.zeros(u, np.int64)
+    for i in range(u):
+        m = min(unit_ptr[i + 1] - unit_ptr[i], reps.shape[1])
+        reps[i, :m] = pts[unit_ptr[i]:unit_ptr[i] + m]
+        cnt[i] = m
+    buf = np.empty((2 * reps.shape[1], 3))
+    label = np.arange(u)
+    ver = np.zeros(u, np.int64)
+    # adjacency: slot 2e is edge e seen from edges[e,0] (far end edges[e,1]), 2e+1 the reverse
+    ne = len(edges)
+    far = np.empty(2 * ne, np.int64)
+    enxt = np.full(2 * ne, -1, np.int64)
+    ehead = np.full(u, -1, np.int64)
+    for e in range(ne):
+        a, b = edges[e, 0], edges[e, 1]
+        far[2 * e], far[2 * e + 1] = b, a
+        enxt[2 * e], ehead[a] = ehead[a], 2 * e
+        enxt[2 * e + 1], ehead[b] = ehead[b], 2 * e + 1
+    # own cost of each cluster (a singleton's: its Ritter sphere's r + s(c))
+    own = np.empty(u)
+    for i in range(u):
+        own[i] = _merge_candidate(reps, cnt, i, i, buf, tris, lo, hi, pseudo, signed)[2]
+    # lazy greedy: a pair enters the queue with an estimate (flag 0) and is evaluated only when it
+    # reaches the top (re-queued with its true cost, flag 1). Merging more rarely makes a sphere
+    # cheaper, so the estimate is the larger of both sides' own costs and the last exact cost
+    # seen between the two (kept on the adjacency slot).
+    heap = [(0.0, 0, 0, 0, 0, 0, 0)]
+    heap.pop()
+    slot_cost = np.zeros(2 * ne)  # last exact cost seen on each adjacency slot: a lower estimate later
+    mark = np.full(u, -1, np.int64)
+    for a in range(u):
+        s = ehead[a]
+        while s >= 0:
+            b = far[s]
+            if a < b and mark[b] != a:
+                mark[b] = a
+                heapq.heappush(heap, (max(own[a], own[b]), a, b, 0, 0, 0, s))
+            s = enxt[s]
+    mark[:] = -1
+    stamp = 0
+    n_eval = 0
+    n_walk = 0
+    count = u
+    while count > target and len(heap) > 0:
+        cost, a, b, va, vb, exact, slot = heapq.heappop(heap)
+        if label[a] != a or label[b] != b or ver[a] != va or ver[b] != vb:
+            continue  # stale: one side merged or changed since this entry was pushed
+        if exact == 0:
+            c2 = _merge_candidate(reps, cnt, a, b, buf, tris, lo, hi, pseudo, signed)[2]
+            n_eval += 1
+            slot_cost[slot] = c2
+            heapq.heappush(heap, (c2, a, b, va, vb, 1, slot))
+            continue
+        own[a] = cost
+        _, _, _, k = _merge_candidate(reps, cnt, a, b, buf, tris, lo, hi, pseudo, signed)
+        label[b] = a
+        ver[a] += 1
+        count -= 1
+        # new representatives: extreme points of the union along each direction
+        m = 0
+        for j in range(len(dirs)):
+            imax, imin, vmax, vmin = 0, 0, -np.inf, np.inf
+            for i in range(k):
+                v = buf[i, 0] * dirs[j, 0] + buf[i, 1] * dirs[j, 1] + buf[i, 2] * dirs[j, 2]
+                if v > vmax:
+                    imax, vmax = i, v
+                if v < vmin:
+                    imin, vmin = i, v
+            for bi in (imax, imin):
+                dup = False
+                for i in range(m):
+                    if reps[a, i, 0] == buf[bi, 0] and reps[a, i, 1] == buf[bi, 1] and reps[a, i, 2] == buf[bi, 2]:
+                        dup = True
+                        break
+                if not dup:
+                    reps[a, m, 0], reps[a, m, 1], reps[a, m, 2] = buf[bi, 0], buf[bi, 1], buf[bi, 2]
+                    m += 1
+        cnt[a] = m
+        # concatenate b's edge list onto a's, then walk it: drop self-loops and duplicates,
+        # re-point slots at representatives and push the new candidate pairs
+        s = ehead[a]
+        if s < 0:
+            ehead[a] = ehead[b]
+        else:
+            while enxt[s] >= 0:
+                s = enxt[s]
+            enxt[s] = ehead[b]
+        stamp += 1
+        mark[a] = stamp
+        prev = -1
+        s = ehead[a]
+        while s >= 0:
+            n_walk += 1
+            k = far[s]
+            while label[k] != k:  # union-find with path halving
+                label[k] = label[label[k]]
+                k = label[k]
+            far[s] = k
+            if mark[k] == stamp:  # self-loop or seen: unlink slot
+                if prev < 0:
+                    ehead[a] = enxt[s]
+                else:
+                    enxt[prev] = enxt[s]
+            else:
+                mark[k] = stamp
+                lo_i, hi_i = min(a, k), max(a, k)
+                est = max(own[a], own[k], slot_cost[s])
+                heapq.heappush(heap, (est, lo_i, hi_i, ver[lo_i], ver[hi_i], 0, s))
+                prev = s
+            s = enxt[s]
+    for i in range(u):  # final labels point at representatives
+        k = i
+        while label[k] != k:
+            k = label[k]
+        label[i] = k
+    return label, n_eval, n_walk
+
+
+def merge_clusters(members: np.ndarray, forming: np.ndarray, edges: np.ndarray, target: int,
+                   pts: np.ndarray, query: MeshQuery):
+    """Greedily merge the medial spheres `members` into `target` clusters.
+
+    members (s,) int64 medial-sphere ids; forming (S,4) their sample ids; edges (e,2) adjacency over
+    all medial spheres (only pairs inside `members` are used); pts (k,3) samples.
+    Returns a list of clusters (centre (3,), radius, medial-sphere ids (sorted int64)), ordered by
+    smallest member id; each sphere is the Ritter sphere of all the cluster's forming points.
+    Components of the adjacency graph are first linked to nearby spheres of other components; if
+    merging still runs out of edges, the clusters are linked by proximity and merging resumes.
+    """
+    members = np.asarray(members, np.int64)
+    n = len(members)
+    loc = np.full(len(forming), -1, np.int64)
+    loc[members] = np.arange(n)
+    e = loc[edges]
+    e = e[(e >= 0).all(axis=1)]
+    e = np.concatenate([e, _bridge_components(pts[forming[members]].mean(axis=1), e)])
+    groups = [np.array([i]) for i in range(n)]  # member positions in each unit
+    while True:
+        ids = [forming[members[g]].ravel() for g in groups]
+        unit_ptr = np.concatenate([[0], np.cumsum([len(x) for x in ids])]).astype(np.int64)
+        label, n_eval, n_walk = _greedy_merge(unit_ptr, np.ascontiguousarray(pts[np.concatenate(ids)]), e.astype(np.int64),
+                              target, _DIRS, *query.kernel_args())
+        reps = np.unique(label)
+        STATS["evaluations"] += n_eval
+        STATS["walked"] += n_walk
+        groups = [np.concatenate([groups[x] for x in np.flatnonzero(label == r)]) for r in reps]
+        if len(reps) <= target or len(reps) == len(unit_ptr) - 1:
+            break
+        # ran out of edges: clusters become units, linked to their nearest clusters
+        e = _knn_edges(np.array([pts[forming[members[g]]].reshape(-1, 3).mean(axis=0) for g in groups]), 3)
+    out = []
+    for g in groups:
+        c, r = _ritter(pts[np.unique(forming[members[g]])])
+        out.append((c, float(r), np.sort(members[g])))
+    out.sort(key=lambda c: int(c[2][0]))
+    return out
+
+
+def _knn_edges(c: np.ndarray, k: int) -> np.ndarray:
+    """(e,2) edges from each point of c (n,3) to its k nearest others."""
+    if len(c) < 2:
+        return np.zeros((0, 2), np.int64)
+    k = min(k + 1, len(c))
+    _, nb = cKDTree(c).query(c, k=k)
+    src = np.repeat(np.arange(len(c)), k - 1)
+    return np.stack([src, nb[:, 1:].ravel()], axis=1).astype(np.int64)
+
+
+def _bridge_components(c: np.ndarray, e: np.ndarray, k: int = 4) -> np.ndarray:
+    """Edges linking each connected component of graph (c, e) to nearby spheres of other components."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = len(c)
+    if n < 2:
+        return np.zeros((0, 2), np.int64)
+    g = coo_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(n, n))
+    ncomp, comp = connected_components(g, directed=False)
+    if ncomp == 1:
+        return np.zeros((0, 2), np.int64)
+    cand = _knn_edges(c, k)
+    return cand[comp[cand[:, 0]] != comp[cand[:, 1]]]
+
+
+# ---------------------------------------------------------------- levels
+
+def medial_levels(query: MeshQuery, branching: int, depth: int, seed: int = 0,
+                  n_samples: int | None = None):
+    """Per-level (centers (n_k,3), radii (n_k,), parent (n_k,)) for `finish.assemble`."""
+    if not query.closed:
+        warnings.warn(MedialFallbackWarning(
+            "mesh is open: no inside, so the medial axis is approximated by local Voronoi spheres on "
+            "both sides of the surface; errors and coverage are measured to the surface"), stacklevel=3)
+    if n_samples is None:
+        n_samples = int(np.clip(SAMPLES_PER_LEAF * branching ** depth, MIN_SAMPLES, MAX_SAMPLES))
+    med = medial_spheres(query, n_samples, seed)
+    c0, r0 = min_enclosing_sphere(query.vertices[np.unique(query.faces)], seed=seed)
+    levels = [(c0[None], np.array([r0]), np.array([-1]))]
+    groups = [np.arange(len(med["radius"]), dtype=np.int64)]  # medial spheres under each node
+    for _ in range(depth):
+        centers, radii, parent, next_groups = [], [], [], []
+        for p, members in enumerate(groups):
+            for c, r, ids in merge_clusters(members, med["forming"], med["edges"], branching,
+                                            med["points"], query):
+                centers.append(c)
+                radii.append(r)
+                parent.append(p)
+                next_groups.append(ids)
+        levels.append((np.array(centers), np.array(radii), np.array(parent)))
+        groups = next_groups
+    return levels
