@@ -138,13 +138,16 @@ def _sweep(lo_a, hi_a, lo_b, hi_b):
 
 
 @njit(cache=True)
-def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb, R, t, rows, ptr, fa, fb, s, e):
+def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb, R, t, rows, ptr, fa, fb, s, e,
+                first):
     """Exact level for active rows s..e whose node pairs are colliding leaves: every triangle
     pair (one of A's, one of B's, global bank ids) that intersects, each reported once.
 
     Per row: gather the triangles of colliding leaves that can reach the other leaf's sphere
     (each once), move B's into A's frame, pair them by sweep and prune of their boxes, and test
-    the pairs whose boxes overlap. Returns (out_ptr (e-s+1,) int64, hit_a, hit_b (h,) int32).
+    the pairs whose boxes overlap; with `first`, stop a row at its first intersecting pair (a
+    yes/no answer, like a boolean collide). Returns (out_ptr (e-s+1,) int64, hit_a, hit_b (h,)
+    int32).
     """
     out_ptr = np.zeros(e - s + 1, np.int64)
     hits = np.empty((64, 2), np.int32)
@@ -183,21 +186,23 @@ def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb
         cand = _sweep(lo_a, hi_a, lo_b, hi_b)
         if h + len(cand) > len(hits):
             hits = _grow2(hits, h + len(cand))
-        h = _test_pairs(VA, VB, cand, sel_a, sel_b, hits, h)
+        h = _test_pairs(VA, VB, cand, sel_a, sel_b, hits, h, first)
         out_ptr[i - s + 1] = h
     return out_ptr, hits[:h, 0].copy(), hits[:h, 1].copy()
 
 
 @njit(cache=True)
-def _test_pairs(VA, VB, cand, sel_a, sel_b, hits, h):
+def _test_pairs(VA, VB, cand, sel_a, sel_b, hits, h, first):
     """Exact tests of candidate (u, v) rows of VA x VB; intersecting ones appended to hits as
-    (sel_a[u], sel_b[v]) from h on. Returns the new h."""
+    (sel_a[u], sel_b[v]) from h on (only the first one when `first`). Returns the new h."""
     for k in range(len(cand)):
         u, v = cand[k, 0], cand[k, 1]
         if intersect_triangle_triangle(VA[u], VB[v]):
             hits[h, 0] = sel_a[u]
             hits[h, 1] = sel_b[v]
             h += 1
+            if first:
+                break
     return h
 
 

@@ -90,17 +90,18 @@ class PairResult:
     contact_normal: np.ndarray
 
 
-def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, exact=True) -> PairResult:
+def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, exact=True, all_contacts=True) -> PairResult:
     """Refine one pair of ships with no deadline.
 
     tree_a, tree_b : SphereTree;  T_a, T_b : (4, 4) float64 rigid body->world transforms
     max_level      : deepest sphere level to refine to (None: the leaves); the exact triangle
                      level runs when `exact` and the leaves were reached
+    all_contacts   : False stops the exact level at the first intersecting triangle pair
     """
     T_a, T_b = _transform(T_a, "T_a"), _transform(T_b, "T_b")
     zero = np.zeros(1, np.int64)
     r = _refine(bank_of(tree_a), bank_of(tree_b), zero, zero, T_a[None], T_b[None], np.zeros((1, 2), np.int64),
-                deadline=math.inf, min_level=0, max_level=max_level, exact=exact)
+                deadline=math.inf, min_level=0, max_level=max_level, exact=exact, all_contacts=all_contacts)
     return PairResult(colliding=bool(r.colliding[0]), level=int(r.level[0]), sphere_pairs=r.sphere_pairs[0],
                       separation_bound=float(r.separation_bound[0]), exact=bool(r.exact[0]),
                       tri_pairs=r.tri_pairs[0], contact_point=r.contact_point[0],
@@ -108,7 +109,7 @@ def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, exact=True) -> PairRe
 
 
 def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level: int = 1, max_level=None,
-                 exact: bool = True) -> FrameNarrowResult:
+                 exact: bool = True, all_contacts: bool = True) -> FrameNarrowResult:
     """Refine the frame's candidate pairs until `deadline` (a time.perf_counter() value).
 
     model_id : (n,) int, each ship's model (index into bank.trees)
@@ -117,6 +118,8 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
     min_level: every colliding pair is refined at least this deep, deadline or not (a value past
                the leaves forces the exact level too)
     max_level: deepest sphere level (None: the leaves); exact: finish with triangle tests
+    all_contacts: False stops each pair's exact level at its first intersecting triangle pair
+               (enough for yes/no and response; tri_pairs then holds at most one pair)
     """
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     model_id = np.asarray(model_id, dtype=np.int64)
@@ -129,7 +132,7 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
         raise ValueError(f"model_id outside 0..{bank.n_models - 1}")
     ia, ib = pairs[:, 0], pairs[:, 1]
     return _refine(bank, bank, model_id[ia], model_id[ib], T[ia], T[ib], pairs, deadline=deadline,
-                   min_level=min_level, max_level=max_level, exact=exact)
+                   min_level=min_level, max_level=max_level, exact=exact, all_contacts=all_contacts)
 
 
 def _transform(T, name) -> np.ndarray:
@@ -212,7 +215,8 @@ def _relative_pose(Ta, Tb):
     return R, t
 
 
-def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline, min_level, max_level, exact):
+def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline, min_level, max_level, exact,
+            all_contacts=True):
     start = time.perf_counter()
     k = len(ma)
     R, t = _relative_pose(Ta, Tb)
@@ -263,7 +267,8 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
         def kernel(s, e):
             return exact_pairs(A.center, A.radius, A.tri_ptr, A.tri_idx, A.tri_verts, A.tri_center, A.tri_radius,
                                B.center, B.radius, B.tri_ptr, B.tri_idx, B.tri_verts, B.tri_center, B.tri_radius,
-                               R, t, leaves.rows, leaves.ptr, leaves.fa, leaves.fb, s, e)
+                               R, t, leaves.rows, leaves.ptr, leaves.fa, leaves.fb, s, e,
+                               not all_contacts)
 
         n_forced = int(np.sum(min_level > depth[leaves.rows]))
         done, pieces = _run_batches(kernel, len(leaves.rows), deadline, n_forced)

@@ -150,6 +150,17 @@ def test_refine_frame_with_time_equals_collide_pair(trees, seed):
             assert np.isclose(np.linalg.norm(r.contact_normal[k]), 1.0)
 
 
+def test_first_contact_mode_agrees_with_all_contacts(trees):
+    rng = np.random.default_rng(5)
+    bank, model_id, T, pairs = random_scene(trees, rng, 12, ["torus", "ico", "box"])
+    full = refine_frame(bank, model_id, T, pairs, deadline=np.inf)
+    first = refine_frame(bank, model_id, T, pairs, deadline=np.inf, all_contacts=False)
+    assert full.colliding.any()
+    assert np.array_equal(first.colliding, full.colliding) and np.array_equal(first.level, full.level)
+    for f, a in zip(first.tri_pairs, full.tri_pairs):
+        assert len(f) == (len(a) > 0) and {tuple(x) for x in f} <= {tuple(x) for x in a}
+
+
 @pytest.mark.parametrize("min_level", [0, 1, 2])
 def test_past_deadline_still_reaches_min_level(trees, min_level):
     rng = np.random.default_rng(7)
