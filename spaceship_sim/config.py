@@ -53,7 +53,7 @@ class SimConfig:
 
 @dataclass(frozen=True)
 class IntegratorConfig:
-    tolerance: float = _f(1e-4, "allowed local error per RK2 step, position/velocity norm [m, m/s]",
+    tolerance: float = _f(1e-3, "allowed local error per RK2 step, position/velocity norm [m, m/s]",
                           lo=0.0, lo_open=True)
     min_step: float = _f(1e-4, "smallest RK2 step [s]", lo=0.0, lo_open=True)
     max_step: float = _f(1 / 30, "largest RK2 step [s]", lo=0.0, lo_open=True)
