@@ -138,6 +138,45 @@ def _sweep(lo_a, hi_a, lo_b, hi_b):
 
 
 @njit(cache=True)
+def _first_hit(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb, R, t, r, lo, hi, fa, fb,
+               moved, stamp, tvb_a, tcb_a, sel):
+    """First intersecting triangle pair (global ids) met walking the leaf pairs lo..hi in order,
+    or (-1, -1). Each leaf pair's triangles are tested directly (bounding spheres first): a
+    contact usually shows in the first few leaf pairs, so no row-wide gathering is paid.
+    B's triangles are moved into A's frame once per row (moved[tri] == stamp)."""
+    xb = np.empty((1, 3))
+    for j in range(lo, hi):
+        a, b = fa[j], fb[j]
+        _to_a(R, t, r, cb, b, xb, 0)
+        nb = 0
+        for q in range(tpb[b], tpb[b + 1]):
+            tri = tib[q]
+            if moved[tri] != stamp:
+                _to_a(R, t, r, tcb, tri, tcb_a, tri)
+                Vt, Tt = tvb_a[tri], tvb[tri]
+                for v in range(3):
+                    _to_a(R, t, r, Tt, v, Vt, v)
+                moved[tri] = stamp
+            rr = trb[tri] + ra[a]
+            if _dist2(tcb_a, tri, ca, a) <= rr * rr:
+                sel[nb] = tri
+                nb += 1
+        if nb == 0:
+            continue
+        for q in range(tpa[a], tpa[a + 1]):
+            ta = tia[q]
+            rr = tra[ta] + rb[b]
+            if _dist2(tca, ta, xb, 0) > rr * rr:
+                continue
+            for u in range(nb):
+                tb = sel[u]
+                rr = tra[ta] + trb[tb]
+                if _dist2(tca, ta, tcb_a, tb) <= rr * rr and intersect_triangle_triangle(tva[ta], tvb_a[tb]):
+                    return ta, tb
+    return -1, -1
+
+
+@njit(cache=True)
 def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb, R, t, rows, ptr, fa, fb, s, e,
                 first):
     """Exact level for active rows s..e whose node pairs are colliding leaves: every triangle
@@ -145,8 +184,8 @@ def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb
 
     Per row: gather the triangles of colliding leaves that can reach the other leaf's sphere
     (each once), move B's into A's frame, pair them by sweep and prune of their boxes, and test
-    the pairs whose boxes overlap; with `first`, stop a row at its first intersecting pair (a
-    yes/no answer, like a boolean collide). Returns (out_ptr (e-s+1,) int64, hit_a, hit_b (h,)
+    the pairs whose boxes overlap. With `first`, only the first intersecting pair of a row is
+    wanted (a yes/no answer, like a boolean collide): see _first_hit. Returns (out_ptr (e-s+1,) int64, hit_a, hit_b (h,)
     int32).
     """
     out_ptr = np.zeros(e - s + 1, np.int64)
@@ -158,9 +197,18 @@ def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb
     sel_b = np.empty(len(tvb), np.int64)
     tcb_a = np.empty((len(tvb), 3))  # B's triangle centres in A's frame, filled when first met
     xb = np.empty((1, 3))
+    tvb_a = np.empty((len(tvb), 3, 3)) if first else np.empty((0, 3, 3))
     h = 0
     for i in range(s, e):
         r, stamp = rows[i], i + 1
+        if first:
+            ta, tb = _first_hit(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb, R, t, r, ptr[i],
+                                ptr[i + 1], fa, fb, moved, stamp, tvb_a, tcb_a, sel_b)
+            if ta >= 0:
+                hits[h, 0], hits[h, 1] = ta, tb
+                h += 1
+            out_ptr[i - s + 1] = h
+            continue
         na = nb = 0
         for j in range(ptr[i], ptr[i + 1]):
             a, b = fa[j], fb[j]
