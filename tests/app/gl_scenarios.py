@@ -76,6 +76,7 @@ def screenshot() -> dict:
     changed = np.any(full != scene, axis=2)
     return {"ships": ships,
             "timing_panel_changed": float(changed[y0:y0 + h, x0:x0 + w].mean()),
+            "timing_title_changed": float(changed[y0 + 2:y0 + 16, x0 + 2:x0 + w - 2].mean()),
             "centre_changed": float(changed[SIZE[1] // 2 - 40:SIZE[1] // 2 + 40,
                                             SIZE[0] // 2 - 40:SIZE[0] // 2 + 40].mean()),
             "background_share": float(np.mean(np.all(np.abs(scene - bg) <= 12, axis=2)))}
