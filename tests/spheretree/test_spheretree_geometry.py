@@ -1,0 +1,181 @@
+"""Geometry kernels of the sphere-tree builders against plain references (numpy, trimesh, brute force)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spaceship_sim.spheretree.finish import error_bounds
+from spaceship_sim.spheretree.geometry import (
+    MeshQuery,
+    closest_point_triangles,
+    min_enclosing_sphere,
+    triangle_distances,
+    winding_number,
+)
+from spaceship_sim.spheretree.medial import _greedy_merge, _ritter, merge_clusters, medial_spheres
+from spaceship_sim.spheretree.octree import triangle_box_overlap
+
+seeds = st.integers(0, 2**32 - 1)
+
+
+def _points(rng, v, n=300, pad=0.3):
+    lo, hi = v.min(axis=0) - pad, v.max(axis=0) + pad
+    return rng.uniform(lo, hi, (n, 3))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=seeds, name=st.sampled_from(["notched", "torus", "ico"]))
+def test_mesh_query_matches_numpy_reference(shapes, seed, name):
+    v, f, closed = shapes[name]
+    q = MeshQuery(v, f, closed)
+    p = _points(np.random.default_rng(seed), v)
+    d, closest, side, tri = q.query(p)
+    ref = triangle_distances(p, v[f])
+    np.testing.assert_allclose(d, ref.min(axis=1), atol=1e-12)
+    # the reported triangle and point are a closest pair
+    np.testing.assert_allclose(ref[np.arange(len(p)), tri], d, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(p - closest, axis=1), d, atol=1e-12)
+    inside = winding_number(p, v[f]) > 0.5
+    clear = d > 1e-9  # the side of a point on the surface is arbitrary
+    assert np.array_equal((side < 0)[clear], inside[clear])
+
+
+def test_mesh_query_matches_trimesh(shapes):
+    import trimesh
+    v, f, _ = shapes["notched"]
+    tm = trimesh.Trimesh(v, f, process=False)
+    p = _points(np.random.default_rng(1), v, n=500)
+    q = MeshQuery(v, f, True)
+    _, d_ref, _ = trimesh.proximity.closest_point(tm, p)
+    np.testing.assert_allclose(q.query(p)[0], d_ref, atol=1e-9)
+    sd = q.signed_distance(p)
+    assert np.array_equal(sd < 0, tm.contains(p))
+    assert np.all(q.solid_distance(p)[sd < 0] == 0)
+
+
+def test_open_mesh_query_is_unsigned(shapes):
+    v, f, _ = shapes["open"]
+    q = MeshQuery(v, f, False)
+    p = np.zeros((1, 3))  # centre of the open sphere: 1 from the surface, no inside
+    assert q.signed_distance(p)[0] == pytest.approx(1.0, abs=0.05)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds)
+def test_closest_point_triangles_matches_trimesh(seed):
+    import trimesh
+    rng = np.random.default_rng(seed)
+    tris = rng.normal(size=(50, 3, 3))
+    p = rng.normal(size=(50, 3)) * 2
+    ours = closest_point_triangles(p, tris[:, 0], tris[:, 1], tris[:, 2])
+    ref = trimesh.triangles.closest_point(tris, p)
+    np.testing.assert_allclose(np.linalg.norm(ours - p, axis=1), np.linalg.norm(ref - p, axis=1), atol=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds, n=st.integers(1, 40))
+def test_ritter_and_welzl_against_brute_force(seed, n):
+    rng = np.random.default_rng(seed)
+    p = rng.normal(size=(n, 3)) * rng.uniform(0.1, 10, 3)
+    c, r = min_enclosing_sphere(p, seed=seed)
+    assert np.all(np.linalg.norm(p - c, axis=1) <= r + 1e-12)
+    # brute force over all spheres with 2 boundary points (a lower bound) and diameter pairs
+    diam = np.max(np.linalg.norm(p[:, None] - p[None], axis=2))
+    assert r >= diam / 2 - 1e-9
+    cr, rr = _ritter(p)
+    assert np.all(np.linalg.norm(p - cr, axis=1) <= rr * (1 + 1e-12) + 1e-12)
+    assert r <= rr * (1 + 1e-9) + 1e-12  # Welzl is minimal, Ritter only near-minimal
+    assert rr <= 1.5 * r + 1e-12
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds)
+def test_triangle_box_overlap_against_sampling(seed):
+    rng = np.random.default_rng(seed)
+    n = 400
+    tris = rng.uniform(-1, 1, (n, 3, 3))
+    centers = rng.uniform(-1, 1, (n, 3))
+    half = rng.uniform(0.05, 0.5, n)
+    got = triangle_box_overlap(tris, centers, half)
+    # dense barycentric samples: a sample inside the box proves overlap
+    w = rng.dirichlet(np.ones(3), 400)
+    pts = np.einsum("sk,nkd->nsd", w, tris)
+    hit = (np.abs(pts - centers[:, None]) <= half[:, None, None]).all(axis=2).any(axis=1)
+    assert np.all(got[hit])
+    # and overlap claimed but no sample hit must be rare (thin slivers of overlap only)
+    assert np.count_nonzero(got & ~hit) <= 0.1 * n
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=seeds)
+def test_error_bounds_bound_dense_samples(shapes, seed):
+    """The branch-and-bound result is >= the sampled max distance and at most tol * r above it."""
+    import trimesh
+    v, f, _ = shapes["notched"]
+    tm = trimesh.Trimesh(v, f, process=False)
+    q = MeshQuery(v, f, True)
+    rng = np.random.default_rng(seed)
+    centers = rng.uniform(-1.2, 1.2, (4, 3))
+    radii = rng.uniform(0.1, 1.0, 4)
+    e = error_bounds(q, centers, radii, rel_tol=0.03)
+    for c, r, bound in zip(centers, radii, e):
+        d = rng.normal(size=(3000, 3))
+        d /= np.linalg.norm(d, axis=1, keepdims=True)
+        p = c + d * (r * rng.random(3000) ** (1 / 3))[:, None]
+        p = np.concatenate([p, c + d * r])
+        _, dist, _ = trimesh.proximity.closest_point(tm, p)
+        dist[tm.contains(p)] = 0.0
+        assert dist.max() <= bound + 1e-9
+        assert bound <= dist.max() + 0.03 * r + 0.05 * r  # tolerance + sampling slack
+
+
+def _components_ok(label, edges):
+    """Every cluster of label is connected through edges inside it."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+    inside = label[edges[:, 0]] == label[edges[:, 1]]
+    e = edges[inside]
+    n = len(label)
+    g = sp.coo_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(n, n))
+    ncomp, comp = connected_components(g, directed=False)
+    return ncomp == len(np.unique(label))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=seeds, target=st.integers(1, 12))
+def test_greedy_merge_partitions_connected_clusters(shapes, seed, target):
+    """Merging stops at `target`, each cluster is a connected set of units, deterministic."""
+    v, f, _ = shapes["notched"]
+    q = MeshQuery(v, f, True)
+    rng = np.random.default_rng(seed)
+    n = 60
+    pts = rng.uniform(-0.8, 0.8, (4 * n, 3))
+    ptr = np.arange(0, 4 * n + 1, 4, dtype=np.int64)
+    # a random spanning path plus random chords: connected graph
+    order = rng.permutation(n)
+    edges = np.concatenate([np.stack([order[:-1], order[1:]], 1), rng.integers(0, n, (n, 2))])
+    edges = edges[edges[:, 0] != edges[:, 1]].astype(np.int64)
+    dirs = np.eye(3)
+    label, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, *q.kernel_args())
+    assert len(np.unique(label)) == target
+    assert np.all(label[label] == label)  # labels are representatives
+    assert _components_ok(label, edges)
+    label2, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, *q.kernel_args())
+    assert np.array_equal(label, label2)
+
+
+def test_merge_clusters_covers_forming_points(shapes):
+    v, f, _ = shapes["torus"]
+    q = MeshQuery(v, f, True)
+    med = medial_spheres(q, 400, seed=0)
+    ids = np.arange(len(med["radius"]))
+    out = merge_clusters(ids, med["forming"], med["edges"], 8, med["points"], q)
+    assert len(out) == 8
+    assert np.array_equal(np.sort(np.concatenate([m for _, _, m in out])), ids)  # a partition
+    for c, r, m in out:
+        fp = med["points"][med["forming"][m].ravel()]
+        assert np.all(np.linalg.norm(fp - c, axis=1) <= r * (1 + 1e-12))
+    # medial sphere centres of a closed mesh are inside it
+    assert np.all(q.signed_distance(med["center"]) < 0)
