@@ -6,7 +6,9 @@ changed mesh, parameter or builder produces a different file name and is rebuilt
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import time
 import warnings
 from pathlib import Path
 
@@ -70,6 +72,7 @@ def build_tree(vertices, faces, method: str = "medial", branching: int = 8, dept
     Raises SphereTreeError (an InputError) for bad meshes or parameters.
     """
     _check_params(method, branching, depth, seed)
+    t0 = time.perf_counter()
     v, f, is_closed = _mesh_arrays(vertices, faces)
     if closed is not None:
         is_closed = bool(closed)
@@ -80,7 +83,8 @@ def build_tree(vertices, faces, method: str = "medial", branching: int = 8, dept
     else:
         from .medial import medial_levels
         levels = medial_levels(query, branching, depth, seed=seed)
-    return assemble(levels, query, method, key=tree_key(v, f, method, branching, depth, seed))
+    tree = assemble(levels, query, method, key=tree_key(v, f, method, branching, depth, seed))
+    return dataclasses.replace(tree, build_seconds=time.perf_counter() - t0)
 
 
 def tree_path(mesh, method: str, key: str, cache_dir=None) -> Path:

@@ -36,6 +36,7 @@ class SphereTree:
     closed      : bool, whether the mesh was watertight (solid) when built
     method      : str, builder name ("medial" or "octree")
     key         : str, hash of mesh + build parameters (cache key)
+    build_seconds: float, wall time the build took [s] (nan when unknown; reports only)
     """
 
     center: np.ndarray
@@ -54,10 +55,12 @@ class SphereTree:
     closed: bool = True
     method: str = "octree"
     key: str = ""
+    build_seconds: float = float("nan")
 
     def __init__(self, center, radius, error, witness, level=None, parent=None, first_child=None,
                  child_count=None, leaf_tri_ptr=None, leaf_tri_idx=None, level_start=None, vertices=None,
-                 faces=None, closed=True, method="octree", key="", *, node_level=None):
+                 faces=None, closed=True, method="octree", key="", *, node_level=None,
+                 build_seconds=float("nan")):
         values = dict(center=center, radius=radius, error=error, witness=witness,
                       node_level=node_level if node_level is not None else level, parent=parent,
                       first_child=first_child, child_count=child_count, leaf_tri_ptr=leaf_tri_ptr,
@@ -70,6 +73,7 @@ class SphereTree:
         object.__setattr__(self, "closed", bool(closed))
         object.__setattr__(self, "method", str(method))
         object.__setattr__(self, "key", str(key))
+        object.__setattr__(self, "build_seconds", float(build_seconds))
 
     @property
     def depth(self) -> int:
@@ -109,7 +113,7 @@ class SphereTree:
             with os.fdopen(fd, "wb") as f:
                 np.savez(f, **{a: getattr(self, a) for a in self._ARRAYS},
                          closed=np.array(self.closed), method=np.array(self.method),
-                         key=np.array(self.key))
+                         key=np.array(self.key), build_seconds=np.array(self.build_seconds))
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
@@ -120,5 +124,6 @@ class SphereTree:
     def load(cls, path) -> "SphereTree":
         with np.load(path, allow_pickle=False) as z:
             arrays = {a: z[a] for a in cls._ARRAYS}
+            extra = {"build_seconds": float(z["build_seconds"])} if "build_seconds" in z else {}
             return cls(**arrays, closed=bool(z["closed"]), method=str(z["method"]),
-                       key=str(z["key"]))
+                       key=str(z["key"]), **extra)

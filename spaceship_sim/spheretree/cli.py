@@ -1,0 +1,75 @@
+"""`spaceship-sim build-trees`: build (or load cached) sphere trees of ship models, report, draw."""
+from __future__ import annotations
+
+import warnings
+
+from ..errors import InputError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "build-trees", help="build and cache the sphere trees of ship models (assets/trees/)",
+        description="Build sphere trees (Hubbard's medial-axis method and/or the octree baseline) for "
+                    "the named models (default: every model in assets/), caching them in assets/trees/.")
+    p.add_argument("meshes", nargs="*", metavar="MESH",
+                   help="model names from assets/ or mesh file paths (default: all assets)")
+    p.add_argument("--method", choices=("medial", "octree", "both"), default="both")
+    p.add_argument("--branching", type=int, default=8, help="children per node (medial; octree is 8-way)")
+    p.add_argument("--depth", type=int, default=3, help="levels below the root")
+    p.add_argument("--seed", type=int, default=0, help="surface sampling seed")
+    p.add_argument("--report", action="store_true",
+                   help="print per model and level: sphere count, mean/max error, coverage, build time")
+    p.add_argument("--picture", metavar="PATH", help="write a PNG of levels 1..3 of every tree built")
+    p.add_argument("--force", action="store_true", help="rebuild even when a cached tree matches")
+    p.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: assets/trees/)")
+    p.set_defaults(func=run)
+
+
+def _load_meshes(names):
+    from pathlib import Path
+
+    from ..meshes import MeshError, available_models, load_mesh, load_model
+
+    if not names:
+        names = available_models()
+        if not names:
+            raise MeshError("assets", "models", "no models found in the assets folder")
+    out = []
+    for n in names:
+        p = Path(n)
+        out.append(load_mesh(p) if p.suffix and p.exists() else load_model(n))
+    return out
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from .build import SphereTreeError, _check_params, load_or_build
+    from .report import draw_levels, format_report
+
+    methods = ["medial", "octree"] if args.method == "both" else [args.method]
+    for m in methods:
+        _check_params(m, args.branching, args.depth, args.seed, source="build-trees")
+    if args.picture and not str(args.picture).lower().endswith(".png"):
+        raise SphereTreeError(args.picture, "--picture", "must name a .png file")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        meshes = _load_meshes(args.meshes)
+    rows: dict = {}
+    jobs = [(mesh, m) for mesh in meshes for m in methods]
+    bar = tqdm(jobs, desc="sphere trees", unit="tree")
+    for mesh, m in bar:
+        bar.set_postfix_str(f"{mesh.name} {m}")
+        tree = load_or_build(mesh, method=m, branching=args.branching, depth=args.depth, seed=args.seed,
+                             cache_dir=args.cache_dir, force=args.force)
+        rows.setdefault(mesh.name, {})[m] = tree
+    bar.close()
+    if args.report:
+        print(format_report(rows))
+    if args.picture:
+        try:
+            draw_levels(rows, args.picture)
+        except OSError as e:
+            raise InputError(args.picture, "--picture", f"cannot write ({e.strerror or e})") from None
+        print(f"wrote {args.picture}")
+    return 0
