@@ -205,6 +205,8 @@ def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb
             ta, tb = _first_hit(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb, R, t, r, ptr[i],
                                 ptr[i + 1], fa, fb, moved, stamp, tvb_a, tcb_a, sel_b)
             if ta >= 0:
+                if h == len(hits):
+                    hits = _grow2(hits, h + 1)
                 hits[h, 0], hits[h, 1] = ta, tb
                 h += 1
             out_ptr[i - s + 1] = h
@@ -341,3 +343,22 @@ def min_distance_all_pairs(TA, TB):
                 if d == 0.0:
                     return 0.0
     return np.sqrt(best2)
+
+
+@njit(cache=True)
+def relative_poses(Ta, Tb):
+    """B's body frame in A's for each row of (k, 4, 4) rigid body->world transforms:
+    R (k, 3, 3) = Ra^T Rb and t (k, 3) = Ra^T (tb - ta), so that x_A = R x_B + t."""
+    k = len(Ta)
+    R = np.empty((k, 3, 3))
+    t = np.empty((k, 3))
+    for r in range(k):
+        for i in range(3):
+            t[r, i] = 0.0
+            for j in range(3):
+                t[r, i] += Ta[r, j, i] * (Tb[r, j, 3] - Ta[r, j, 3])
+                acc = 0.0
+                for m in range(3):
+                    acc += Ta[r, m, i] * Tb[r, m, j]
+                R[r, i, j] = acc
+    return R, t

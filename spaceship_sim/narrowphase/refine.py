@@ -15,13 +15,15 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from .bank import TreeBank, bank_of
-from .kernels import descend_pairs, exact_pairs, summarize_pairs
+from .kernels import descend_pairs, exact_pairs, relative_poses, summarize_pairs
 
-BATCH = 64  # pairs per kernel call: amortises numba dispatch, still lets the clock be read often
+PROBE = 8               # pairs in the first kernel call of a stage under a finite deadline
+MAX_BATCH = 1 << 16     # pairs per kernel call at most (bounds the scratch arrays)
 
 
 @dataclass(eq=False)
@@ -53,23 +55,25 @@ class FrameNarrowResult:
     contact_normal: np.ndarray
     time_used: float
     level_histogram: np.ndarray
-    sphere_ptr: np.ndarray = field(repr=False)     # (k+1,) CSR over sphere_nodes
-    sphere_nodes: np.ndarray = field(repr=False)   # (P, 2) int32 local node ids
-    tri_ptr: np.ndarray = field(repr=False)        # (k+1,) CSR over tri_nodes
-    tri_nodes: np.ndarray = field(repr=False)      # (Q, 2) int32 local face ids
+    # (ptr (k+1,), global ids of A (P,), of B (P,), per-pair id offsets of A (k,), of B (k,))
+    _spheres: tuple = field(repr=False)
+    _tris: tuple = field(repr=False)
 
     # per-pair lists are built only when asked for: most frames never look at them
-    @property
+    @cached_property
     def sphere_pairs(self) -> list[np.ndarray]:
-        return _split(self.sphere_nodes, self.sphere_ptr)
+        return _local_pairs(*self._spheres)
 
-    @property
+    @cached_property
     def tri_pairs(self) -> list[np.ndarray]:
-        return _split(self.tri_nodes, self.tri_ptr)
+        return _local_pairs(*self._tris)
 
 
-def _split(items, ptr) -> list[np.ndarray]:
-    return [items[a:b] for a, b in zip(ptr[:-1].tolist(), ptr[1:].tolist())]
+def _local_pairs(ptr, ga, gb, off_a, off_b) -> list[np.ndarray]:
+    """Per pair row, its (p, 2) int32 id pairs made local to each model (global - offset)."""
+    rows = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    local = np.stack([ga - off_a[rows], gb - off_b[rows]], 1).astype(np.int32)
+    return [local[a:b] for a, b in zip(ptr[:-1].tolist(), ptr[1:].tolist())]
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,8 @@ class _Frontier:
 
     def take(self, sel) -> "_Frontier":
         """Sub-frontier of the active rows picked by boolean mask or index array `sel`."""
+        if sel.dtype == bool and sel.all():
+            return self
         idx = np.arange(len(self.rows))[sel]
         counts = self.ptr[idx + 1] - self.ptr[idx]
         ptr = np.zeros(len(idx) + 1, np.int64)
@@ -183,13 +189,22 @@ class _Frontier:
         return _Frontier(np.arange(k), ptr, fa, fb)
 
 
-def _run_batches(kernel, n: int, deadline: float, n_forced: int, batch: int = BATCH):
+def _run_batches(kernel, n: int, deadline: float, n_forced: int):
     """Call kernel(s, e) over active rows 0..n in batches until done or past the deadline; the
-    first n_forced rows run whatever the clock says. Returns (rows processed, [(ptr, a, b)])."""
+    first n_forced rows run whatever the clock says. A small probe batch measures the time per
+    row; each later batch is sized to use half the time left, so the deadline is approached
+    geometrically with few numba dispatches (one when there is no deadline) and an overshoot of
+    a few rows at most. Returns (rows processed, [(ptr, a, b)])."""
     pieces, done = [], 0
+    batch = PROBE if math.isfinite(deadline) else MAX_BATCH
+    t_start = time.perf_counter()
     while done < n:
-        if done >= n_forced and time.perf_counter() >= deadline:
+        now = time.perf_counter()
+        if done >= n_forced and now >= deadline:
             break
+        if done and math.isfinite(deadline):
+            per_row = max((now - t_start) / done, 1e-9)
+            batch = int(min(max((deadline - now) / (2 * per_row), PROBE), MAX_BATCH))
         e = min(done + batch, n if done >= n_forced else n_forced)
         pieces.append(kernel(done, e))
         done = e
@@ -207,19 +222,12 @@ def _join(rows, pieces) -> _Frontier:
                      np.concatenate([b for _, _, b in pieces]))
 
 
-def _relative_pose(Ta, Tb):
-    """B's body frame in A's: x_A = R @ x_B + t, for (k, 4, 4) transforms."""
-    Ra, Rb = Ta[:, :3, :3], Tb[:, :3, :3]
-    R = np.ascontiguousarray(np.einsum("kji,kjl->kil", Ra, Rb))
-    t = np.ascontiguousarray(np.einsum("kji,kj->ki", Ra, Tb[:, :3, 3] - Ta[:, :3, 3]))
-    return R, t
-
-
 def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline, min_level, max_level, exact,
             all_contacts=True):
     start = time.perf_counter()
     k = len(ma)
-    R, t = _relative_pose(Ta, Tb)
+    Ta, Tb = np.ascontiguousarray(Ta, dtype=np.float64), np.ascontiguousarray(Tb, dtype=np.float64)
+    R, t = relative_poses(Ta, Tb)
     depth = np.maximum(bank_a.depth[ma], bank_b.depth[mb])
     cap = depth if max_level is None else np.minimum(depth, max(int(max_level), 0))
     A, B = bank_a, bank_b
@@ -241,11 +249,13 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
     L = 0
     while len(active.rows):
         stop = cap[active.rows] <= L
-        finished.append(active.take(stop))
+        if stop.any():
+            finished.append(active.take(stop))
         go = active.take(~stop)
         n_go = len(go.rows)
         done, pieces = _run_batches(descend(go), n_go, deadline, n_forced=n_go if L + 1 <= min_level else 0)
-        finished.append(go.take(np.arange(done, len(go.rows))))  # out of time: stay at L
+        if done < n_go:
+            finished.append(go.take(np.arange(done, n_go)))  # out of time: stay at L
         deeper = _join(go.rows[:done], pieces)
         level[deeper.rows] = L + 1
         empty = np.diff(deeper.ptr) == 0
@@ -293,14 +303,10 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
     normal = np.einsum("kij,kj->ki", Ra, normal)
     point[~colliding] = np.nan
     normal[~colliding] = 0.0
-    rows = np.repeat(np.arange(k), np.diff(final.ptr))
-    sphere_nodes = np.stack([final.fa - A.node_offset[ma][rows], final.fb - B.node_offset[mb][rows]], 1)
-    hrows = np.repeat(np.arange(k), np.diff(hit_ptr))
-    tri_nodes = np.stack([hit_a - A.tri_offset[ma][hrows], hit_b - B.tri_offset[mb][hrows]], 1)
     n_levels = max(A.max_level, B.max_level) + 1
     return FrameNarrowResult(
         pairs=pairs, colliding=colliding, level=level, exact=certain, separation_bound=bound,
         contact_point=point, contact_normal=normal, time_used=time.perf_counter() - start,
         level_histogram=np.bincount(level[colliding], minlength=n_levels).astype(np.int64),
-        sphere_ptr=final.ptr, sphere_nodes=sphere_nodes.astype(np.int32), tri_ptr=hit_ptr,
-        tri_nodes=tri_nodes.astype(np.int32))
+        _spheres=(final.ptr, final.fa, final.fb, A.node_offset[ma], B.node_offset[mb]),
+        _tris=(hit_ptr, hit_a, hit_b, A.tri_offset[ma], B.tri_offset[mb]))

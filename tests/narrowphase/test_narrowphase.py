@@ -152,7 +152,7 @@ def test_refine_frame_with_time_equals_collide_pair(trees, seed):
 
 def test_first_contact_mode_agrees_with_all_contacts(trees):
     rng = np.random.default_rng(5)
-    bank, model_id, T, pairs = random_scene(trees, rng, 12, ["torus", "ico", "box"])
+    bank, model_id, T, pairs = random_scene(trees, rng, 24, ["torus", "ico", "box"])  # > 64 hits in one call
     full = refine_frame(bank, model_id, T, pairs, deadline=np.inf)
     first = refine_frame(bank, model_id, T, pairs, deadline=np.inf, all_contacts=False)
     assert full.colliding.any()
