@@ -28,7 +28,7 @@ def panel_rects(width: int, height: int) -> dict[str, tuple[int, int, int, int]]
     """Where each panel opens (x, y, w, h) [px, from the top-left] in a window of that size.
     Compact: under software GL every overlay pixel costs render time."""
     return {"Frame timing": TIMING_RECT, "Collisions": (width - 388, 8, 380, 280),
-            "Controls": (8, height - 278, 330, 270), "Keys": (width - 298, height - 250, 290, 242)}
+            "Controls": (8, height - 278, 330, 270), "Keys": (width - 298, height - 270, 290, 262)}
 
 
 @dataclass(frozen=True)
