@@ -46,7 +46,7 @@ def test_intersection_coplanar_triangles(seed):
     the coplanar path: overlap, containment, shared edges and disjoint cases."""
     rng = np.random.default_rng(seed)
     a, b, c = rng.integers(-2, 3, size=3)
-    xy = rng.integers(-3, 4, size=(2, 300, 3, 2)).astype(float)
+    xy = rng.integers(-3, 4, size=(2, 80, 3, 2)).astype(float)
     z = a * xy[..., 0] + b * xy[..., 1] + c
     T1, T2 = (np.concatenate([xy[k], z[k][..., None]], axis=2) for k in range(2))
     keep = non_degenerate(T1) & non_degenerate(T2)
