@@ -18,7 +18,7 @@ def register(sub) -> None:
     p = sub.add_parser("narrowphase", help="narrow phase µs/pair per level and exact vs brute force and fcl")
     p.add_argument("--poses", type=int, default=1000, help="random pair poses [-]")
     p.add_argument("--model", default="lamp", help="ship model (assets/<model>.ply) used for both ships")
-    p.add_argument("--method", default="octree", choices=("octree", "medial"), help="sphere-tree builder")
+    p.add_argument("--method", default="medial", choices=("octree", "medial"), help="sphere-tree builder")
     p.add_argument("--depth", type=int, default=3, help="sphere-tree levels below the root [-]")
     p.add_argument("--brute-poses", type=int, default=20, help="poses timed with the (slow) brute force [-]")
     p.add_argument("--repeat", type=int, default=3, help="timing repeats; the best is reported [-]")
