@@ -30,6 +30,8 @@ def trees(meshes):
     out = {name: build(v, f, 2) for name, (v, f) in meshes.items()}
     out["torus_hand3"] = hand_octree(*meshes["torus"], depth=3)
     out["box_hand1"] = hand_octree(*meshes["box"], depth=1)
+    from spaceship_sim.spheretree import build_tree
+    out["torus_medial"] = build_tree(*meshes["torus"], method="medial", branching=8, depth=2)
     try:
         from spaceship_sim.meshes import load_model
         lamp = load_model("lamp")
@@ -65,7 +67,7 @@ def pose_pair(rng, ta, tb, spread=1.0):
     return Ta, Tb
 
 
-NAMES = ["ico", "box", "torus", "torus_hand3", "box_hand1", "lamp"]
+NAMES = ["ico", "box", "torus", "torus_hand3", "box_hand1", "torus_medial", "lamp"]
 
 
 @SETTINGS
@@ -173,6 +175,23 @@ def test_past_deadline_still_reaches_min_level(trees, min_level):
     # a late answer may only err on the side of contact: everything apart is really apart
     assert not np.any(~late.colliding & full.colliding)
     assert np.all(late.separation_bound[full.colliding] >= 0)
+
+
+@pytest.mark.parametrize("budget", [2e-4, 1e-3, 5e-3])
+def test_any_deadline_gives_a_conservative_answer(trees, budget):
+    """Whatever the budget: nothing truly in contact is reported apart, every colliding pair is
+    at min_level or deeper, and its bound is no tighter than the full answer allows."""
+    rng = np.random.default_rng(11)
+    bank, model_id, T, pairs = random_scene(trees, rng, 16, ["torus_medial", "torus_hand3", "ico"])
+    full = refine_frame(bank, model_id, T, pairs, deadline=np.inf)
+    part = refine_frame(bank, model_id, T, pairs, deadline=time.perf_counter() + budget, min_level=1)
+    assert np.all(part.colliding[full.colliding])
+    assert np.all(part.level[part.colliding] >= 1)
+    assert np.array_equal(np.bincount(part.level[part.colliding], minlength=len(part.level_histogram)),
+                          part.level_histogram)
+    sure = part.exact & part.colliding
+    assert np.array_equal(part.colliding[part.exact], full.colliding[part.exact])
+    assert np.all(part.separation_bound[sure] == 0.0)
 
 
 def test_min_level_past_the_leaves_forces_exact(trees):
