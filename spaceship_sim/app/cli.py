@@ -37,6 +37,8 @@ def _common(p) -> None:
     p.add_argument("--tree-level", type=int, default=-1,
                    help="sphere-tree level to draw for every ship from the start (default: none)")
     p.add_argument("--bounds", action="store_true", help="draw the broad-phase bounding spheres")
+    p.add_argument("--broadphase", choices=("space_time", "sweep_prune", "brute_force"),
+                   help="override the config's broad phase")
     p.add_argument("--realtime", action="store_true",
                    help="hold the target frame rate when headless too (a window always does)")
 
@@ -67,6 +69,8 @@ def load_world(args, mode: str):
     cfg = load_config(args.config)
     if args.ships is not None:
         cfg = dataclasses.replace(cfg, ships=dataclasses.replace(cfg.ships, count=args.ships))
+    if args.broadphase is not None:
+        cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, broadphase=args.broadphase))
     return World.from_config(cfg, user="keyboard" if mode == "fly" else "autopilot")
 
 
@@ -74,13 +78,13 @@ def run_app(args, mode: str) -> int:
     size = check_args(args)
     from .app import App, AppError, check_display, open_window
 
-    try:
+    try:  # window first: a missing display or old GL is reported before seconds of loading
         check_display(args.headless)
-        world = load_world(args, mode)
         window, ctx = open_window(size, args.headless, caption=f"spaceship-sim {mode}")
     except AppError as e:
         print(f"spaceship-sim {mode}: {e}", file=sys.stderr)
         return 2
+    world = load_world(args, mode)
     app = App(window, ctx, world, mode=mode, pace=args.realtime or not args.headless, split_timing=args.split)
     app.controls.tree_level = min(args.tree_level, world.max_level - 1)
     app.controls.show_bounds = args.bounds

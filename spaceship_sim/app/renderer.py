@@ -8,7 +8,7 @@ the app commands import this module.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import moderngl
 import numpy as np
@@ -108,7 +108,6 @@ class SceneOptions:
     tree_level: int | None = None   # sphere-tree level drawn for every ship (None: none)
     show_hits: bool = True          # colliding spheres / triangles of the current frame
     show_bounds: bool = False       # broad-phase bounding spheres (candidates highlighted)
-    extra: dict = field(default_factory=dict)
 
 
 class Renderer:

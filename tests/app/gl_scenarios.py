@@ -23,7 +23,9 @@ def make_app(mode: str = "fly", ships: int = 6):
     from spaceship_sim.world import World
 
     cfg = load_config(REPO / "configs" / ("default.toml" if mode == "fly" else "demo.toml"))
-    cfg = dataclasses.replace(cfg, ships=dataclasses.replace(cfg.ships, count=ships))
+    # brute-force broad phase: same app behaviour, far fewer numba kernels to compile on a cold cache
+    cfg = dataclasses.replace(cfg, ships=dataclasses.replace(cfg.ships, count=ships),
+                              collision=dataclasses.replace(cfg.collision, broadphase="brute_force"))
     world = World.from_config(cfg, user="keyboard" if mode == "fly" else "autopilot")
     window, ctx = open_window(SIZE, headless=True, caption="test")
     return App(window, ctx, world, mode=mode, pace=False)

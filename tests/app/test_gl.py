@@ -15,13 +15,19 @@ HERE = Path(__file__).resolve().parent
 
 
 @lru_cache(maxsize=1)
-def gl_problem() -> str | None:
-    """None when a headless EGL context can be made, else why not."""
-    probe = "import moderngl; ctx = moderngl.create_context(standalone=True, backend='egl'); print(ctx.version_code)"
+def gl_probe() -> tuple[str | None, str]:
+    """(None, GL_VERSION string) when a headless EGL context can be made, else (why not, "")."""
+    probe = ("import moderngl; ctx = moderngl.create_context(standalone=True, backend='egl'); "
+             "print(ctx.info['GL_VERSION'], ctx.info['GL_RENDERER'])")
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
-        return "no OpenGL: a headless EGL context could not be created: " + (r.stderr.strip().splitlines() or ["?"])[-1]
-    return None
+        why = (r.stderr.strip().splitlines() or ["?"])[-1]
+        return "no OpenGL: a headless EGL context could not be created: " + why, ""
+    return None, r.stdout.strip()
+
+
+def gl_problem() -> str | None:
+    return gl_probe()[0]
 
 
 def scenario(name: str) -> dict:
