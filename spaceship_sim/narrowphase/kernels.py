@@ -137,15 +137,25 @@ def _sweep(lo_a, hi_a, lo_b, hi_b):
     return out
 
 
+FIRST_PAIRS = 1  # deepest leaf pairs tried directly for a first contact before the full gather + sweep
+
+
 @njit(cache=True)
 def _first_hit(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb, R, t, r, lo, hi, fa, fb,
-               moved, stamp, tvb_a, tcb_a, sel):
-    """First intersecting triangle pair (global ids) met walking the leaf pairs lo..hi in order,
-    or (-1, -1). Each leaf pair's triangles are tested directly (bounding spheres first): a
+               moved, moved_v, stamp, tvb_a, tcb_a, sel, max_pairs):
+    """First intersecting triangle pair (global ids) met walking the leaf pairs lo..hi, deepest
+    sphere overlap first, or (-1, -1). Each leaf pair's triangles are tested directly (bounding spheres first): a
     contact usually shows in the first few leaf pairs, so no row-wide gathering is paid.
-    B's triangles are moved into A's frame once per row (moved[tri] == stamp)."""
+    B's triangle centres (vertices) are moved into A's frame once per row: moved (moved_v)
+    [tri] == stamp."""
     xb = np.empty((1, 3))
+    # deepest overlaps first: that is where the surfaces most likely cross
+    depth = np.empty(hi - lo)
     for j in range(lo, hi):
+        _to_a(R, t, r, cb, fb[j], xb, 0)
+        depth[j - lo] = np.sqrt(_dist2(ca, fa[j], xb, 0)) - ra[fa[j]] - rb[fb[j]]
+    for jj in np.argsort(depth)[:max_pairs]:
+        j = lo + jj
         a, b = fa[j], fb[j]
         _to_a(R, t, r, cb, b, xb, 0)
         nb = 0
@@ -153,12 +163,14 @@ def _first_hit(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb,
             tri = tib[q]
             if moved[tri] != stamp:
                 _to_a(R, t, r, tcb, tri, tcb_a, tri)
-                Vt, Tt = tvb_a[tri], tvb[tri]
-                for v in range(3):
-                    _to_a(R, t, r, Tt, v, Vt, v)
                 moved[tri] = stamp
             rr = trb[tri] + ra[a]
             if _dist2(tcb_a, tri, ca, a) <= rr * rr:
+                if moved_v[tri] != stamp:  # vertices only of triangles that may be tested
+                    Vt, Tt = tvb_a[tri], tvb[tri]
+                    for v in range(3):
+                        _to_a(R, t, r, Tt, v, Vt, v)
+                    moved_v[tri] = stamp
                 sel[nb] = tri
                 nb += 1
         if nb == 0:
@@ -198,19 +210,22 @@ def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb
     tcb_a = np.empty((len(tvb), 3))  # B's triangle centres in A's frame, filled when first met
     xb = np.empty((1, 3))
     tvb_a = np.empty((len(tvb), 3, 3)) if first else np.empty((0, 3, 3))
+    moved_v = np.zeros(len(tvb) if first else 0, np.int64)
     h = 0
     for i in range(s, e):
         r, stamp = rows[i], i + 1
         if first:
             ta, tb = _first_hit(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb, R, t, r, ptr[i],
-                                ptr[i + 1], fa, fb, moved, stamp, tvb_a, tcb_a, sel_b)
+                                ptr[i + 1], fa, fb, moved, moved_v, stamp, tvb_a, tcb_a, sel_b, FIRST_PAIRS)
             if ta >= 0:
                 if h == len(hits):
                     hits = _grow2(hits, h + 1)
                 hits[h, 0], hits[h, 1] = ta, tb
                 h += 1
-            out_ptr[i - s + 1] = h
-            continue
+                out_ptr[i - s + 1] = h
+                continue
+            # no contact among the deepest leaf pairs: the gather + sweep below tests every
+            # triangle pair once, where walking all leaf pairs would repeat many
         na = nb = 0
         for j in range(ptr[i], ptr[i + 1]):
             a, b = fa[j], fb[j]
