@@ -71,8 +71,9 @@ def run(args) -> int:
               f"({first[0]:.2f} vs {ref_us:.2f} µs); all contacts: {'met' if exact[0] <= all_us else 'MISSED'} "
               f"({exact[0]:.2f} vs {all_us:.2f} µs)")
         if level2:
-            print(f"target level 2 >= 10x faster than fcl exact: {'met' if ref_us / level2[0] >= 10 else 'MISSED'} "
-                  f"({ref_us / level2[0]:.1f}x)")
+            print(f"target level 2 >= 10x faster than fcl exact: vs first contact "
+                  f"{'met' if ref_us / level2[0] >= 10 else 'MISSED'} ({ref_us / level2[0]:.1f}x); vs all contacts "
+                  f"{'met' if all_us / level2[0] >= 10 else 'MISSED'} ({all_us / level2[0]:.1f}x)")
     return 0
 
 
