@@ -15,7 +15,7 @@ import numpy as np
 
 from .camera import Camera
 from .keys import resolve
-from .overlay_model import OverlayModel
+from .overlay_model import OverlayModel, collision_changes
 
 
 class AppError(Exception):
@@ -157,11 +157,11 @@ class App:
     def apply_controls(self) -> None:
         """Push control-panel changes into the world and the scene options."""
         c = self.controls
+        c.max_level = max(c.max_level, c.min_level)  # the minimum level wins when they cross
         now = (c.target_fps, c.min_level, c.max_level, c.broadphase)
-        if now != self._applied:
-            names = ("target_frame_time", "min_level", "max_level", "broadphase")
-            values = (1.0 / c.target_fps, c.min_level, c.max_level, c.broadphase)
-            self.world.set_collision(**{k: v for k, v, a, b in zip(names, values, now, self._applied) if a != b})
+        changes = collision_changes(self._applied, now)
+        if changes:
+            self.world.set_collision(**changes)
             self._applied = now
         self.options.tree_level = None if c.tree_level < 0 else c.tree_level
         self.options.show_hits, self.options.show_bounds = c.show_hits, c.show_bounds

@@ -91,3 +91,11 @@ def pair_rows(narrow) -> list[PairRow]:
                     bool(narrow.exact[k]), float(narrow.separation_bound[k]),
                     float(dist[k]) if dist is not None else math.nan) for k in hit]
     return sorted(rows, key=lambda r: r.sep_bound)
+
+
+def collision_changes(old: tuple, new: tuple) -> dict:
+    """Keyword arguments for `World.set_collision` from the controls that changed.
+    old, new: (target_fps, min_level, max_level, broadphase) as last applied / as now."""
+    names = ("target_frame_time", "min_level", "max_level", "broadphase")
+    values = (1.0 / new[0], new[1], new[2], new[3])
+    return {k: v for k, v, a, b in zip(names, values, new, old) if a != b}

@@ -139,11 +139,15 @@ def keys() -> dict:
     win.dispatch_event("on_key_press", key.C, 0)
     app.frame()
     camera = app.camera.mode
+    app.controls.min_level, app.controls.target_fps = 2, 60.0  # as the controls panel would
+    app.frame()
+    applied = {"min_level": world.refine_options["min_level"], "target": world.target_frame_time}
     win.dispatch_event("on_key_press", key.ESCAPE, 0)
     app.window.dispatch_events()
     return {"before": before, "pressed": pressed, "held": held, "released": released,
             "paused_frames": paused_frames, "stepped_frames": stepped_frames, "tree_levels": levels,
-            "max_level": world.max_level, "camera": camera, "closed": bool(app.window.has_exit)}
+            "max_level": world.max_level, "camera": camera, "applied": applied,
+            "closed": bool(app.window.has_exit)}
 
 
 def overlay() -> dict:

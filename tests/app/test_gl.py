@@ -67,6 +67,7 @@ def test_key_presses_change_controls_then_velocity():
     k = out["max_level"]
     assert out["tree_levels"] == [*range(k), None]  # T cycles none -> 0 .. k-1 (sphere levels) -> none
     assert out["camera"] == "orbit"
+    assert out["applied"] == {"min_level": 2, "target": pytest.approx(1 / 60)}  # controls reach the world
     assert out["closed"]  # Escape closes the window
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spaceship_sim.app.overlay_model import SERIES, OverlayModel, PairRow, pair_rows
+from spaceship_sim.app.overlay_model import SERIES, OverlayModel, PairRow, collision_changes, pair_rows
 from spaceship_sim.stats import FrameStats
 
 times = st.floats(0.0, 0.05)
@@ -87,3 +87,11 @@ def test_pair_rows_show_exact_distance_when_provided():
                              separation_bound=np.array([0.2, 1.0]), distance=np.array([0.05, 2.0]))
     assert pair_rows(narrow) == [PairRow(0, 1, 4, True, 0.2, 0.05)]
     assert pair_rows(None) == []
+
+
+def test_collision_changes_pass_only_what_changed():
+    old = (30.0, 1, 4, "space_time")
+    assert collision_changes(old, old) == {}
+    assert collision_changes(old, (60.0, 1, 4, "space_time")) == {"target_frame_time": 1 / 60}
+    assert collision_changes(old, (30.0, 2, 3, "brute_force")) == {"min_level": 2, "max_level": 3,
+                                                                   "broadphase": "brute_force"}
