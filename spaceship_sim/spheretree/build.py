@@ -20,7 +20,7 @@ from .geometry import MeshQuery
 from .tree import SphereTree
 
 # bump whenever a builder's output changes: old cache files then no longer match any key
-BUILDER_VERSION = "5"
+BUILDER_VERSION = "6"
 METHODS = ("medial", "octree")
 MAX_DEPTH = 6
 

@@ -136,16 +136,18 @@ def error_bounds(query: MeshQuery, centers: np.ndarray, radii: np.ndarray, rel_t
     Branch and bound over cubes covering each ball. The ship distance D(p) is max(0, s(p)) with s the
     signed distance to the surface (closed mesh) or the unsigned distance (open mesh); s is
     1-Lipschitz, so on a cube with centre q and circumradius rho (clipped to |q - c| + r, the farthest
-    a ball point can be from q) every point has D <= max(0, s(q) + rho). Cubes whose bound does not
+    a ball point can be from q) every point has D <= max(0, s(q) + rho); also D(p) <= |p - x| for the
+    surface point x closest to q, whose max over the cube is at a corner; the smaller bound is used. Cubes whose bound does not
     exceed the best value seen at a point of the ball (a lower bound) by more than rel_tol * r are
     retired with their bound; the others are split in 8. The result is the max of all retired bounds,
     so it never underestimates; its slack is at most rel_tol * r (or the last cube size).
-    Spheres are processed in chunks; a chunk stops splitting at max_cells cubes per sphere.
+    Spheres are processed in chunks; a sphere stops splitting at max_cells cubes (then its slack may
+    exceed rel_tol * r, but the result is still a bound).
     """
     centers = np.asarray(centers, dtype=np.float64)
     radii = np.asarray(radii, dtype=np.float64)
     return np.concatenate([_error_chunk(query, centers[s:s + chunk], radii[s:s + chunk], rel_tol, max_rounds,
-                                        max_cells * len(radii[s:s + chunk]))
+                                        max_cells)
                            for s in range(0, len(radii), chunk)] or [np.zeros(0)])
 
 
@@ -158,7 +160,7 @@ def _error_chunk(query, centers, radii, rel_tol, max_rounds, max_cells):
     ico /= np.linalg.norm(ico, axis=1, keepdims=True)
     probe = np.concatenate([np.zeros((1, 3)), ico])
     pts = centers[:, None, :] + radii[:, None, None] * probe[None]
-    lower = _ship_distance(query, pts.reshape(-1, 3)).reshape(n, -1).max(axis=1)
+    lower = _ship_distance(query, pts.reshape(-1, 3))[0].reshape(n, -1).max(axis=1)
     upper = np.zeros(n)
     owner = np.repeat(np.arange(n), 8)
     half = np.repeat(radii / 2, 8)
@@ -172,17 +174,22 @@ def _error_chunk(query, centers, radii, rel_tol, max_rounds, max_cells):
         gap = np.linalg.norm(np.maximum(np.abs(off) - half[:, None], 0.0), axis=1)
         live = gap <= radii[owner]
         owner, cell, half, dc = owner[live], cell[live], half[live], dc[live]
-        val = _ship_distance(query, cell)
+        val, near = _ship_distance(query, cell)
         in_ball = dc <= radii[owner]
         np.maximum.at(lower, owner[in_ball], val[in_ball])
         rho = np.minimum(np.sqrt(3.0) * half, dc + radii[owner])
         bound = np.maximum(val + rho, 0.0) if query.closed else val + rho
+        # second bound: the ship contains q's closest surface point x, so D(p) <= |p - x|, a convex
+        # function of p whose max over the cube is at a corner (far tighter when x is off to a side)
+        corners = cell[:, None, :] + half[:, None, None] * _CUBE[None]
+        bound = np.minimum(bound, np.linalg.norm(corners - near[:, None, :], axis=2).max(axis=1))
         done = bound <= lower[owner] + rel_tol * radii[owner]
-        last = rnd == max_rounds or 8 * np.count_nonzero(~done) > max_cells
-        if last:
-            done[:] = True
+        # a sphere whose next round would exceed its cube budget (or the last round) stops here,
+        # keeping its cubes' bounds (still valid, just looser)
+        busy = np.bincount(owner[~done], minlength=n)
+        done |= (rnd == max_rounds) | (8 * busy[owner] > max_cells)
         np.maximum.at(upper, owner[done], bound[done])
-        if last:
+        if done.all():
             break
         o, c, h = owner[~done], cell[~done], half[~done] / 2
         owner = np.repeat(o, 8)
@@ -191,9 +198,12 @@ def _error_chunk(query, centers, radii, rel_tol, max_rounds, max_cells):
     return np.maximum(upper, lower)
 
 
-def _ship_distance(query: MeshQuery, points: np.ndarray) -> np.ndarray:
-    """Signed distance (closed mesh) or distance (open) at points; ship distance is max(0, this)."""
-    return query.signed_distance(points) if query.closed else query.query(points)[0]
+def _ship_distance(query: MeshQuery, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(signed distance (closed mesh) or distance (open) at points (n,), closest surface points (n,3)).
+
+    The ship distance is max(0, first)."""
+    d, closest, side, _ = query.query(points)
+    return d * side, closest
 
 
 # ---------------------------------------------------------------- assembly
