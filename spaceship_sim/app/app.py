@@ -93,7 +93,7 @@ class App:
         self.window, self.ctx, self.world, self.mode, self.pace = window, ctx, world, mode, pace
         self.split_timing = split_timing
         self.renderer = Renderer(ctx, world.models, world.trees)
-        self.overlay = Overlay(window)
+        self.overlay = Overlay(window, ctx)
         self.model = OverlayModel()
         self.camera = Camera("chase" if mode == "fly" else "action")
         self.options = SceneOptions()

@@ -6,8 +6,11 @@ which needs a GL context: only the app commands import this module.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 from dataclasses import dataclass
+
+import moderngl
 
 import numpy as np
 import OpenGL
@@ -40,13 +43,77 @@ class Controls:
     backgrounds: bool = False       # opaque panel backgrounds: readable, but costly fill under software GL
 
 
+IMGUI_VS = """
+#version 330
+uniform mat4 ProjMtx;
+in vec2 Position; in vec2 UV; in vec4 Color;
+out vec2 Frag_UV; out vec4 Frag_Color;
+void main() { Frag_UV = UV; Frag_Color = Color; gl_Position = ProjMtx * vec4(Position, 0.0, 1.0); }"""
+IMGUI_FS = """
+#version 330
+uniform sampler2D Texture;
+in vec2 Frag_UV; in vec4 Frag_Color;
+out vec4 Out_Color;
+void main() { Out_Color = Frag_Color * texture(Texture, Frag_UV); }"""
+
+
+class ModernglImguiRenderer(pyglet_backend.PygletProgrammablePipelineRenderer):
+    """imgui-bundle's pyglet backend (input, textures) drawing its lists through moderngl.
+
+    The stock renderer issues every GL call through PyOpenGL and backs up and restores GL
+    state around each frame: ~2 ms of Python a frame, a fifth of the frame budget here."""
+
+    def __init__(self, window, ctx: moderngl.Context):
+        super().__init__(window)
+        self.ctx = ctx
+        self.prog = ctx.program(vertex_shader=IMGUI_VS, fragment_shader=IMGUI_FS)
+        self.vbo = ctx.buffer(reserve=1 << 18, dynamic=True)
+        self.ibo = ctx.buffer(reserve=1 << 18, dynamic=True)
+        self.vao = ctx.vertex_array(self.prog, [(self.vbo, "2f 2f 4f1", "Position", "UV", "Color")],
+                                    index_buffer=self.ibo, index_element_size=imgui.INDEX_SIZE)
+        self.textures: dict[int, moderngl.Texture] = {}
+
+    def _texture(self, gl_id: int):
+        if gl_id not in self.textures:  # textures are made by the base class (PyOpenGL)
+            self.textures[gl_id] = self.ctx.external_texture(gl_id, (1, 1), 4, 0, "f1")
+        return self.textures[gl_id]
+
+    def render(self, draw_data) -> None:
+        io, ctx = self.io, self.ctx
+        w, h = io.display_size
+        fb_w, fb_h = int(w * io.display_framebuffer_scale[0]), int(h * io.display_framebuffer_scale[1])
+        self._update_textures()
+        if fb_w == 0 or fb_h == 0:
+            return
+        draw_data.scale_clip_rects(io.display_framebuffer_scale)
+        ctx.enable_only(moderngl.BLEND)
+        ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+        ctx.viewport = (0, 0, fb_w, fb_h)
+        proj = np.array([[2 / w, 0, 0, 0], [0, -2 / h, 0, 0], [0, 0, -1, 0], [-1, 1, 0, 1]], "f4")
+        self.prog["ProjMtx"].write(proj.tobytes())  # column-major ortho: pixels -> clip space
+        for cl in draw_data.cmd_lists:
+            vtx = ctypes.string_at(cl.vtx_buffer.data_address(), cl.vtx_buffer.size() * imgui.VERTEX_SIZE)
+            idx = ctypes.string_at(cl.idx_buffer.data_address(), cl.idx_buffer.size() * imgui.INDEX_SIZE)
+            for buf, data in ((self.vbo, vtx), (self.ibo, idx)):
+                if len(data) > buf.size:
+                    buf.orphan(2 * len(data))
+                buf.write(data)
+            for cmd in cl.cmd_buffer:
+                self._texture(cmd.tex_ref.get_tex_id()).use(0)
+                x0, y0, x1, y1 = cmd.clip_rect
+                ctx.scissor = (int(x0), int(fb_h - y1), int(x1 - x0), int(y1 - y0))
+                self.vao.render(moderngl.TRIANGLES, vertices=cmd.elem_count, first=cmd.idx_offset)
+        ctx.scissor = None
+        self._handle_mouse_cursor()
+
+
 class Overlay:
-    def __init__(self, window):
+    def __init__(self, window, ctx: moderngl.Context):
         imgui.create_context()
         implot.create_context()
         imgui.get_io().set_ini_filename(None)
         imgui.style_colors_dark()
-        self.impl = pyglet_backend.create_renderer(window)
+        self.impl = ModernglImguiRenderer(window, ctx)
         self.width, self.height = window.get_size()
         self.backgrounds = None
 
