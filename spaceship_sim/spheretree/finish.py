@@ -137,8 +137,9 @@ def error_bounds(query: MeshQuery, centers: np.ndarray, radii: np.ndarray, rel_t
     signed distance to the surface (closed mesh) or the unsigned distance (open mesh); s is
     1-Lipschitz, so on a cube with centre q and circumradius rho (clipped to |q - c| + r, the farthest
     a ball point can be from q) every point has D <= max(0, s(q) + rho); also D(p) <= |p - x| for the
-    surface point x closest to q, whose max over the cube is at a corner; the smaller bound is used. Cubes whose bound does not
-    exceed the best value seen at a point of the ball (a lower bound) by more than rel_tol * r are
+    surface point x closest to q, whose max over the cube is at a corner; the smaller bound is used.
+    (rho is the covering radius of the sample q for its cube: the correction term Hubbard adds to
+    his dodecahedron samples, here refined adaptively.) Cubes whose bound does not exceed the best value seen at a point of the ball (a lower bound) by more than rel_tol * r are
     retired with their bound; the others are split in 8. The result is the max of all retired bounds,
     so it never underestimates; its slack is at most rel_tol * r (or the last cube size).
     Spheres are processed in chunks; a sphere stops splitting at max_cells cubes (then its slack may

@@ -32,7 +32,7 @@ import warnings
 
 import numpy as np
 from numba import njit
-from scipy.spatial import Delaunay, cKDTree
+from scipy.spatial import Delaunay, QhullError, cKDTree
 
 from .geometry import MeshQuery, _mesh_query, face_normals, min_enclosing_sphere
 
@@ -46,7 +46,8 @@ STATS = {"evaluations": 0, "walked": 0}  # merge work counters (for benchmarks)
 
 
 class MedialFallbackWarning(UserWarning):
-    """The mesh is open: the medial axis is replaced by local Voronoi spheres on both sides."""
+    """The mesh is open (the medial axis is replaced by local Voronoi spheres on both sides), or no
+    medial sphere was found (the octree builder is used)."""
 
 
 # ---------------------------------------------------------------- samples
@@ -120,14 +121,18 @@ def medial_spheres(query: MeshQuery, n_samples: int, seed: int):
     R = float(np.max(np.ptp(query.vertices, axis=0)))
     rng = np.random.default_rng(seed + 1)
     for rnd in range(REPAIR_ROUNDS + 1):
-        tet = Delaunay(pts, qhull_options="Qbb Qc Qz Q12")
+        try:
+            tet = Delaunay(pts, qhull_options="Qbb Qc Qz Q12")
+        except QhullError:  # flat or otherwise degenerate samples: no medial axis to find
+            return dict(points=pts, normals=nrm, center=np.zeros((0, 3)), radius=np.zeros(0),
+                        forming=np.zeros((0, 4), np.int64), edges=np.zeros((0, 2), np.int64), orphans=len(pts))
         cen, rad = _circumspheres(pts, tet.simplices)
         ok = np.isfinite(rad)
         if query.closed:
             sd = np.full(len(rad), np.inf)
             sd[ok] = query.signed_distance(cen[ok])
             keep = ok & (sd < 0)
-        else:
+        else:  # R is the largest extent, about twice the bounding radius
             keep = ok & (rad <= 0.125 * R)
         formed = np.zeros(len(pts), bool)
         formed[tet.simplices[keep].ravel()] = True
@@ -163,7 +168,6 @@ def _densify(query: MeshQuery, pts, nrm, orphans, rng, per: int = 4):
 # merging by its extreme points along them (26 at most), enough to place its bounding sphere
 _DIRS = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0], [1, -1, 0], [1, 0, 1], [1, 0, -1],
                   [0, 1, 1], [0, 1, -1], [1, 1, 1], [1, 1, -1], [1, -1, 1], [-1, 1, 1]], dtype=np.float64)
-_NREP = 2 * len(_DIRS)
 
 
 @njit(cache=True)
@@ -229,13 +233,15 @@ def _merge_candidate(reps, cnt, a, b, buf, tris, lo, hi, pseudo, signed):
 
 
 @njit(cache=True)
-def _greedy_merge(unit_ptr, pts, edges, target, dirs, tris, lo, hi, pseudo, signed):
+def _greedy_merge(unit_ptr, pts, edges, target, dirs, tris, lo, hi, pseudo, signed, lazy=True):
     """Greedy priority-queue merging of units (groups of sample points) along edges.
 
     unit_ptr : (u+1,) int64, unit i owns rows unit_ptr[i]:unit_ptr[i+1] of pts (k,3);
     edges (e,2) int64 unit pairs; target: stop when this many clusters remain (or no edge is left).
     dirs (13,3): directions whose extreme points represent a cluster. The mesh arrays are those of
-    `_mesh_query`. Returns label (u,) int64: representative unit of each unit's cluster.
+    `_mesh_query`. lazy=False evaluates every pair when queued (plain greedy, for tests).
+    Returns label (u,) int64: representative unit of each unit's cluster (the lower index of a
+    merged pair survives), and the numbers of exact cost evaluations and adjacency slots walked.
     The adjacency of a cluster is a linked list of edge slots whose far end is found by union-find.
     """
     u = len(unit_ptr) - 1
@@ -277,7 +283,11 @@ def _greedy_merge(unit_ptr, pts, edges, target, dirs, tris, lo, hi, pseudo, sign
             b = far[s]
             if a < b and mark[b] != a:
                 mark[b] = a
-                heapq.heappush(heap, (max(own[a], own[b]), a, b, 0, 0, 0, s))
+                if lazy:
+                    heapq.heappush(heap, (max(own[a], own[b]), a, b, 0, 0, 0, s))
+                else:
+                    c0 = _merge_candidate(reps, cnt, a, b, buf, tris, lo, hi, pseudo, signed)[2]
+                    heapq.heappush(heap, (c0, a, b, 0, 0, 1, s))
             s = enxt[s]
     mark[:] = -1
     stamp = 0
@@ -347,8 +357,12 @@ def _greedy_merge(unit_ptr, pts, edges, target, dirs, tris, lo, hi, pseudo, sign
             else:
                 mark[k] = stamp
                 lo_i, hi_i = min(a, k), max(a, k)
-                est = max(own[a], own[k], slot_cost[s])
-                heapq.heappush(heap, (est, lo_i, hi_i, ver[lo_i], ver[hi_i], 0, s))
+                if lazy:
+                    est = max(own[a], own[k], slot_cost[s])
+                    heapq.heappush(heap, (est, lo_i, hi_i, ver[lo_i], ver[hi_i], 0, s))
+                else:
+                    c0 = _merge_candidate(reps, cnt, lo_i, hi_i, buf, tris, lo, hi, pseudo, signed)[2]
+                    heapq.heappush(heap, (c0, lo_i, hi_i, ver[lo_i], ver[hi_i], 1, s))
                 prev = s
             s = enxt[s]
     for i in range(u):  # final labels point at representatives
@@ -381,8 +395,9 @@ def merge_clusters(members: np.ndarray, forming: np.ndarray, edges: np.ndarray, 
     while True:
         ids = [forming[members[g]].ravel() for g in groups]
         unit_ptr = np.concatenate([[0], np.cumsum([len(x) for x in ids])]).astype(np.int64)
-        label, n_eval, n_walk = _greedy_merge(unit_ptr, np.ascontiguousarray(pts[np.concatenate(ids)]), e.astype(np.int64),
-                              target, _DIRS, *query.kernel_args())
+        unit_pts = np.ascontiguousarray(pts[np.concatenate(ids)])
+        label, n_eval, n_walk = _greedy_merge(unit_ptr, unit_pts, e.astype(np.int64), target, _DIRS,
+                                              *query.kernel_args(), True)
         reps = np.unique(label)
         STATS["evaluations"] += n_eval
         STATS["walked"] += n_walk
@@ -450,6 +465,10 @@ def medial_levels(query: MeshQuery, branching: int, depth: int, seed: int = 0,
     if n_samples is None:
         n_samples = int(np.clip(SAMPLES_PER_LEAF * branching ** depth, MIN_SAMPLES, MAX_SAMPLES))
     med = medial_spheres(query, n_samples, seed)
+    if len(med["radius"]) == 0:  # e.g. a flat or degenerate mesh: no Voronoi vertex inside
+        from .octree import octree_levels
+        warnings.warn(MedialFallbackWarning("no medial spheres found; using the octree builder"), stacklevel=3)
+        return octree_levels(query, depth, seed=seed)
     c0, r0 = min_enclosing_sphere(query.vertices[np.unique(query.faces)], seed=seed)
     levels = [(c0[None], np.array([r0]), np.array([-1]))]
     groups = [np.arange(len(med["radius"]), dtype=np.int64)]  # medial spheres under each node

@@ -259,3 +259,20 @@ def test_asset_trees_are_cached_and_sound(method):
             _, dist, _ = trimesh.proximity.closest_point(tm, q)
             dist[tm.contains(q)] = 0.0
             assert dist.max() <= tree.error[i] + 1e-9
+
+
+def test_flat_open_mesh_falls_back_to_octree():
+    """A flat square has no medial axis (Qhull refuses flat input): warn and build the octree."""
+    v = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], float)
+    f = np.array([[0, 1, 2], [0, 2, 3]])
+    with pytest.warns(UserWarning) as record:
+        tree = build_tree(v, f, method="medial", depth=2)
+    assert any(isinstance(w.message, MedialFallbackWarning) and "octree" in str(w.message) for w in record)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        octree = build_tree(v, f, method="octree", depth=2)
+    assert np.array_equal(tree.center, octree.center) and not tree.closed
+    p = np.random.default_rng(0).random((200, 3)) * [1, 1, 0]
+    for k in range(3):
+        c, r, _ = tree.level(k)
+        assert np.all((np.linalg.norm(p[:, None] - c[None], axis=2) <= r).any(axis=1))

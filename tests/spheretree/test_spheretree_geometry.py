@@ -158,11 +158,11 @@ def test_greedy_merge_partitions_connected_clusters(shapes, seed, target):
     edges = np.concatenate([np.stack([order[:-1], order[1:]], 1), rng.integers(0, n, (n, 2))])
     edges = edges[edges[:, 0] != edges[:, 1]].astype(np.int64)
     dirs = np.eye(3)
-    label, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, *q.kernel_args())
+    label, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, *q.kernel_args(), True)
     assert len(np.unique(label)) == target
     assert np.all(label[label] == label)  # labels are representatives
     assert _components_ok(label, edges)
-    label2, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, *q.kernel_args())
+    label2, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, *q.kernel_args(), True)
     assert np.array_equal(label, label2)
 
 
@@ -179,3 +179,79 @@ def test_merge_clusters_covers_forming_points(shapes):
         assert np.all(np.linalg.norm(fp - c, axis=1) <= r * (1 + 1e-12))
     # medial sphere centres of a closed mesh are inside it
     assert np.all(q.signed_distance(med["center"]) < 0)
+
+
+def _ritter_ref(p):
+    """Ritter's sphere, plain Python (the same passes as the kernel)."""
+    y = p[np.argmax(((p - p[0]) ** 2).sum(axis=1))]
+    z = p[np.argmax(((p - y) ** 2).sum(axis=1))]
+    c, r = (y + z) / 2, np.linalg.norm(z - y) / 2
+    for q in p:
+        d = np.linalg.norm(q - c)
+        if d > r:
+            nr = (r + d) / 2
+            c, r = c + (q - c) * ((nr - r) / d), nr
+    return c, np.sqrt(((p - c) ** 2).sum(axis=1).max())
+
+
+def _greedy_ref(unit_ptr, pts, edges, target, dirs, tris):
+    """Plain greedy merging: every step merges the adjacent pair of least cost (r + signed distance of
+    the Ritter centre of both clusters' representative points); the survivor keeps the lower index
+    and, as representatives, the extreme points of the union along each direction."""
+    n = len(unit_ptr) - 1
+    reps = {i: pts[unit_ptr[i]:unit_ptr[i + 1]][:max(2 * len(dirs), 8)] for i in range(n)}
+    adj = {i: set() for i in range(n)}
+    for a, b in edges:
+        adj[a].add(b)
+        adj[b].add(a)
+    label = np.arange(n)
+
+    def cost(a, b):
+        c, r = _ritter_ref(np.concatenate([reps[a], reps[b]]))
+        d = triangle_distances(c[None], tris).min()
+        return r + (-d if winding_number(c[None], tris)[0] > 0.5 else d)
+
+    while len(reps) > target:
+        pairs = [(cost(a, b), a, b) for a in adj for b in adj[a] if a < b]
+        if not pairs:
+            break
+        _, a, b = min(pairs)
+        buf = np.concatenate([reps[a], reps[b]])
+        new = []
+        for d in dirs:
+            v = buf @ d
+            for i in (int(np.argmax(v)), int(np.argmin(v))):
+                if not any(np.array_equal(buf[i], x) for x in new):
+                    new.append(buf[i])
+        reps[a] = np.array(new)
+        del reps[b]
+        label[label == b] = a
+        adj[a] |= adj.pop(b)
+        adj[a] -= {a, b}
+        for k in adj:
+            if b in adj[k]:
+                adj[k].discard(b)
+                if k != a:
+                    adj[k].add(a)
+    return label
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=seeds, target=st.integers(1, 6))
+def test_greedy_merge_matches_plain_reference(shapes, seed, target):
+    """The numba merge (non-lazy mode) makes exactly the merges of the plain-Python greedy."""
+    v, f, _ = shapes["notched"]
+    q = MeshQuery(v, f, True)
+    rng = np.random.default_rng(seed)
+    n = 14
+    pts = rng.uniform(-0.9, 0.9, (4 * n, 3))
+    ptr = np.arange(0, 4 * n + 1, 4, dtype=np.int64)
+    order = rng.permutation(n)
+    edges = np.concatenate([np.stack([order[:-1], order[1:]], 1), rng.integers(0, n, (n, 2))])
+    edges = edges[edges[:, 0] != edges[:, 1]].astype(np.int64)
+    dirs = np.array([[1.0, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]])
+    got, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, *q.kernel_args(), False)
+    want = _greedy_ref(ptr, pts, edges, target, dirs, v[f])
+    assert np.array_equal(got, want)
+    lazy, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, *q.kernel_args(), True)
+    assert len(np.unique(lazy)) == target and _components_ok(lazy, edges)
