@@ -29,7 +29,7 @@ def open_window(size: tuple[int, int], headless: bool, caption: str):
     no display, or the driver cannot give OpenGL 3.3 core (message names the renderer)."""
     check_display(headless)
     if headless:
-        os.environ.setdefault("PYOPENGL_PLATFORM", "egl")  # imgui's backend draws through PyOpenGL
+        os.environ.setdefault("PYOPENGL_PLATFORM", "egl")  # imgui's backend makes its textures with PyOpenGL
     import pyglet
     pyglet.options.headless = headless
     pyglet.options.shadow_window = False
