@@ -27,10 +27,10 @@ class TreeBank:
     radius      : (N,)   float64 [m]
     error       : (N,)   float64 [m] bound on the distance from any point of the sphere to its ship
     witness     : (N, 3) float64, body frame [m] a surface point of the ship inside the sphere
-    first_child : (N,)   int32, global index of the first child, -1 for leaves
-    child_count : (N,)   int32
+    first_child : (N,)   int64, global index of the first child, -1 for leaves
+    child_count : (N,)   int64
     tri_ptr     : (N+1,) int64, CSR: triangles of leaf i are tri_idx[tri_ptr[i]:tri_ptr[i+1]]
-    tri_idx     : (K,)   int32, global triangle ids
+    tri_idx     : (K,)   int64, global triangle ids
     tri_verts   : (F, 3, 3) float64, body frame [m], one vertex per row
     tri_center  : (F, 3) float64, centroid of each triangle [m]
     tri_radius  : (F,)   float64, radius around tri_center enclosing the triangle [m]
@@ -81,8 +81,8 @@ class TreeBank:
             return np.ascontiguousarray(np.concatenate([getattr(t, name) for t in trees]), dtype=dtype)
 
         first_child = np.concatenate([np.where(t.first_child >= 0, t.first_child + o, -1)
-                                      for t, o in zip(trees, node_offset)]).astype(np.int32)
-        tri_idx = np.concatenate([t.leaf_tri_idx + o for t, o in zip(trees, tri_offset)]).astype(np.int32)
+                                      for t, o in zip(trees, node_offset)]).astype(np.int64)
+        tri_idx = np.concatenate([t.leaf_tri_idx + o for t, o in zip(trees, tri_offset)]).astype(np.int64)
         counts = np.concatenate([np.diff(t.leaf_tri_ptr) for t in trees])
         tri_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         tri_verts = np.ascontiguousarray(np.concatenate([t.vertices[t.faces] for t in trees]), dtype=np.float64)
@@ -90,7 +90,7 @@ class TreeBank:
         tri_radius = np.sqrt(((tri_verts - tri_center[:, None, :]) ** 2).sum(axis=2)).max(axis=1)
         return cls(center=cat("center", np.float64), radius=cat("radius", np.float64),
                    error=cat("error", np.float64), witness=cat("witness", np.float64),
-                   first_child=first_child, child_count=cat("child_count", np.int32),
+                   first_child=first_child, child_count=cat("child_count", np.int64),
                    tri_ptr=tri_ptr, tri_idx=tri_idx, tri_verts=tri_verts,
                    tri_center=np.ascontiguousarray(tri_center),
                    tri_radius=np.ascontiguousarray(tri_radius),

@@ -16,7 +16,8 @@ from .triangles import distance_triangle_triangle, intersect_triangle_triangle
 
 
 # Points are passed as (array, row) and never sliced: array views cost reference counting in
-# the innermost loops.
+# the innermost loops. Indices are int64 everywhere and constants are passed as typed values (Z,
+# TRUE, ...), never literals: each distinct argument type is one more compilation of a helper.
 
 @njit(cache=True)
 def _to_a(R, t, r, X, i, out, o):
@@ -35,13 +36,14 @@ def descend_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, s
     """One level deeper for active rows s..e: every child pair of a colliding node pair whose
     spheres overlap (a leaf stands in for its own children, so trees of unequal depth mix).
 
-    Returns (out_ptr (e-s+1,) int64, out_a (n,) int32, out_b (n,) int32), CSR over rows s..e.
+    Returns (out_ptr (e-s+1,) int64, out_a (n,) int64, out_b (n,) int64), CSR over rows s..e.
     """
+    Z = np.int64(0)
     cap = 0
     for j in range(ptr[s], ptr[e]):
         cap += max(cca[fa[j]], 1) * max(ccb[fb[j]], 1)
-    out_a = np.empty(cap, np.int32)
-    out_b = np.empty(cap, np.int32)
+    out_a = np.empty(cap, np.int64)
+    out_b = np.empty(cap, np.int64)
     out_ptr = np.zeros(e - s + 1, np.int64)
     xb = np.empty((1, 3))
     n = 0
@@ -54,10 +56,10 @@ def descend_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, s
             if ccb[b0] > 0:
                 b0, nb = fcb[b0], ccb[b0]
             for b in range(b0, b0 + nb):
-                _to_a(R, t, r, cb, b, xb, 0)
+                _to_a(R, t, r, cb, b, xb, Z)
                 for a in range(a0, a0 + na):
                     rr = ra[a] + rb[b]
-                    if _dist2(ca, a, xb, 0) <= rr * rr:
+                    if _dist2(ca, a, xb, Z) <= rr * rr:
                         out_a[n] = a
                         out_b[n] = b
                         n += 1
@@ -129,11 +131,12 @@ def _sweep(lo_a, hi_a, lo_b, hi_b):
     oa = np.argsort(lo_a[:, 0])
     ob = np.argsort(lo_b[:, 0])
     none = np.empty((0, 2), np.int64)
-    m = _starts_within(lo_a, hi_a, oa, lo_b, hi_b, ob, False, none, 0, 0)
-    m = _starts_within(lo_b, hi_b, ob, lo_a, hi_a, oa, True, none, 1, m)
+    no, yes, zero, one = np.bool_(False), np.bool_(True), np.int64(0), np.int64(1)
+    m = _starts_within(lo_a, hi_a, oa, lo_b, hi_b, ob, no, none, zero, zero)
+    m = _starts_within(lo_b, hi_b, ob, lo_a, hi_a, oa, yes, none, one, m)
     out = np.empty((m, 2), np.int64)
-    m = _starts_within(lo_a, hi_a, oa, lo_b, hi_b, ob, False, out, 0, 0)
-    _starts_within(lo_b, hi_b, ob, lo_a, hi_a, oa, True, out, 1, m)
+    m = _starts_within(lo_a, hi_a, oa, lo_b, hi_b, ob, no, out, zero, zero)
+    _starts_within(lo_b, hi_b, ob, lo_a, hi_a, oa, yes, out, one, m)
     return out
 
 
@@ -148,16 +151,17 @@ def _first_hit(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb,
     contact usually shows in the first few leaf pairs, so no row-wide gathering is paid.
     B's triangle centres (vertices) are moved into A's frame once per row: moved (moved_v)
     [tri] == stamp."""
+    Z = np.int64(0)
     xb = np.empty((1, 3))
     # deepest overlaps first: that is where the surfaces most likely cross
     depth = np.empty(hi - lo)
     for j in range(lo, hi):
-        _to_a(R, t, r, cb, fb[j], xb, 0)
-        depth[j - lo] = np.sqrt(_dist2(ca, fa[j], xb, 0)) - ra[fa[j]] - rb[fb[j]]
+        _to_a(R, t, r, cb, fb[j], xb, Z)
+        depth[j - lo] = np.sqrt(_dist2(ca, fa[j], xb, Z)) - ra[fa[j]] - rb[fb[j]]
     for jj in np.argsort(depth)[:max_pairs]:
         j = lo + jj
         a, b = fa[j], fb[j]
-        _to_a(R, t, r, cb, b, xb, 0)
+        _to_a(R, t, r, cb, b, xb, Z)
         nb = 0
         for q in range(tpb[b], tpb[b + 1]):
             tri = tib[q]
@@ -178,7 +182,7 @@ def _first_hit(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb,
         for q in range(tpa[a], tpa[a + 1]):
             ta = tia[q]
             rr = tra[ta] + rb[b]
-            if _dist2(tca, ta, xb, 0) > rr * rr:
+            if _dist2(tca, ta, xb, Z) > rr * rr:
                 continue
             for u in range(nb):
                 tb = sel[u]
@@ -198,10 +202,11 @@ def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb
     (each once), move B's into A's frame, pair them by sweep and prune of their boxes, and test
     the pairs whose boxes overlap. With `first`, only the first intersecting pair of a row is
     wanted (a yes/no answer, like a boolean collide): see _first_hit. Returns (out_ptr (e-s+1,) int64, hit_a, hit_b (h,)
-    int32).
+    int64).
     """
+    Z = np.int64(0)
     out_ptr = np.zeros(e - s + 1, np.int64)
-    hits = np.empty((64, 2), np.int32)
+    hits = np.empty((64, 2), np.int64)
     mark_a = np.zeros(len(tva), np.int64)
     mark_b = np.zeros(len(tvb), np.int64)
     moved = np.zeros(len(tvb), np.int64)
@@ -229,8 +234,8 @@ def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb
         na = nb = 0
         for j in range(ptr[i], ptr[i + 1]):
             a, b = fa[j], fb[j]
-            _to_a(R, t, r, cb, b, xb, 0)
-            na = _gather(tpa, tia, tca, tra, a, xb, 0, rb[b], mark_a, stamp, sel_a, na)
+            _to_a(R, t, r, cb, b, xb, Z)
+            na = _gather(tpa, tia, tca, tra, a, xb, Z, rb[b], mark_a, stamp, sel_a, na)
             for q in range(tpb[b], tpb[b + 1]):
                 if moved[tib[q]] != stamp:
                     _to_a(R, t, r, tcb, tib[q], tcb_a, tib[q])
@@ -290,6 +295,7 @@ def summarize_pairs(ca, ra, ea, wa, cb, rb, eb, wb, R, t, ptr, fa, fb):
     normal : (k, 3) unit, mean direction from A's sphere centres to B's (A's origin to B's when
              those cancel, +x when the origins coincide too)
     """
+    Z = np.int64(0)
     k = len(ptr) - 1
     bound = np.full(k, np.inf)
     point = np.full((k, 3), np.nan)
@@ -305,10 +311,10 @@ def summarize_pairs(ca, ra, ea, wa, cb, rb, eb, wb, R, t, ptr, fa, fb):
         best = np.inf
         for j in range(lo, hi):
             a, b = fa[j], fb[j]
-            _to_a(R, t, i, cb, b, xb, 0)
-            _to_a(R, t, i, wb, b, xw, 0)
-            best = min(best, ea[a] + eb[b], np.sqrt(_dist2(wa, a, xw, 0)))
-            d = np.sqrt(_dist2(ca, a, xb, 0))
+            _to_a(R, t, i, cb, b, xb, Z)
+            _to_a(R, t, i, wb, b, xw, Z)
+            best = min(best, ea[a] + eb[b], np.sqrt(_dist2(wa, a, xw, Z)))
+            d = np.sqrt(_dist2(ca, a, xb, Z))
             # the overlap of the two spheres along the centre line, measured from A's centre
             mid = 0.5 * (max(-ra[a], d - rb[b]) + min(ra[a], d + rb[b]))
             for c in range(3):

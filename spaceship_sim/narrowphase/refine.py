@@ -169,8 +169,8 @@ class _Frontier:
     def concat(parts) -> "_Frontier":
         parts = [p for p in parts if len(p.rows)]
         if not parts:
-            return _Frontier(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int32),
-                             np.zeros(0, np.int32))
+            return _Frontier(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64),
+                             np.zeros(0, np.int64))
         ptrs, off = [np.zeros(1, np.int64)], 0
         for p in parts:
             ptrs.append(p.ptr[1:] + off)
@@ -235,7 +235,7 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
     A, B = bank_a, bank_b
 
     # level 0: the root spheres
-    root_a, root_b = bank_a.node_offset[ma].astype(np.int32), bank_b.node_offset[mb].astype(np.int32)
+    root_a, root_b = bank_a.node_offset[ma].astype(np.int64), bank_b.node_offset[mb].astype(np.int64)
     xb = np.einsum("kij,kj->ki", R, B.center[root_b]) + t
     hit0 = ((A.center[root_a] - xb) ** 2).sum(1) <= (A.radius[root_a] + B.radius[root_b]) ** 2
     level = np.zeros(k, np.int64)
@@ -274,7 +274,7 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
     certain = apart.copy()
 
     # exact level: triangles of colliding leaves, for pairs that reached their leaves
-    hit_ptr, hit_a, hit_b = np.zeros(k + 1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32)
+    hit_ptr, hit_a, hit_b = np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     if exact:
         want = colliding & (level == depth) & (cap == depth)
         # rows whose min_level lies past their leaves must be tested: put them first

@@ -137,15 +137,17 @@ def _tri_tri_3d(V1, i0, i1, i2, V2, j0, j1, j2, dp2, dq2, dr2):
 @njit(cache=True)
 def intersect_triangle_triangle(V1, V2):
     """Closed triangles V1, V2 ((3, 3) float64, one vertex per row, same frame) intersect."""
+    # typed indices, not literals: one compiled signature for the helpers
+    i0, i1, i2 = np.int64(0), np.int64(1), np.int64(2)
     # signs of T1's vertices relative to T2's plane; all strictly on one side -> disjoint
-    dp1 = _orient(V2, 0, V2, 1, V2, 2, V1, 0)
-    dq1 = _orient(V2, 0, V2, 1, V2, 2, V1, 1)
-    dr1 = _orient(V2, 0, V2, 1, V2, 2, V1, 2)
+    dp1 = _orient(V2, i0, V2, i1, V2, i2, V1, i0)
+    dq1 = _orient(V2, i0, V2, i1, V2, i2, V1, i1)
+    dr1 = _orient(V2, i0, V2, i1, V2, i2, V1, i2)
     if (dp1 > 0.0 and dq1 > 0.0 and dr1 > 0.0) or (dp1 < 0.0 and dq1 < 0.0 and dr1 < 0.0):
         return False
-    dp2 = _orient(V1, 1, V1, 2, V1, 0, V2, 0)
-    dq2 = _orient(V1, 1, V1, 2, V1, 0, V2, 1)
-    dr2 = _orient(V1, 1, V1, 2, V1, 0, V2, 2)
+    dp2 = _orient(V1, i1, V1, i2, V1, i0, V2, i0)
+    dq2 = _orient(V1, i1, V1, i2, V1, i0, V2, i1)
+    dr2 = _orient(V1, i1, V1, i2, V1, i0, V2, i2)
     if (dp2 > 0.0 and dq2 > 0.0 and dr2 > 0.0) or (dp2 < 0.0 and dq2 < 0.0 and dr2 < 0.0):
         return False
     # rotate T1 so its first vertex is alone on its side of T2's plane; flip = T2 taken as
@@ -164,10 +166,10 @@ def intersect_triangle_triangle(V1, V2):
         start, flip = 2, True
     else:
         return _coplanar_overlap(V1, V2)
-    i0, i1, i2 = start, (start + 1) % 3, (start + 2) % 3
+    s0, s1, s2 = i0 + start, i0 + (start + 1) % 3, i0 + (start + 2) % 3
     if flip:
-        return _tri_tri_3d(V1, i0, i1, i2, V2, 0, 2, 1, dp2, dr2, dq2)
-    return _tri_tri_3d(V1, i0, i1, i2, V2, 0, 1, 2, dp2, dq2, dr2)
+        return _tri_tri_3d(V1, s0, s1, s2, V2, i0, i2, i1, dp2, dr2, dq2)
+    return _tri_tri_3d(V1, s0, s1, s2, V2, i0, i1, i2, dp2, dq2, dr2)
 
 
 @njit(cache=True)
