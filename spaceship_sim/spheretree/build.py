@@ -117,5 +117,8 @@ def load_or_build(mesh, method: str = "medial", branching: int = 8, depth: int =
                 return tree
     tree = build_tree(mesh.vertices, mesh.faces, method=method, branching=branching, depth=depth,
                       seed=seed, closed=mesh.closed)
-    tree.save(path)
+    try:
+        tree.save(path)
+    except OSError as exc:  # read-only install or full disk: the tree is still good to use
+        warnings.warn(f"{path}: cannot cache sphere tree ({exc}); it will be rebuilt next time", stacklevel=2)
     return tree

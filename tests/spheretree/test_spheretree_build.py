@@ -276,3 +276,14 @@ def test_flat_open_mesh_falls_back_to_octree():
     for k in range(3):
         c, r, _ = tree.level(k)
         assert np.all((np.linalg.norm(p[:, None] - c[None], axis=2) <= r).any(axis=1))
+
+
+def test_load_or_build_unwritable_cache_warns(shapes, tmp_path):
+    from spaceship_sim.meshes import validate_mesh_arrays
+    v, f, _ = shapes["notched"]
+    mesh = validate_mesh_arrays(v, f, "notched.ply")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")  # a file where the cache folder should be: cannot create it
+    with pytest.warns(UserWarning, match="cannot cache"):
+        tree = load_or_build(mesh, method="octree", depth=1, cache_dir=blocker / "trees")
+    assert tree.depth == 1
