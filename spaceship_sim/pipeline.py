@@ -4,7 +4,9 @@ controllers -> [integrate -> broad phase -> narrow phase within budget -> respon
 detection sample. A frame advances simulation time by `sim.frame_dt`, cut into equal samples
 no longer than `sim.min_temporal_resolution` so collision detection never samples coarser.
 The narrow phase gets what is left of the target frame time after the predicted render time,
-the stages already run and a safety margin, shared out over the frame's remaining samples.
+the stages already run and a safety margin, shared out over the frame's remaining samples, less
+the predicted overrun: what recent samples spent past their deadline (the refinement checks the
+clock only between batches, and its final summary runs after the last check).
 """
 from __future__ import annotations
 
@@ -58,10 +60,11 @@ def samples_per_frame(frame_dt: float, min_resolution: float) -> int:
 
 
 def detection_budget(world, stats: FrameStats, frame_start: float, samples_left: int) -> float:
-    """Narrow-phase time for this sample [s]: the frame's remaining target time after the
-    predicted render and a safety margin, shared over the samples still to come."""
+    """Narrow-phase deadline for this sample [s]: the frame's remaining target time after the
+    predicted render and a safety margin, shared over the samples still to come, less the
+    predicted overrun of the deadline."""
     if not world.time_critical:
         return math.inf
     spent = time.perf_counter() - frame_start
     left = stats.target - stats.render_predicted - spent - world.config.collision.safety_margin
-    return max(0.0, left / samples_left)
+    return max(0.0, left / samples_left - world.overrun_predictor.predict())

@@ -72,16 +72,17 @@ def timed(stats: FrameStats, attr: str):
         setattr(stats, attr, getattr(stats, attr) + time.perf_counter() - t0)
 
 
-class RenderPredictor:
-    """Predicts this frame's render time as the mean of the last `k` measured render times."""
+class MovingAverage:
+    """Predicts the next value of a measured time as the mean of the last `k` measurements
+    (render time per frame; the narrow phase's overrun of its deadline per sample)."""
 
     def __init__(self, k: int, initial: float = 0.0):
         self.k = k
         self.history: list[float] = []
         self.initial = initial
 
-    def record(self, render_time: float) -> None:
-        self.history.append(render_time)
+    def record(self, value: float) -> None:
+        self.history.append(value)
         del self.history[:-self.k]
 
     def predict(self) -> float:

@@ -17,7 +17,7 @@ from .dynamics import Controllers, Integrator, initial_state
 from .meshes import load_model
 from .narrowphase import TreeBank, refine_frame
 from .spheretree import load_or_build
-from .stats import FrameStats, RenderPredictor
+from .stats import FrameStats, MovingAverage
 
 
 class World:
@@ -62,7 +62,9 @@ class World:
         self.integrator = Integrator(cfg, self.state.n)
         self.broad = make_broadphase(self.broadphase_name, self.state.radius,
                                      min_resolution=cfg.sim.min_temporal_resolution)
-        self.render_predictor = RenderPredictor(cfg.collision.render_average_frames)
+        self.render_predictor = MovingAverage(cfg.collision.render_average_frames)
+        # what the narrow phase overruns its deadline by (work past the last clock check)
+        self.overrun_predictor = MovingAverage(cfg.collision.render_average_frames)
         self.t, self.frame = 0.0, 0
         self.last_stats: FrameStats | None = None
         self.last_narrow = None
@@ -123,7 +125,9 @@ class World:
         stats.colliding_pairs += int(hit.sum())
         stats.exact_pairs += int((hit & narrow.exact).sum())
         stats.responses += responses
-        stats.budget += budget if math.isfinite(budget) else 0.0
+        if math.isfinite(budget):
+            stats.budget += budget
+            self.overrun_predictor.record(max(0.0, narrow.time_used - budget))
         stats.detection_used += narrow.time_used
         hist = np.bincount(narrow.level[hit], minlength=self.max_level + 1)
         old = np.asarray(stats.level_hist or np.zeros(len(hist), int))

@@ -1,15 +1,19 @@
 """The whole frame: determinism, headless runs, and a core that needs no GL."""
 import json
+import math
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from spaceship_sim.cli import main
 from spaceship_sim.config import config_from_dict, load_config
-from spaceship_sim.pipeline import samples_per_frame
+from spaceship_sim.pipeline import detection_budget, samples_per_frame
+from spaceship_sim.stats import FrameStats, MovingAverage
 from spaceship_sim.world import World
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,6 +33,30 @@ def test_samples_never_coarser_than_min_resolution():
     assert samples_per_frame(1 / 30, 1 / 60) == 2
     assert samples_per_frame(1 / 30, 1 / 30) == 1
     assert samples_per_frame(0.05, 0.02) == 3
+
+
+def test_detection_budget_leaves_room_for_render_margin_and_predicted_overrun():
+    world = SimpleNamespace(time_critical=True, overrun_predictor=MovingAverage(4),
+                            config=SimpleNamespace(collision=SimpleNamespace(safety_margin=0.001)))
+    stats = FrameStats(target=0.033, render_predicted=0.020)
+    share = (0.033 - 0.020 - 0.001) / 2
+    b = detection_budget(world, stats, time.perf_counter(), samples_left=2)
+    assert share - 0.001 < b <= share
+    world.overrun_predictor.record(0.002)
+    world.overrun_predictor.record(0.004)
+    b = detection_budget(world, stats, time.perf_counter(), samples_left=2)
+    assert share - 0.003 - 0.001 < b <= share - 0.003
+    assert detection_budget(world, FrameStats(target=0.033, render_predicted=0.040), time.perf_counter(), 1) == 0
+    world.time_critical = False
+    assert detection_budget(world, stats, time.perf_counter(), 2) == math.inf
+
+
+def test_world_predicts_narrow_phase_overrun_from_time_critical_samples():
+    w = small_world(arena={"size": 30.0}, ships={"count": 12})
+    for _ in range(30):
+        w.step()
+        w.end_frame(0.0)
+    assert w.overrun_predictor.history and all(x >= 0 for x in w.overrun_predictor.history)
 
 
 def test_same_config_and_seed_same_state_hash_after_1000_frames():

@@ -1,10 +1,10 @@
 import math
 
-from spaceship_sim.stats import FrameStats, RenderPredictor
+from spaceship_sim.stats import FrameStats, MovingAverage
 
 
-def test_render_predictor_is_moving_average_of_last_k():
-    p = RenderPredictor(3, initial=0.01)
+def test_moving_average_predicts_mean_of_last_k():
+    p = MovingAverage(3, initial=0.01)
     assert p.predict() == 0.01
     for t in [1.0, 2.0, 3.0, 4.0]:
         p.record(t)

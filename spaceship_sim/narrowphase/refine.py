@@ -22,7 +22,8 @@ import numpy as np
 from .bank import TreeBank, bank_of
 from .kernels import descend_pairs, exact_pairs, relative_poses, summarize_pairs
 
-PROBE = 8               # pairs in the first kernel call of a stage under a finite deadline
+PROBE = 8               # pair rows in the first descent call of a level under a finite deadline
+EXACT_PROBE = 1         # ... of the exact level: one row's triangle tests can take a millisecond
 MAX_BATCH = 1 << 16     # pairs per kernel call at most (bounds the scratch arrays)
 FINISH_COST = 6e-8      # [s] per held node pair: time kept back from the deadline for the final
                         # summary (bounds, contacts), measured ~50 ns per pair on a 2-core runner
@@ -191,14 +192,14 @@ class _Frontier:
         return _Frontier(np.arange(k), ptr, fa, fb)
 
 
-def _run_batches(kernel, n: int, deadline: float, n_forced: int):
+def _run_batches(kernel, n: int, deadline: float, n_forced: int, probe: int = PROBE):
     """Call kernel(s, e) over active rows 0..n in batches until done or past the deadline; the
     first n_forced rows run whatever the clock says. A small probe batch measures the time per
     row; each later batch is sized to use a third of the time left, so the deadline is approached
     geometrically with few numba dispatches (one when there is no deadline) and an overshoot of
     a few rows at most. Returns (rows processed, [(ptr, a, b)])."""
     pieces, done = [], 0
-    batch = PROBE if math.isfinite(deadline) else MAX_BATCH
+    batch = probe if math.isfinite(deadline) else MAX_BATCH
     t_start = time.perf_counter()
     while done < n:
         now = time.perf_counter()
@@ -206,7 +207,7 @@ def _run_batches(kernel, n: int, deadline: float, n_forced: int):
             break
         if done and math.isfinite(deadline):
             per_row = max((now - t_start) / done, 1e-9)
-            batch = int(min(max((deadline - now) / (3 * per_row), PROBE), MAX_BATCH))
+            batch = int(min(max((deadline - now) / (3 * per_row), probe), MAX_BATCH))
         e = min(done + batch, n if done >= n_forced else n_forced)
         pieces.append(kernel(done, e))
         done = e
@@ -288,7 +289,8 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
                                not all_contacts)
 
         n_forced = int(np.sum(min_level > depth[leaves.rows]))
-        done, pieces = _run_batches(kernel, len(leaves.rows), deadline - FINISH_COST * len(final.fa), n_forced)
+        done, pieces = _run_batches(kernel, len(leaves.rows), deadline - FINISH_COST * len(final.fa), n_forced,
+                                    probe=EXACT_PROBE)
         tested = leaves.rows[:done]
         hits = _join(tested, pieces)
         n_hits = np.diff(hits.ptr)
