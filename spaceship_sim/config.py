@@ -101,6 +101,8 @@ class CollisionConfig:
     min_level: int = _f(1, "every colliding pair is refined at least to this level [-]", lo=0)
     exact: bool = _f(True, "finish with triangle-triangle tests when time allows [-]")
     restitution: float = _f(1.0, "coefficient of restitution of collision response [-]", lo=0.0, hi=1.0)
+    separation_speed: float = _f(1.0, "least speed at which a colliding pair's centres part after response [m/s]",
+                                 lo=0.0)
     render_average_frames: int = _f(8, "frames in the moving average that predicts render time [-]", lo=1)
     safety_margin: float = _f(0.001, "time held back from the detection budget [s]", lo=0.0)
 

@@ -45,13 +45,21 @@ def step(world) -> FrameStats:
         with timed(stats, "t_response"):
             hit = narrow.colliding
             changed = respond(state.vel, state.inv_mass, narrow.pairs[hit], narrow.contact_normal[hit],
-                              cfg.collision.restitution)
+                              cfg.collision.restitution, centre_line(state.pos, narrow.pairs[hit]),
+                              cfg.collision.separation_speed)
             world.broad.invalidate(changed)
         world.record_collisions(stats, narrow, budget, len(changed))
     world.t = t0 + cfg.sim.frame_dt  # no drift from summing sample steps
     stats.sim_time = world.t
     stats.samples = n_samples
     return stats
+
+
+def centre_line(pos: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """(k, 3) unit directions from each pair's first ship centre to its second (0 if coincident)."""
+    d = pos[pairs[:, 1]] - pos[pairs[:, 0]]
+    length = np.linalg.norm(d, axis=1, keepdims=True)
+    return np.divide(d, length, out=np.zeros_like(d), where=length > 0)
 
 
 def samples_per_frame(frame_dt: float, min_resolution: float) -> int:

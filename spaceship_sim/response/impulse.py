@@ -5,6 +5,14 @@ normal velocity is u = (v_b - v_a)·n. Only converging pairs (u < 0) respond; th
 J = -(1 + e)·u / (1/m_a + 1/m_b) is applied as v_a -= J n / m_a, v_b += J n / m_b.
 This conserves momentum always and kinetic energy when e = 1. The user's ship has
 inv_mass 0 (infinite mass), so it is never deflected. Rotation is ignored.
+
+No sticking: Hubbard's impulse alone leaves pairs in contact for seconds when the mean contact
+normal of interlocked concave ships is nearly perpendicular to their approach, when they fly
+side by side touching (u = 0), or when thrust or an arena wall keeps pushing them together.
+So, after the impulse, a pair whose centres part slower than `separation_speed` gets a second
+impulse along the centre line that makes them part at exactly that speed. Momentum is still
+conserved; the energy added is at most ½·μ·separation_speed² per pair (μ the reduced mass).
+Parting along the centre line ends any contact, since the bounding spheres then separate.
 """
 from __future__ import annotations
 
@@ -12,23 +20,39 @@ import numpy as np
 
 
 def respond(vel: np.ndarray, inv_mass: np.ndarray, pairs: np.ndarray, normal: np.ndarray,
-            restitution: float) -> np.ndarray:
+            restitution: float, centre_line: np.ndarray | None = None,
+            separation_speed: float = 0.0) -> np.ndarray:
     """Apply impulses in place, pair by pair (in order, so a ship hit twice sees both).
 
-    vel      : (n, 3) float64 world frame [m/s], modified in place
-    inv_mass : (n,) float64 [1/kg]
-    pairs    : (k, 2) int ship indices
-    normal   : (k, 3) float64 unit contact normals, world frame, from pairs[:,0] toward pairs[:,1]
+    vel         : (n, 3) float64 world frame [m/s], modified in place
+    inv_mass    : (n,) float64 [1/kg]
+    pairs       : (k, 2) int ship indices
+    normal      : (k, 3) float64 unit contact normals, world frame, from pairs[:,0] toward pairs[:,1]
+    centre_line : (k, 3) float64 unit directions from ship a's centre to b's (zero rows: coincident
+                  centres), or None for Hubbard's impulse alone
+    separation_speed : least parting speed of the centres after response [m/s]
     Returns the sorted indices of ships whose velocity changed.
     """
     changed = []
-    for (a, b), n in zip(pairs, normal):
-        w = inv_mass[a] + inv_mass[b]
-        u = float(np.dot(vel[b] - vel[a], n))
-        if u >= 0.0 or w == 0.0:
-            continue  # separating or resting, or two immovable ships
-        j = -(1.0 + restitution) * u / w
-        vel[a] -= j * inv_mass[a] * n
-        vel[b] += j * inv_mass[b] * n
-        changed += [a, b]
+    for i, (a, b) in enumerate(pairs):
+        if inv_mass[a] + inv_mass[b] == 0.0:
+            continue  # two immovable ships
+        hit = _impulse(vel, inv_mass, a, b, normal[i], target=lambda u: -restitution * u if u < 0.0 else u)
+        if centre_line is not None:
+            hit |= _impulse(vel, inv_mass, a, b, centre_line[i], target=lambda u: max(u, separation_speed))
+        if hit:
+            changed += [a, b]
     return np.unique(np.asarray(changed, dtype=np.int64))
+
+
+def _impulse(vel, inv_mass, a, b, n, target) -> bool:
+    """Change the pair's relative velocity along unit n from u to target(u) with an impulse
+    along n (momentum conserved). Returns whether velocities changed."""
+    u = float(np.dot(vel[b] - vel[a], n))
+    du = target(u) - u
+    if du == 0.0 or not np.any(n):
+        return False
+    j = du / (inv_mass[a] + inv_mass[b])
+    vel[a] -= j * inv_mass[a] * n
+    vel[b] += j * inv_mass[b] * n
+    return True

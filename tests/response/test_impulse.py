@@ -47,3 +47,33 @@ def test_pair_impulse(va, vb, n, ma, mb, e, user):
 def test_two_immovable_ships_are_left_alone():
     vel = np.array([[1.0, 0, 0], [-1.0, 0, 0]])
     assert len(respond(vel, np.zeros(2), np.array([[0, 1]]), np.array([[1.0, 0, 0]]), 1.0)) == 0
+
+
+@settings(max_examples=80, deadline=None)
+@given(va=vec, vb=vec, n=vec, c=vec, ma=st.floats(0.1, 100), mb=st.floats(0.1, 100), e=st.floats(0, 1),
+       speed=st.floats(0, 5), user=st.booleans())
+def test_centres_part_at_least_at_separation_speed(va, vb, n, c, ma, mb, e, speed, user):
+    vel = np.array([va, vb])
+    inv = np.array([0.0 if user else 1 / ma, 1 / mb])
+    normal, line = unit(n)[None], unit(c)[None]
+    before = vel.copy()
+    respond(vel, inv, np.array([[0, 1]]), normal, e, centre_line=line, separation_speed=speed)
+    assert np.dot(vel[1] - vel[0], line[0]) >= speed - 1e-9, "the centres part at least that fast"
+    if user:
+        np.testing.assert_array_equal(vel[0], before[0])
+        return
+    m = np.array([ma, mb])[:, None]
+    np.testing.assert_allclose((m * vel).sum(0), (m * before).sum(0), atol=1e-7 * (1 + np.abs(m * before).sum()))
+    hubbard = before.copy()
+    respond(hubbard, inv, np.array([[0, 1]]), normal, e)
+    if np.dot(hubbard[1] - hubbard[0], line[0]) >= speed:
+        np.testing.assert_array_equal(vel, hubbard)  # no second impulse when Hubbard's already parts them
+
+
+def test_resting_contact_side_by_side_is_pushed_apart_along_the_centre_line():
+    """Two ships flying side by side, touching: no relative velocity, so Hubbard's impulse does nothing."""
+    vel = np.array([[3.0, 0, 0], [3.0, 0, 0]])
+    changed = respond(vel, np.array([1.0, 1.0]), np.array([[0, 1]]), np.array([[0.0, 0, 1]]), 1.0,
+                      centre_line=np.array([[0.0, 1, 0]]), separation_speed=2.0)
+    assert list(changed) == [0, 1]
+    np.testing.assert_allclose(vel, [[3.0, -1, 0], [3.0, 1, 0]])
