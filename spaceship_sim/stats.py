@@ -22,7 +22,7 @@ class FrameStats:
     t_response: float = 0.0         # collision response [s]
     render_predicted: float = 0.0   # moving-average prediction of this frame's render time [s]
     render_actual: float = 0.0      # measured render time of this frame [s] (0 when not rendered)
-    budget: float = 0.0             # detection budget given to the narrow phase [s]
+    budget: float = 0.0             # detection time the frame allowed (earlier samples' use + last budget) [s]
     detection_used: float = 0.0     # narrow-phase time actually used [s]
     frame_time: float = 0.0         # all stages + render [s]
     slack: float = 0.0              # target - frame_time [s] (negative: over target)

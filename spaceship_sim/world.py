@@ -126,7 +126,8 @@ class World:
         stats.exact_pairs += int((hit & narrow.exact).sum())
         stats.responses += responses
         if math.isfinite(budget):
-            stats.budget += budget
+            # the frame's budget: what earlier samples used plus what this (later) sample may use
+            stats.budget = stats.detection_used + budget
             self.overrun_predictor.record(max(0.0, narrow.time_used - budget))
         stats.detection_used += narrow.time_used
         hist = np.bincount(narrow.level[hit], minlength=self.max_level + 1)

@@ -81,6 +81,7 @@ def test_frames_advance_time_and_record_stages():
     assert np.isclose(w.t, w.config.sim.frame_dt) and s.samples == 2
     assert s.t_integrate > 0 and s.t_broad > 0 and s.render_actual == 0.004
     assert s.frame_time >= s.t_sim
+    assert 0 < s.budget <= s.target - w.config.collision.safety_margin, "samples' budgets are not double-counted"
 
 
 def test_collisions_happen_and_ships_separate():
