@@ -29,6 +29,9 @@ def register(sub) -> None:
                    help="stand-in render time per frame [ms] (default: %(default)s, a render-bound frame)")
     p.add_argument("--budgets", default="0.02,0.05,0.1,0.2,0.5,1,2,5,10",
                    help="detection budgets for the accuracy sweep [ms, comma-separated]")
+    p.add_argument("--sweep-render", default="",
+                   help="also run both modes under each of these stand-in render times [ms, comma-separated] "
+                        "and plot frames within target against them (render_sweep.png)")
     p.add_argument("--out", default="runs/hubbard")
     p.add_argument("--warmup", type=int, default=5)
     p.set_defaults(func=run)
@@ -36,23 +39,15 @@ def register(sub) -> None:
 
 def run(args) -> int:
     budgets = parse_budgets(args.budgets)
+    sweep = parse_ms_list(args.sweep_render, "--sweep-render") if args.sweep_render else []
     if args.frames < 1:
         raise InputError("command line", "--frames", f"must be >= 1, got {args.frames}")
+    if args.render_ms < 0:
+        raise InputError("command line", "--render-ms", f"must be >= 0, got {args.render_ms}")
     cfg = load_config(args.config)
     out = Path(args.out)
-    results = {}
     poses = []
-    for mode, tc in (("time_critical", True), ("exact_only", False)):
-        c = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, time_critical=tc))
-        frames, world = run_frames(c, args.frames, args.render_ms / 1e3, realtime=False,
-                                   on_frame=poses.append if tc else None)
-        summary = report.summarize(frames, skip=args.warmup)
-        summary.update(config=args.config, render_ms=args.render_ms, time_critical=tc)
-        write_outputs(out / mode, frames, summary, world.max_level,
-                      title=f"{Path(args.config).name}: {mode.replace('_', '-')}, render {args.render_ms:g} ms")
-        results[mode] = summary
-        if tc:
-            bank_world = world
+    results, bank_world = run_modes(cfg, args, args.render_ms, out=out, on_frame=poses.append)
     for mode, s in results.items():
         print(f"{mode:14s} frame time median {s['frame_time_ms']['median']:6.2f} ms  p99 "
               f"{s['frame_time_ms']['p99']:6.2f} ms  within target {100 * s['fraction_within_target']:5.1f}%  "
@@ -64,16 +59,64 @@ def run(args) -> int:
         print(f"budget {r['budget_ms']:7.3f} ms: separation bound median {r['bound_median_m']:.3f} m, "
               f"p90 {r['bound_p90_m']:.3f} m, mean level {r['mean_level']:.2f}, exact {100 * r['exact_fraction']:.0f}%")
     print(f"wrote {out}/time_critical, {out}/exact_only, {out}/accuracy.png")
+    if sweep:
+        render_sweep(cfg, args, [ms * 1e3 for ms in sweep], out)
     return 0
 
 
+def run_modes(cfg, args, render_ms: float, out: Path | None = None, on_frame=None):
+    """Run the scenario time-critical and exact-only under the same stand-in render load.
+    Returns ({mode: summary}, the time-critical world); writes each run's files under out/mode."""
+    results = {}
+    for mode, tc in (("time_critical", True), ("exact_only", False)):
+        c = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, time_critical=tc))
+        frames, world = run_frames(c, args.frames, render_ms / 1e3, realtime=False, progress=out is not None,
+                                   on_frame=on_frame if tc else None)
+        summary = report.summarize(frames, skip=args.warmup)
+        summary.update(config=args.config, render_ms=render_ms, time_critical=tc)
+        if out is not None:
+            write_outputs(out / mode, frames, summary, world.max_level,
+                          title=f"{Path(args.config).name}: {mode.replace('_', '-')}, render {render_ms:g} ms")
+        results[mode] = summary
+        if tc:
+            tc_world = world
+    return results, tc_world
+
+
+def render_sweep(cfg, args, renders_ms: list[float], out: Path) -> None:
+    """Frames within target for both modes against the stand-in render load (render_sweep.png/.csv)."""
+    from tqdm import tqdm
+
+    rows = []
+    for r in tqdm(renders_ms, desc="render sweep", unit="load"):
+        results, _ = run_modes(cfg, args, r)
+        row = {"render_ms": r, "slack_ms": results["time_critical"]["target_ms"] - r}
+        for mode, s in results.items():
+            row[f"{mode}_within_target"] = s["fraction_within_target"]
+            row[f"{mode}_p99_ms"] = s["frame_time_ms"]["p99"]
+        rows.append(row)
+        print(f"render {r:5.1f} ms: within target time-critical {100 * row['time_critical_within_target']:5.1f}%, "
+              f"exact-only {100 * row['exact_only_within_target']:5.1f}%")
+    report.write_csv(out / "render_sweep.csv", rows)
+    plot_render_sweep(out / "render_sweep.png", rows, Path(args.config).name, args.frames)
+    print(f"wrote {out}/render_sweep.png")
+
+
 def parse_budgets(text: str) -> list[float]:
+    values = parse_ms_list(text, "--budgets")
+    if min(values) <= 0:
+        raise InputError("command line", "--budgets", "budgets must be > 0")
+    return values
+
+
+def parse_ms_list(text: str, option: str) -> list[float]:
+    """Comma-separated milliseconds -> sorted seconds; negative or unparsable values are errors."""
     try:
         values = [float(x) / 1e3 for x in text.split(",")]
     except ValueError:
-        raise InputError("command line", "--budgets", f"expected comma-separated numbers, got {text!r}") from None
-    if not values or min(values) <= 0:
-        raise InputError("command line", "--budgets", "budgets must be > 0")
+        raise InputError("command line", option, f"expected comma-separated numbers, got {text!r}") from None
+    if not all(v >= 0 for v in values):
+        raise InputError("command line", option, f"times must be >= 0, got {text!r}")
     return sorted(values)
 
 
@@ -122,6 +165,26 @@ def plot_accuracy(path: Path, rows: list[dict], name: str) -> None:
     lines = ax.get_legend_handles_labels()
     lines2 = ax2.get_legend_handles_labels()
     ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="center right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_render_sweep(path: Path, rows: list[dict], name: str, frames: int) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    r = [row["render_ms"] for row in rows]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for mode, style in (("time_critical", "o-"), ("exact_only", "s--")):
+        ax.plot(r, [100 * row[f"{mode}_within_target"] for row in rows], style, label=mode.replace("_", "-"))
+    ax.axhline(99, color="k", lw=0.8, ls=":", label="99% of frames")
+    target = rows[0]["render_ms"] + rows[0]["slack_ms"]
+    ax.set_xlabel(f"stand-in render time per frame [ms] (target frame time {target:.1f} ms)")
+    ax.set_ylabel("frames within target [%]")
+    ax.set_title(f"{name}: frame rate held vs render load ({frames} frames per run)")
+    ax.legend(loc="lower left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
