@@ -70,18 +70,23 @@ def pose_pair(rng, ta, tb, spread=1.0):
 NAMES = ["ico", "box", "torus", "torus_hand3", "box_hand1", "torus_medial", "lamp"]
 
 
+@pytest.mark.parametrize("all_contacts", [True, False])
 @SETTINGS
 @given(st.integers(0, 2**32 - 1), st.sampled_from(NAMES), st.sampled_from(NAMES))
-def test_exact_level_equals_brute_force_and_levels_cover_contacts(trees, seed, name_a, name_b):
+def test_exact_level_equals_brute_force_and_levels_cover_contacts(trees, all_contacts, seed, name_a, name_b):
     if name_a not in trees or name_b not in trees:
         pytest.skip("asset not available")
     ta, tb = trees[name_a], trees[name_b]
     rng = np.random.default_rng(seed)
     for _ in range(3):
         Ta, Tb = pose_pair(rng, ta, tb, spread=0.8)
-        r = collide_pair(ta, Ta, tb, Tb)
+        r = collide_pair(ta, Ta, tb, Tb, all_contacts=all_contacts)
         want = brute_force_pair(ta.vertices, ta.faces, Ta, tb.vertices, tb.faces, Tb)
-        assert np.array_equal(sorted_pairs(r.tri_pairs), want)
+        if all_contacts:
+            assert np.array_equal(sorted_pairs(r.tri_pairs), want)
+        else:  # first contact: one of the intersecting pairs, and only when there is one
+            assert len(r.tri_pairs) == (len(want) > 0)
+            assert {tuple(x) for x in r.tri_pairs} <= {tuple(x) for x in want}
         assert r.colliding == (len(want) > 0) and r.exact
         assert r.level == max(ta.depth, tb.depth) + 1 or not r.colliding
         if len(want):
@@ -161,6 +166,13 @@ def test_first_contact_mode_agrees_with_all_contacts(trees):
     assert np.array_equal(first.colliding, full.colliding) and np.array_equal(first.level, full.level)
     for f, a in zip(first.tri_pairs, full.tri_pairs):
         assert len(f) == (len(a) > 0) and {tuple(x) for x in f} <= {tuple(x) for x in a}
+    # the rest of the answer does not depend on the mode: response reads contact_normal
+    assert np.array_equal(first.exact, full.exact)
+    assert np.array_equal(first.separation_bound, full.separation_bound)
+    assert np.allclose(first.contact_point, full.contact_point, equal_nan=True)
+    assert np.allclose(first.contact_normal, full.contact_normal)
+    for f, a in zip(first.sphere_pairs, full.sphere_pairs):
+        assert np.array_equal(sorted_pairs(f), sorted_pairs(a))
 
 
 @pytest.mark.parametrize("min_level", [0, 1, 2])
