@@ -21,8 +21,10 @@ from .stats import FrameStats, MovingAverage
 
 
 class World:
-    def __init__(self, config: Config, models, trees, user: str = "autopilot"):
-        """models: list[Mesh]; trees: list[SphereTree], one per model (same order)."""
+    def __init__(self, config: Config, models, trees, user: str = "autopilot", warm: bool = True):
+        """models: list[Mesh]; trees: list[SphereTree], one per model (same order).
+        warm: compile every kernel now (else call warm_up() before the first step, e.g. from a
+        background thread while a window already shows the scene)."""
         self.config, self.models, self.trees, self.user = config, models, trees, user
         self.bank = TreeBank.from_trees(trees)
         self.target_frame_time = config.sim.target_frame_time
@@ -30,26 +32,30 @@ class World:
         self.refine_options = dict(min_level=config.collision.min_level, max_level=None,
                                    exact=config.collision.exact)
         self.broadphase_name = config.collision.broadphase
-        self.warm_up()
         self.reset()
+        if warm:
+            self.warm_up()
 
     def warm_up(self) -> None:
-        """Compile (or load from numba's cache) every narrow-phase kernel now, by refining each
-        model against itself to the exact level, so that the first collision costs no compile."""
+        """Compile (or load from numba's cache) every kernel a frame uses, so that neither the
+        first frame nor the first collision stalls: the narrow phase by refining each model
+        against itself to the exact level, the integrator and broad phase by one frame of a
+        scratch world (this world's state is left alone)."""
         eye = np.broadcast_to(np.eye(4), (2, 4, 4))
         for m in range(len(self.trees)):
             refine_frame(self.bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf,
                          min_level=0, max_level=None, exact=True)
+        World(self.config, self.models, self.trees, user=self.user, warm=False).step()
 
     @classmethod
-    def from_config(cls, config: Config, user: str = "autopilot", progress: bool = False) -> "World":
+    def from_config(cls, config: Config, user: str = "autopilot", warm: bool = True) -> "World":
         """Load the models the config names (user's first) and their cached sphere trees."""
         names = list(dict.fromkeys([config.ships.user_model, *config.ships.models]))
         models = [load_model(name) for name in names]
         c = config.collision
         trees = [load_or_build(m, method=c.tree_method, branching=c.tree_branching, depth=c.tree_depth)
                  for m in models]
-        return cls(config, models, trees, user=user)
+        return cls(config, models, trees, user=user, warm=warm)
 
     # --- lifecycle --------------------------------------------------------------------
     def reset(self) -> None:

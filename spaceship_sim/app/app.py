@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -16,6 +17,9 @@ import numpy as np
 from .camera import Camera
 from .keys import resolve
 from .overlay_model import OverlayModel, collision_changes
+
+
+WARMING_FRAME_TIME = 0.2  # [s] per frame shown while the kernels compile (they need the GIL)
 
 
 class AppError(Exception):
@@ -83,8 +87,12 @@ def probe_renderer(headless: bool) -> str:
 class App:
     """One window showing one World; `run()` is the frame loop."""
 
-    def __init__(self, window, ctx, world, mode: str = "fly", pace: bool = True, split_timing: bool = False):
-        """split_timing: also time the scene alone (one more GPU sync per frame)."""
+    def __init__(self, window, ctx, world, mode: str = "fly", pace: bool = True, split_timing: bool = False,
+                 warm_in_background: bool = False):
+        """split_timing: also time the scene alone (one more GPU sync per frame).
+        warm_in_background: the world was made with warm=False; compile its kernels in a thread
+        while the window already shows the scene (numba's first compile takes seconds), and
+        start stepping when they are ready."""
         from pyglet.window import key, mouse
 
         from .overlay import Controls, Overlay
@@ -104,9 +112,14 @@ class App:
         self.frame_times: list[float] = []   # FrameStats.frame_time of each stepped frame [s]
         self.render_times: list[float] = []  # measured render time (scene + overlay) of those frames [s]
         self.scene_times: list[float] = []   # its scene part [s]
-        self.loop_times: list[float] = []    # wall time of each loop iteration [s]
+        self.loop_times: list[float] = []    # wall time of each loop iteration that stepped [s]
         self.first_frame_at: float | None = None  # perf_counter when the first frame was shown
+        self.first_step_at: float | None = None   # ... when the first simulated frame was shown
         self.view_proj = np.eye(4)
+        self.warming = threading.Thread(target=world.warm_up, daemon=True) if warm_in_background else None
+        self.warm_start = time.perf_counter()
+        if self.warming is not None:
+            self.warming.start()
         window.push_handlers(on_key_press=self.on_key_press, on_key_release=self.on_key_release,
                              on_mouse_drag=self.on_mouse_drag, on_mouse_scroll=self.on_mouse_scroll)
 
@@ -173,8 +186,10 @@ class App:
         start = time.perf_counter()
         self.window.dispatch_events()
         self.apply_controls()
-        stepping = not self.controls.paused or self.controls.step_requested
-        self.controls.step_requested = False
+        stepping = self.ready() and (not self.controls.paused or self.controls.step_requested)
+        self.controls.step_requested = self.controls.step_requested and not stepping
+        self.model.status = "" if self.ready() else (
+            f"compiling collision kernels (numba, first start only): {time.perf_counter() - self.warm_start:.0f} s")
         stats = self.world.step() if stepping else None
         state, narrow = self.world.state, self.world.last_narrow
         hits = narrow.pairs[narrow.colliding] if narrow is not None and len(narrow.pairs) else None
@@ -198,7 +213,13 @@ class App:
             self.scene_times.append(scene_time)
         if self.first_frame_at is None:
             self.first_frame_at = time.perf_counter()
-        self.loop_times.append(time.perf_counter() - start)
+        if stats is not None:
+            self.first_step_at = self.first_step_at or time.perf_counter()
+            self.loop_times.append(time.perf_counter() - start)
+
+    def ready(self) -> bool:
+        """Whether the world's kernels are compiled, so that it can step."""
+        return self.warming is None or not self.warming.is_alive()
 
     def snapshot(self) -> np.ndarray:
         """The window's current back buffer: (height, width, 3) uint8, top row first."""
@@ -213,14 +234,16 @@ class App:
         while not self.window.has_exit:
             start = time.perf_counter()
             self.frame()
-            shown += 1
+            shown += self.ready()  # frames shown while the kernels compile do not count
             last = frames is not None and shown >= frames
             if screenshot and (last or self.window.has_exit):
                 save_png(screenshot, self.snapshot())
             self.window.flip()
             if last:
                 break
-            if self.pace:  # hold the target frame rate
+            if not self.ready():  # leave the compiling thread the interpreter: a few frames a second
+                self.warming.join(WARMING_FRAME_TIME)
+            elif self.pace:  # hold the target frame rate
                 time.sleep(max(0.0, self.world.target_frame_time - (time.perf_counter() - start)))
 
     def empty_frame_time(self, frames: int = 30) -> float:

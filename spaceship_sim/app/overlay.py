@@ -154,6 +154,8 @@ class Overlay:
 
     def _timing(self, m: OverlayModel) -> None:
         self._begin("Frame timing")
+        if m.status:
+            imgui.text_colored(imgui.ImVec4(1.0, 0.8, 0.2, 1.0), m.status)
         imgui.text(f"frame {m.frame}   target {m.target_ms:.1f} ms" + ("   OVERRUN" if m.overrun else ""))
         imgui.text(f"render: predicted {m.render_predicted_ms:.2f} ms, actual {m.render_actual_ms:.2f} ms")
         imgui.text(f"detection: budget {m.budget_ms:.2f} ms, used {m.detection_used_ms:.2f} ms")

@@ -57,6 +57,7 @@ class OverlayModel:
         self.level_hist: list[int] = []
         self.pairs: list[PairRow] = []
         self.sep_bound_min = math.nan
+        self.status = ""  # a line shown above the timing figures (e.g. while kernels compile)
 
     def update(self, stats, narrow=None) -> None:
         """Take in a finished FrameStats and (optionally) that frame's narrow-phase result."""

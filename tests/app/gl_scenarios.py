@@ -15,7 +15,8 @@ REPO = Path(__file__).resolve().parents[2]
 SIZE = (1280, 720)
 
 
-def make_app(mode: str = "fly", ships: int = 6):
+def make_app(mode: str = "fly", ships: int = 6, warm_up=None):
+    """warm_up: a replacement for World.warm_up, run in the app's background thread."""
     import dataclasses
 
     from spaceship_sim.app.app import App, open_window
@@ -26,9 +27,11 @@ def make_app(mode: str = "fly", ships: int = 6):
     # brute-force broad phase: same app behaviour, far fewer numba kernels to compile on a cold cache
     cfg = dataclasses.replace(cfg, ships=dataclasses.replace(cfg.ships, count=ships),
                               collision=dataclasses.replace(cfg.collision, broadphase="brute_force"))
-    world = World.from_config(cfg, user="keyboard" if mode == "fly" else "autopilot")
+    world = World.from_config(cfg, user="keyboard" if mode == "fly" else "autopilot", warm=warm_up is None)
     window, ctx = open_window(SIZE, headless=True, caption="test")
-    return App(window, ctx, world, mode=mode, pace=False)
+    if warm_up is not None:
+        world.warm_up = warm_up
+    return App(window, ctx, world, mode=mode, pace=False, warm_in_background=warm_up is not None)
 
 
 def screenshot() -> dict:
@@ -167,6 +170,29 @@ def overlay() -> dict:
                       "level_hist": m.level_hist, "n_pairs": len(m.pairs),
                       "n_history": len(m.frames)},
             "narrow_colliding": int(np.sum(narrow.colliding)) if narrow is not None else 0}
+
+
+def warming() -> dict:
+    """While the kernels compile in the background the window shows the scene and says so,
+    and the world does not step; once they are ready it steps."""
+    import threading
+
+    from spaceship_sim.app.renderer import BACKGROUND
+
+    release = threading.Event()
+    app = make_app("fly", warm_up=lambda: release.wait(60))
+    for _ in range(3):
+        app.frame()
+    image = app.snapshot()
+    bg = np.round(np.array(BACKGROUND) * 255)
+    during = {"frame": app.world.frame, "status": app.model.status, "ready": app.ready(),
+              "drawn": float(np.mean(np.any(np.abs(image - bg) > 12, axis=2)))}
+    release.set()
+    app.warming.join(10)
+    for _ in range(3):
+        app.frame()
+    return {"during": during, "after": {"frame": app.world.frame, "status": app.model.status,
+                                       "ready": app.ready()}}
 
 
 if __name__ == "__main__":

@@ -88,3 +88,11 @@ def test_overlay_model_matches_frame_stats_of_a_real_run():
     assert m["level_hist"] == list(s["level_hist"])
     assert m["n_pairs"] == out["narrow_colliding"]
     assert not math.isnan(m["render_actual_ms"])
+
+
+def test_window_shows_the_scene_while_kernels_compile_and_steps_once_ready():
+    out = scenario("warming")
+    during, after = out["during"], out["after"]
+    assert not during["ready"] and during["frame"] == 0 and "compiling" in during["status"]
+    assert during["drawn"] > 0.01, "ships, stars and overlay are drawn before the world can step"
+    assert after["ready"] and after["frame"] == 3 and after["status"] == ""
