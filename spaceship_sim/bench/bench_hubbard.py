@@ -25,7 +25,7 @@ def register(sub) -> None:
     p = sub.add_parser("hubbard", help="time-critical vs exact-only on the lamps scenario, and accuracy vs budget")
     p.add_argument("--config", default="configs/lamps.toml")
     p.add_argument("--frames", type=int, default=600)
-    p.add_argument("--render-ms", type=float, default=29.0,
+    p.add_argument("--render-ms", type=float, default=31.0,
                    help="stand-in render time per frame [ms] (default: %(default)s, a render-bound frame)")
     p.add_argument("--budgets", default="0.02,0.05,0.1,0.2,0.5,1,2,5,10",
                    help="detection budgets for the accuracy sweep [ms, comma-separated]")
