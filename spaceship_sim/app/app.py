@@ -102,7 +102,7 @@ class App:
         self.split_timing = split_timing
         self.renderer = Renderer(ctx, world.models, world.trees)
         self.overlay = Overlay(window, ctx)
-        self.model = OverlayModel()
+        self.model = OverlayModel(target_ms=1e3 * world.target_frame_time)
         self.camera = Camera("chase" if mode == "fly" else "action")
         self.options = SceneOptions()
         self.controls = Controls(title=mode, camera_mode=self.camera.mode)
@@ -151,7 +151,7 @@ class App:
             c.paused, c.step_requested = True, True
         elif name == "reset":
             self.world.reset()
-            self.model = OverlayModel()
+            self.model = OverlayModel(target_ms=1e3 * self.world.target_frame_time)
             self.camera.eye = None
         elif name == "camera":
             self.camera.toggle()

@@ -45,10 +45,10 @@ class PairRow:
 class OverlayModel:
     """Rolling history of the last `history` frames plus the latest frame's figures (ms)."""
 
-    def __init__(self, history: int = 240):
+    def __init__(self, history: int = 240, target_ms: float = math.nan):
         self.frames: deque[int] = deque(maxlen=history)
         self.series: dict[str, deque[float]] = {k: deque(maxlen=history) for k in SERIES}
-        self.target_ms = math.nan
+        self.target_ms = target_ms
         self.render_predicted_ms = self.render_actual_ms = math.nan
         self.budget_ms = self.detection_used_ms = math.nan
         self.frame = -1
