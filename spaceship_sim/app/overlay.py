@@ -178,7 +178,9 @@ class Overlay:
         self._begin("Collisions")
         imgui.text(f"candidate pairs {m.candidate_pairs}, colliding {m.colliding_pairs}")
         if implot.begin_plot("##levels", imgui.ImVec2(-1, 100)):
-            implot.setup_axes("level reached", "pairs", implot.AxisFlags_.auto_fit, implot.AxisFlags_.auto_fit)
+            implot.setup_axes("level reached", "pairs", implot.AxisFlags_.auto_fit, 0)
+            # counts start at 0 and the axis shows at least 0..1 (auto-fit centres an empty plot on 0)
+            implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, 1.1 * max([1, *m.level_hist]), imgui.Cond_.always)
             if m.level_hist:
                 k = len(m.level_hist) - 1  # last level is the exact (triangle) level
                 implot.setup_axis_ticks(implot.ImAxis_.x1, [float(i) for i in range(k + 1)],
