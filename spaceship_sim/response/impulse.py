@@ -37,22 +37,29 @@ def respond(vel: np.ndarray, inv_mass: np.ndarray, pairs: np.ndarray, normal: np
     for i, (a, b) in enumerate(pairs):
         if inv_mass[a] + inv_mass[b] == 0.0:
             continue  # two immovable ships
-        hit = _impulse(vel, inv_mass, a, b, normal[i], target=lambda u: -restitution * u if u < 0.0 else u)
-        if centre_line is not None:
-            hit |= _impulse(vel, inv_mass, a, b, centre_line[i], target=lambda u: max(u, separation_speed))
-        if hit:
+        moved = False
+        u = _closing(vel, a, b, normal[i])
+        if u < 0.0:  # converging along the contact normal: Hubbard's impulse
+            _impulse(vel, inv_mass, a, b, normal[i], -(1.0 + restitution) * u)
+            moved = True
+        if centre_line is not None and np.any(centre_line[i]):
+            u = _closing(vel, a, b, centre_line[i])
+            if u < separation_speed:  # centres part too slowly: push them apart up to that speed
+                _impulse(vel, inv_mass, a, b, centre_line[i], separation_speed - u)
+                moved = True
+        if moved:
             changed += [a, b]
     return np.unique(np.asarray(changed, dtype=np.int64))
 
 
-def _impulse(vel, inv_mass, a, b, n, target) -> bool:
-    """Change the pair's relative velocity along unit n from u to target(u) with an impulse
-    along n (momentum conserved). Returns whether velocities changed."""
-    u = float(np.dot(vel[b] - vel[a], n))
-    du = target(u) - u
-    if du == 0.0 or not np.any(n):
-        return False
+def _closing(vel, a, b, n) -> float:
+    """Relative velocity of b with respect to a along unit n (negative: converging)."""
+    return float(np.dot(vel[b] - vel[a], n))
+
+
+def _impulse(vel, inv_mass, a, b, n, du) -> None:
+    """Change the pair's relative velocity along unit n by du with an impulse along n
+    (momentum conserved)."""
     j = du / (inv_mass[a] + inv_mass[b])
     vel[a] -= j * inv_mass[a] * n
     vel[b] += j * inv_mass[b] * n
-    return True
