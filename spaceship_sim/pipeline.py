@@ -11,7 +11,6 @@ clock only between batches, and its final summary runs after the last check).
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
@@ -24,25 +23,26 @@ from .stats import FrameStats, timed
 
 def step(world) -> FrameStats:
     """Advance `world` by one frame; returns the frame's stats (render fields filled later)."""
-    cfg, state = world.config, world.state
-    start, t0 = time.perf_counter(), world.t
+    cfg, state, clock = world.config, world.state, world.clock
+    start, t0 = clock(), world.t
     stats = FrameStats(frame=world.frame, target=world.target_frame_time,
                        render_predicted=world.render_predictor.predict())
-    with timed(stats, "t_controls"):
+    with timed(stats, "t_controls", clock):
         world.broad.invalidate(np.flatnonzero(world.controllers.update(world.t, state)))
     n_samples = samples_per_frame(cfg.sim.frame_dt, cfg.sim.min_temporal_resolution)
     for sample in range(n_samples):
-        with timed(stats, "t_integrate"):
+        with timed(stats, "t_integrate", clock):
             world.record_integration(stats, world.integrator.step(state, cfg.sim.frame_dt / n_samples))
             world.broad.invalidate(contain(state, cfg.arena.size))
             world.t += cfg.sim.frame_dt / n_samples
-        with timed(stats, "t_broad"):
+        with timed(stats, "t_broad", clock):
             pairs = world.broad.find_pairs(world.t, state.pos, state.vel, accel_bound(state, cfg.controls))
         budget = detection_budget(world, stats, start, samples_left=n_samples - sample)
-        with timed(stats, "t_narrow"):
+        with timed(stats, "t_narrow", clock):
             narrow = refine_frame(world.bank, state.model_id, transforms(state), pairs,
-                                  deadline=time.perf_counter() + budget, **world.refine_options)
-        with timed(stats, "t_response"):
+                                  deadline=clock() + budget, clock=clock,
+                                  **world.refine_options)
+        with timed(stats, "t_response", clock):
             hit = narrow.colliding
             changed = respond(state.vel, state.inv_mass, narrow.pairs[hit], narrow.contact_normal[hit],
                               cfg.collision.restitution, centre_line(state.pos, narrow.pairs[hit]),
@@ -73,6 +73,6 @@ def detection_budget(world, stats: FrameStats, frame_start: float, samples_left:
     predicted overrun of the deadline."""
     if not world.time_critical:
         return math.inf
-    spent = time.perf_counter() - frame_start
+    spent = world.clock() - frame_start
     left = stats.target - stats.render_predicted - spent - world.config.collision.safety_margin
     return max(0.0, left / samples_left - world.overrun_predictor.predict())

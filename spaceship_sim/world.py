@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from . import pipeline
+from .clock import WALL
 from .broadphase import make_broadphase
 from .config import Config
 from .dynamics import Controllers, Integrator, initial_state
@@ -21,11 +22,13 @@ from .stats import FrameStats, MovingAverage
 
 
 class World:
-    def __init__(self, config: Config, models, trees, user: str = "autopilot", warm: bool = True):
+    def __init__(self, config: Config, models, trees, user: str = "autopilot", warm: bool = True, clock=WALL):
         """models: list[Mesh]; trees: list[SphereTree], one per model (same order).
         warm: compile every kernel now (else call warm_up() before the first step, e.g. from a
-        background thread while a window already shows the scene)."""
-        self.config, self.models, self.trees, self.user = config, models, trees, user
+        background thread while a window already shows the scene).
+        clock: what budgets and stage times are read from (spaceship_sim.clock; tests pass a
+        TickClock so time-critical verdicts do not depend on the machine's speed)."""
+        self.config, self.models, self.trees, self.user, self.clock = config, models, trees, user, clock
         self.bank = TreeBank.from_trees(trees)
         self.target_frame_time = config.sim.target_frame_time
         self.time_critical = config.collision.time_critical
@@ -48,14 +51,14 @@ class World:
         World(self.config, self.models, self.trees, user=self.user, warm=False).step()
 
     @classmethod
-    def from_config(cls, config: Config, user: str = "autopilot", warm: bool = True) -> "World":
+    def from_config(cls, config: Config, user: str = "autopilot", warm: bool = True, clock=WALL) -> "World":
         """Load the models the config names (user's first) and their cached sphere trees."""
         names = list(dict.fromkeys([config.ships.user_model, *config.ships.models]))
         models = [load_model(name) for name in names]
         c = config.collision
         trees = [load_or_build(m, method=c.tree_method, branching=c.tree_branching, depth=c.tree_depth)
                  for m in models]
-        return cls(config, models, trees, user=user, warm=warm)
+        return cls(config, models, trees, user=user, warm=warm, clock=clock)
 
     # --- lifecycle --------------------------------------------------------------------
     def reset(self) -> None:

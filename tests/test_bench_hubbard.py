@@ -1,18 +1,25 @@
-"""`spaceship-sim bench hubbard`: both modes' files, the accuracy sweep and the render sweep."""
+"""`spaceship-sim bench hubbard`: both modes' files, the accuracy sweep and the render sweep.
+
+The runs read a TickClock (time = clock reads), so which levels the time-critical run reaches,
+and so its trajectories, are the same on any machine, however slow or loaded."""
 import csv
 from pathlib import Path
 
 import pytest
 
-from spaceship_sim.cli import main
+from spaceship_sim.bench import bench_hubbard
+from spaceship_sim.cli import build_parser, main
+from spaceship_sim.clock import TickClock
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_hubbard_bench_writes_profiles_accuracy_and_render_sweep(tmp_path, capsys):
     out = tmp_path / "h"
-    assert main(["bench", "hubbard", "--config", str(REPO / "configs/lamps.toml"), "--frames", "40",
-                 "--warmup", "1", "--budgets", "0.02,50", "--sweep-render", "0,40", "--out", str(out)]) == 0
+    args = build_parser().parse_args(["bench", "hubbard", "--config", str(REPO / "configs/lamps.toml"),
+                                      "--frames", "40", "--warmup", "1", "--budgets", "0.02,50",
+                                      "--sweep-render", "0,40", "--out", str(out)])
+    assert bench_hubbard.run(args, clock=TickClock(1e-5)) == 0
     for mode in ("time_critical", "exact_only"):
         assert {p.name for p in (out / mode).iterdir()} == {"frames.csv", "summary.json", "profile.png"}
     acc = list(csv.DictReader(open(out / "accuracy.csv")))

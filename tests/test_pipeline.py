@@ -4,7 +4,6 @@ import json
 import math
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 
 from spaceship_sim.cli import main
+from spaceship_sim.clock import WALL, TickClock
 from spaceship_sim.config import config_from_dict, load_config
 from spaceship_sim.pipeline import detection_budget, samples_per_frame
 from spaceship_sim.stats import FrameStats, MovingAverage
@@ -23,11 +23,11 @@ SMALL = {"arena": {"size": 60.0}, "ships": {"count": 8, "models": ["lamp"], "use
          "sim": {"seed": 5}, "collision": {"tree_method": "octree"}}
 
 
-def small_world(**over):
+def small_world(clock=WALL, **over):
     raw = {k: dict(v) for k, v in SMALL.items()}
     for k, v in over.items():
         raw.setdefault(k, {}).update(v)
-    return World.from_config(config_from_dict(raw, "small"))
+    return World.from_config(config_from_dict(raw, "small"), clock=clock)
 
 
 def test_samples_never_coarser_than_min_resolution():
@@ -37,19 +37,18 @@ def test_samples_never_coarser_than_min_resolution():
 
 
 def test_detection_budget_leaves_room_for_render_margin_and_predicted_overrun():
-    world = SimpleNamespace(time_critical=True, overrun_predictor=MovingAverage(4),
+    clock = TickClock(1e-4)  # the frame so far took one tick: 0.1 ms
+    world = SimpleNamespace(time_critical=True, overrun_predictor=MovingAverage(4), clock=clock,
                             config=SimpleNamespace(collision=SimpleNamespace(safety_margin=0.001)))
     stats = FrameStats(target=0.033, render_predicted=0.020)
-    share = (0.033 - 0.020 - 0.001) / 2
-    b = detection_budget(world, stats, time.perf_counter(), samples_left=2)
-    assert share - 0.001 < b <= share
+    share = (0.033 - 0.020 - 1e-4 - 0.001) / 2
+    assert detection_budget(world, stats, clock(), samples_left=2) == pytest.approx(share)
     world.overrun_predictor.record(0.002)
     world.overrun_predictor.record(0.004)
-    b = detection_budget(world, stats, time.perf_counter(), samples_left=2)
-    assert share - 0.003 - 0.001 < b <= share - 0.003
-    assert detection_budget(world, FrameStats(target=0.033, render_predicted=0.040), time.perf_counter(), 1) == 0
+    assert detection_budget(world, stats, clock(), samples_left=2) == pytest.approx(share - 0.003)
+    assert detection_budget(world, FrameStats(target=0.033, render_predicted=0.040), clock(), 1) == 0
     world.time_critical = False
-    assert detection_budget(world, stats, time.perf_counter(), 2) == math.inf
+    assert detection_budget(world, stats, clock(), 2) == math.inf
 
 
 def test_world_predicts_narrow_phase_overrun_from_time_critical_samples():
@@ -75,7 +74,7 @@ def test_same_config_and_seed_same_state_hash_after_1000_frames():
 
 
 def test_frames_advance_time_and_record_stages():
-    w = small_world()
+    w = small_world(clock=TickClock(1e-5))
     s = w.step()
     w.end_frame(0.004)
     assert np.isclose(w.t, w.config.sim.frame_dt) and s.samples == 2

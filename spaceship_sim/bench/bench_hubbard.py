@@ -10,11 +10,11 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 
 import numpy as np
 
+from ..clock import WALL
 from ..config import load_config
 from ..errors import InputError
 from . import report
@@ -37,7 +37,8 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args, clock=WALL) -> int:
+    """clock: what budgets and the stand-in render are read from (tests pass a TickClock)."""
     budgets = parse_budgets(args.budgets)
     sweep = parse_ms_list(args.sweep_render, "--sweep-render") if args.sweep_render else []
     if args.frames < 1:
@@ -47,7 +48,7 @@ def run(args) -> int:
     cfg = load_config(args.config)
     out = Path(args.out)
     poses = []
-    results, bank_world = run_modes(cfg, args, args.render_ms, out=out, on_frame=poses.append)
+    results, bank_world = run_modes(cfg, args, args.render_ms, out=out, on_frame=poses.append, clock=clock)
     for mode, s in results.items():
         print(f"{mode:14s} frame time median {s['frame_time_ms']['median']:6.2f} ms  p99 "
               f"{s['frame_time_ms']['p99']:6.2f} ms  within target {100 * s['fraction_within_target']:5.1f}%  "
@@ -60,18 +61,18 @@ def run(args) -> int:
               f"p90 {r['bound_p90_m']:.3f} m, mean level {r['mean_level']:.2f}, exact {100 * r['exact_fraction']:.0f}%")
     print(f"wrote {out}/time_critical, {out}/exact_only, {out}/accuracy.png")
     if sweep:
-        render_sweep(cfg, args, [ms * 1e3 for ms in sweep], out)
+        render_sweep(cfg, args, [ms * 1e3 for ms in sweep], out, clock)
     return 0
 
 
-def run_modes(cfg, args, render_ms: float, out: Path | None = None, on_frame=None):
+def run_modes(cfg, args, render_ms: float, out: Path | None = None, on_frame=None, clock=WALL):
     """Run the scenario time-critical and exact-only under the same stand-in render load.
     Returns ({mode: summary}, the time-critical world); writes each run's files under out/mode."""
     results = {}
     for mode, tc in (("time_critical", True), ("exact_only", False)):
         c = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, time_critical=tc))
         frames, world = run_frames(c, args.frames, render_ms / 1e3, realtime=False, progress=out is not None,
-                                   on_frame=on_frame if tc else None)
+                                   on_frame=on_frame if tc else None, clock=clock)
         summary = report.summarize(frames, skip=args.warmup)
         summary.update(config=args.config, render_ms=render_ms, time_critical=tc)
         if out is not None:
@@ -83,13 +84,13 @@ def run_modes(cfg, args, render_ms: float, out: Path | None = None, on_frame=Non
     return results, tc_world
 
 
-def render_sweep(cfg, args, renders_ms: list[float], out: Path) -> None:
+def render_sweep(cfg, args, renders_ms: list[float], out: Path, clock=WALL) -> None:
     """Frames within target for both modes against the stand-in render load (render_sweep.png/.csv)."""
     from tqdm import tqdm
 
     rows = []
     for r in tqdm(renders_ms, desc="render sweep", unit="load"):
-        results, _ = run_modes(cfg, args, r)
+        results, _ = run_modes(cfg, args, r, clock=clock)
         row = {"render_ms": r, "slack_ms": results["time_critical"]["target_ms"] - r}
         for mode, s in results.items():
             row[f"{mode}_within_target"] = s["fraction_within_target"]
@@ -121,7 +122,7 @@ def parse_ms_list(text: str, option: str) -> list[float]:
 
 
 def accuracy_sweep(world, poses, budgets, max_frames: int = 200) -> list[dict]:
-    """Refine the recorded (model_id, T, pairs) frames under each budget."""
+    """Refine the recorded (model_id, T, pairs) frames under each budget (on the world's clock)."""
     from ..narrowphase import refine_frame
 
     frames = [p for p in poses if len(p[2])][:max_frames]
@@ -130,7 +131,7 @@ def accuracy_sweep(world, poses, budgets, max_frames: int = 200) -> list[dict]:
     for b in budgets:
         bounds, levels, exact = [], [], []
         for model_id, T, pairs in frames:
-            r = refine_frame(world.bank, model_id, T, pairs, deadline=time.perf_counter() + b, **opts)
+            r = refine_frame(world.bank, model_id, T, pairs, deadline=world.clock() + b, clock=world.clock, **opts)
             hit = r.colliding
             bounds += list(r.separation_bound[hit])
             levels += list(r.level[hit])

@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..clock import WALL
 from ..config import load_config
 from ..errors import InputError
 from . import report
@@ -64,35 +65,27 @@ def check_args(args) -> None:
         raise InputError(args.out, "--out", "exists and is not a folder")
 
 
-def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, progress: bool = True, on_frame=None):
-    """Run n_frames; on_frame((model_id, T, pairs)) sees each frame's candidate pairs and poses."""
+def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, progress: bool = True, on_frame=None,
+               clock=WALL):
+    """Run n_frames; on_frame((model_id, T, pairs)) sees each frame's candidate pairs and poses.
+    The stand-in render and every budget are read from `clock` (spaceship_sim.clock)."""
     from tqdm import tqdm
 
     from ..state import transforms
     from ..world import World
 
-    world = World.from_config(cfg)
+    world = World.from_config(cfg, clock=clock)
     frames = []
     for _ in tqdm(range(n_frames), desc="frames", unit="frame", disable=not progress):
         start = time.perf_counter()
         stats = world.step()
-        world.end_frame(stand_in_render(render_s))
+        world.end_frame(clock.spend(render_s))
         frames.append(stats)
         if on_frame is not None and world.last_narrow is not None:
             on_frame((world.state.model_id.copy(), transforms(world.state), world.last_narrow.pairs.copy()))
         if realtime:
             time.sleep(max(0.0, stats.target - (time.perf_counter() - start)))
     return frames, world
-
-
-def stand_in_render(seconds: float) -> float:
-    """Occupy the CPU for `seconds` like a renderer would; returns the time actually taken."""
-    t0 = time.perf_counter()
-    if seconds > 0.002:
-        time.sleep(seconds - 0.002)
-    while time.perf_counter() - t0 < seconds:
-        pass
-    return time.perf_counter() - t0
 
 
 def write_outputs(out: Path, frames, summary: dict, max_level: int, title: str) -> None:

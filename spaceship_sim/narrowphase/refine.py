@@ -13,12 +13,12 @@ positive, and its `separation_bound` says how far apart the ships may be at most
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
+from ..clock import WALL
 from .bank import TreeBank, bank_of
 from .kernels import descend_pairs, exact_pairs, relative_poses, summarize_pairs
 
@@ -116,8 +116,8 @@ def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, exact=True, all_conta
 
 
 def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level: int = 1, max_level=None,
-                 exact: bool = True, all_contacts: bool = True) -> FrameNarrowResult:
-    """Refine the frame's candidate pairs until `deadline` (a time.perf_counter() value).
+                 exact: bool = True, all_contacts: bool = True, clock=WALL) -> FrameNarrowResult:
+    """Refine the frame's candidate pairs until `clock()` reaches `deadline`.
 
     model_id : (n,) int, each ship's model (index into bank.trees)
     T        : (n, 4, 4) float64, rigid body->world transform of each ship
@@ -127,6 +127,7 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
     max_level: deepest sphere level (None: the leaves); exact: finish with triangle tests
     all_contacts: False stops each pair's exact level at its first intersecting triangle pair
                (enough for yes/no and response; tri_pairs then holds at most one pair)
+    clock    : spaceship_sim.clock object the deadline refers to (read between kernel batches)
     """
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     model_id = np.asarray(model_id, dtype=np.int64)
@@ -139,7 +140,7 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
         raise ValueError(f"model_id outside 0..{bank.n_models - 1}")
     ia, ib = pairs[:, 0], pairs[:, 1]
     return _refine(bank, bank, model_id[ia], model_id[ib], T[ia], T[ib], pairs, deadline=deadline,
-                   min_level=min_level, max_level=max_level, exact=exact, all_contacts=all_contacts)
+                   min_level=min_level, max_level=max_level, exact=exact, all_contacts=all_contacts, clock=clock)
 
 
 def _transform(T, name) -> np.ndarray:
@@ -192,7 +193,7 @@ class _Frontier:
         return _Frontier(np.arange(k), ptr, fa, fb)
 
 
-def _run_batches(kernel, n: int, deadline: float, n_forced: int, probe: int = PROBE):
+def _run_batches(kernel, n: int, deadline: float, n_forced: int, clock, probe: int = PROBE):
     """Call kernel(s, e) over active rows 0..n in batches until done or past the deadline; the
     first n_forced rows run whatever the clock says. A small probe batch measures the time per
     row; each later batch is sized to use a third of the time left, so the deadline is approached
@@ -200,9 +201,9 @@ def _run_batches(kernel, n: int, deadline: float, n_forced: int, probe: int = PR
     a few rows at most. Returns (rows processed, [(ptr, a, b)])."""
     pieces, done = [], 0
     batch = probe if math.isfinite(deadline) else MAX_BATCH
-    t_start = time.perf_counter()
+    t_start = clock()
     while done < n:
-        now = time.perf_counter()
+        now = clock()
         if done >= n_forced and now >= deadline:
             break
         if done and math.isfinite(deadline):
@@ -226,8 +227,8 @@ def _join(rows, pieces) -> _Frontier:
 
 
 def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline, min_level, max_level, exact,
-            all_contacts=True):
-    start = time.perf_counter()
+            all_contacts=True, clock=WALL):
+    start = clock()
     k = len(ma)
     Ta, Tb = np.ascontiguousarray(Ta, dtype=np.float64), np.ascontiguousarray(Tb, dtype=np.float64)
     R, t = relative_poses(Ta, Tb)
@@ -261,7 +262,7 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
         n_go = len(go.rows)
         held = sum(len(f.fa) for f in finished) + len(go.fa)
         done, pieces = _run_batches(descend(go), n_go, deadline - FINISH_COST * held,
-                                    n_forced=n_go if L + 1 <= min_level else 0)
+                                    n_forced=n_go if L + 1 <= min_level else 0, clock=clock)
         if done < n_go:
             finished.append(go.take(np.arange(done, n_go)))  # out of time: stay at L
         deeper = _join(go.rows[:done], pieces)
@@ -290,7 +291,7 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
 
         n_forced = int(np.sum(min_level > depth[leaves.rows]))
         done, pieces = _run_batches(kernel, len(leaves.rows), deadline - FINISH_COST * len(final.fa), n_forced,
-                                    probe=EXACT_PROBE)
+                                    clock, probe=EXACT_PROBE)
         tested = leaves.rows[:done]
         hits = _join(tested, pieces)
         n_hits = np.diff(hits.ptr)
@@ -315,7 +316,7 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
     n_levels = max(A.max_level, B.max_level) + 1
     return FrameNarrowResult(
         pairs=pairs, colliding=colliding, level=level, exact=certain, separation_bound=bound,
-        contact_point=point, contact_normal=normal, time_used=time.perf_counter() - start,
+        contact_point=point, contact_normal=normal, time_used=clock() - start,
         level_histogram=np.bincount(level[colliding], minlength=n_levels).astype(np.int64),
         _spheres=(final.ptr, final.fa, final.fb, A.node_offset[ma], B.node_offset[mb]),
         _tris=(hit_ptr, hit_a, hit_b, A.tri_offset[ma], B.tri_offset[mb]))
