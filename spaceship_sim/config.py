@@ -121,6 +121,13 @@ class Config:
 
 
 _TOP_SECTIONS = [f for f in dataclasses.fields(Config) if f.name != "source"]
+CONFIGS_DIR = Path(__file__).resolve().parent.parent / "configs"  # the shipped scenarios, beside the package
+
+
+def shipped_config(name: str) -> str:
+    """Path of a scenario shipped in configs/, whatever the current folder (the commands' defaults)."""
+    return str(CONFIGS_DIR / name)
+
 
 
 def load_config(path: str | Path) -> Config:

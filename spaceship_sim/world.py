@@ -17,17 +17,22 @@ from .config import Config
 from .dynamics import Controllers, Integrator, initial_state
 from .meshes import load_model
 from .narrowphase import TreeBank, refine_frame
+from .progress import slow_notice, to_stderr
 from .spheretree import load_or_build
 from .stats import FrameStats, MovingAverage
 
+COMPILING = "compiling numba kernels (first start only; later starts load them from the cache): "
+
 
 class World:
-    def __init__(self, config: Config, models, trees, user: str = "autopilot", warm: bool = True, clock=WALL):
+    def __init__(self, config: Config, models, trees, user: str = "autopilot", warm: bool = True, clock=WALL,
+                 notify=to_stderr):
         """models: list[Mesh]; trees: list[SphereTree], one per model (same order).
         warm: compile every kernel now (else call warm_up() before the first step, e.g. from a
         background thread while a window already shows the scene).
         clock: what budgets and stage times are read from (spaceship_sim.clock; tests pass a
-        TickClock so time-critical verdicts do not depend on the machine's speed)."""
+        TickClock so time-critical verdicts do not depend on the machine's speed).
+        notify: where to say that a step is slow because numba is compiling (None: nowhere)."""
         self.config, self.models, self.trees, self.user, self.clock = config, models, trees, user, clock
         self.bank = TreeBank.from_trees(trees)
         self.target_frame_time = config.sim.target_frame_time
@@ -35,30 +40,35 @@ class World:
         self.refine_options = dict(min_level=config.collision.min_level, max_level=None,
                                    exact=config.collision.exact)
         self.broadphase_name = config.collision.broadphase
-        self.reset()
+        with slow_notice(COMPILING + "initial state", notify):
+            self.reset()
         if warm:
-            self.warm_up()
+            self.warm_up(notify)
 
-    def warm_up(self) -> None:
+    def warm_up(self, notify=to_stderr) -> None:
         """Compile (or load from numba's cache) every kernel a frame uses, so that neither the
         first frame nor the first collision stalls: the narrow phase by refining each model
         against itself to the exact level, the integrator and broad phase by one frame of a
-        scratch world (this world's state is left alone)."""
+        scratch world (this world's state is left alone). A step that takes over a second is
+        compiling (first start, empty cache): notify(line) says so; None keeps quiet."""
         eye = np.broadcast_to(np.eye(4), (2, 4, 4))
-        for m in range(len(self.trees)):
-            refine_frame(self.bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf,
-                         min_level=0, max_level=None, exact=True)
-        World(self.config, self.models, self.trees, user=self.user, warm=False).step()
+        with slow_notice(COMPILING + "narrow phase", notify):
+            for m in range(len(self.trees)):
+                refine_frame(self.bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf,
+                             min_level=0, max_level=None, exact=True)
+        with slow_notice(COMPILING + "dynamics and broad phase", notify):
+            World(self.config, self.models, self.trees, user=self.user, warm=False, notify=None).step()
 
     @classmethod
-    def from_config(cls, config: Config, user: str = "autopilot", warm: bool = True, clock=WALL) -> "World":
+    def from_config(cls, config: Config, user: str = "autopilot", warm: bool = True, clock=WALL,
+                    notify=to_stderr) -> "World":
         """Load the models the config names (user's first) and their cached sphere trees."""
         names = list(dict.fromkeys([config.ships.user_model, *config.ships.models]))
         models = [load_model(name) for name in names]
         c = config.collision
         trees = [load_or_build(m, method=c.tree_method, branching=c.tree_branching, depth=c.tree_depth)
                  for m in models]
-        return cls(config, models, trees, user=user, warm=warm, clock=clock)
+        return cls(config, models, trees, user=user, warm=warm, clock=clock, notify=notify)
 
     # --- lifecycle --------------------------------------------------------------------
     def reset(self) -> None:

@@ -9,6 +9,7 @@ import re
 import sys
 import time
 
+from ..config import shipped_config
 from ..errors import InputError
 
 T0 = time.perf_counter()  # for "first frame after ..." (close to process start: imported at CLI start)
@@ -16,11 +17,13 @@ T0 = time.perf_counter()  # for "first frame after ..." (close to process start:
 
 def register(sub) -> None:
     fly = sub.add_parser("fly", help="fly the user's ship among autopilot ships (window, ImGui overlay)")
-    fly.add_argument("--config", default="configs/default.toml", help="scenario TOML (default: %(default)s)")
+    fly.add_argument("--config", default=shipped_config("default.toml"),
+                     help="scenario TOML (default: the shipped configs/default.toml)")
     _common(fly)
     fly.set_defaults(func=lambda args: run_app(args, "fly"))
     demo = sub.add_parser("demo", help="scripted autopilot demo: ships fly waypoint paths that cross")
-    demo.add_argument("--config", default="configs/demo.toml", help="scenario TOML (default: %(default)s)")
+    demo.add_argument("--config", default=shipped_config("demo.toml"),
+                      help="scenario TOML (default: the shipped configs/demo.toml)")
     _common(demo)
     demo.set_defaults(func=lambda args: run_app(args, "demo"))
 
@@ -122,6 +125,6 @@ def format_stats(app, renderer: str, size, n_ships: int, empty: float, warmup: i
         f"loop time (with events, flip): {pct(app.loop_times)}",
         f"reference: empty frame (clear + finish) {1e3 * empty:.2f} ms; "
         f"frame time median / empty frame = {np.median(frame) / max(1e3 * empty, 1e-9):.1f}",
-        f"first frame {first:.2f} s after the command started; simulation running from {first_step:.2f} s "
-        "(kernels compile in the background on a first start)",
+        f"first frame {first:.2f} s after the command started; simulation running from {first_step:.2f} s"
+        + (" (numba kernels compiled in the background meanwhile: first start)" if first_step - first > 1.0 else ""),
     ])

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..clock import WALL
-from ..config import load_config
+from ..config import load_config, shipped_config
 from ..errors import InputError
 from . import report
 from .run import run_frames, write_outputs
@@ -23,7 +23,8 @@ from .run import run_frames, write_outputs
 
 def register(sub) -> None:
     p = sub.add_parser("hubbard", help="time-critical vs exact-only on the lamps scenario, and accuracy vs budget")
-    p.add_argument("--config", default="configs/lamps.toml")
+    p.add_argument("--config", default=shipped_config("lamps.toml"),
+                   help="scenario TOML (default: the shipped configs/lamps.toml)")
     p.add_argument("--frames", type=int, default=600)
     p.add_argument("--render-ms", type=float, default=31.0,
                    help="stand-in render time per frame [ms] (default: %(default)s, a render-bound frame)")

@@ -13,14 +13,15 @@ import time
 from pathlib import Path
 
 from ..clock import WALL
-from ..config import load_config
+from ..config import load_config, shipped_config
 from ..errors import InputError
 from . import report
 
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="headless frame-timing run: frames.csv, summary.json, profile.png")
-    p.add_argument("--config", default="configs/default.toml", help="scenario TOML (default: %(default)s)")
+    p.add_argument("--config", default=shipped_config("default.toml"),
+                   help="scenario TOML (default: the shipped configs/default.toml)")
     p.add_argument("--frames", type=int, default=600, help="frames to run (default: %(default)s)")
     p.add_argument("--out", required=True, help="output folder (created; replaced files only on success)")
     p.add_argument("--render-ms", type=float, default=0.0, help="simulated render time per frame [ms]")
