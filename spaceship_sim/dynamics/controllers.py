@@ -30,6 +30,7 @@ from ..state import ShipState, quat_to_matrix
 BRAKE_TIME = 0.5     # [s] forward speed the brake removes per second of full thrust, as a time scale
 STEER_GAIN = 3.0     # [1/s] rotation command per radian between the nose and the wanted direction
 SPEED_TIME = 1.0     # [s] scripted ships correct velocity errors over about this time
+LOOKAHEAD_TIME = 1.0  # [s] scripted ships aim this far ahead along their leg (cross-track decay time)
 
 
 class KeyState(set):
@@ -119,7 +120,11 @@ class RandomAutopilot:
 class ScriptedAutopilot:
     """Flies the ships of cfg.script.paths through their waypoints.
 
-    Each update, a ship wants the velocity v_want = speed · (waypoint - x)/|waypoint - x| and asks
+    Each ship flies the leg from its previous waypoint to the current one: it aims at the carrot,
+    the point LOOKAHEAD_TIME · speed further along the leg than the ship's projection onto it (the
+    waypoint itself once that is nearer; before its first waypoint, the waypoint), so a ship pushed
+    off its leg (a collision, an overshot turn) returns to the drawn line and crosses other paths
+    where they were drawn. It wants the velocity v_want = speed · (carrot - x)/|carrot - x| and asks
     for the acceleration a = (v_want - v) / SPEED_TIME + drag · v (the drag term holds cruise speed).
     It turns its nose toward a (omega_cmd = STEER_GAIN · angle about nose × a, clipped to
     max_angular_rate) and thrusts with the part of a along the nose (clipped to [0, max_thrust]).
@@ -147,16 +152,38 @@ class ScriptedAutopilot:
             goals[j] = pts[self.target[j]]
         return goals
 
+    def leg_starts(self, state: ShipState) -> np.ndarray:
+        """(k, 3) start of each path's current leg: the previous waypoint, or the ship's own
+        position while it has not reached a waypoint yet (it then flies straight to it)."""
+        starts = state.pos[self.ships].copy()
+        for j, p in enumerate(self.paths):
+            if self.laps[j] > 0:
+                starts[j] = p.points[self.target[j] - 1]  # index -1: the last point, when looping
+        return starts
+
+    def carrots(self, state: ShipState, goals: np.ndarray) -> np.ndarray:
+        """(k, 3) the point each ship aims at: LOOKAHEAD_TIME · speed past its projection onto
+        its leg, capped at the leg's end (the goal)."""
+        start = self.leg_starts(state)
+        leg = goals - start
+        length = np.linalg.norm(leg, axis=1)
+        unit = np.divide(leg, length[:, None], out=np.zeros_like(leg), where=length[:, None] > 0)
+        along = np.einsum("kj,kj->k", state.pos[self.ships] - start, unit)
+        lookahead = LOOKAHEAD_TIME * np.array([p.speed for p in self.paths])
+        ahead = np.clip(along + lookahead, 0.0, length)
+        return start + unit * ahead[:, None]
+
     def update(self, t: float, state: ShipState) -> np.ndarray:
         if len(self.paths) == 0:
             return np.zeros(state.n, bool)
         c, s = self.cfg.controls, self.ships
-        to_goal = self.goals(state) - state.pos[s]
-        dist = np.linalg.norm(to_goal, axis=1, keepdims=True)
+        goals = self.goals(state)
+        dist = np.linalg.norm(goals - state.pos[s], axis=1, keepdims=True)
         speed = np.array([[p.speed] for p in self.paths])
         # hold station at a final, non-looping waypoint reached: aim to stop there
         speed = np.where(dist < np.array([[p.arrive_radius] for p in self.paths]), 0.0, speed)
-        v_want = speed * to_goal / np.maximum(dist, 1e-9)
+        to_carrot = self.carrots(state, goals) - state.pos[s]
+        v_want = speed * to_carrot / np.maximum(np.linalg.norm(to_carrot, axis=1, keepdims=True), 1e-9)
         accel = (v_want - state.vel[s]) / SPEED_TIME + c.drag * state.vel[s]
         rot = quat_to_matrix(state.quat[s])                # body -> world
         a_body = np.einsum("kji,kj->ki", rot, accel)       # R^T a

@@ -51,6 +51,9 @@ def initial_state(cfg: Config, model_names: list[str], model_radii: np.ndarray) 
     cfg.ships.models round-robin with speeds uniform in [0, initial_speed] along random
     directions. Centres are uniform inside the arena (the bounding sphere inside the walls)
     with centre distances >= spacing * (r_i + r_j); orientations are uniform random rotations.
+    Scripted ships (cfg.script.paths, ship 0 too) start instead at their path's first waypoint,
+    nose and velocity toward the second at the path's speed, so scripted crossings happen on
+    cue; the random ships are placed around them.
     Raises ConfigError (key ships.count) when the ships cannot be placed.
     """
     s = cfg.ships
@@ -64,7 +67,8 @@ def initial_state(cfg: Config, model_names: list[str], model_radii: np.ndarray) 
     state = ShipState.zeros(s.count)
     state.model_id[:] = [model_names.index(m) for m in names]
     state.radius[:] = radius
-    state.pos[:] = _place(radius, cfg, rng)
+    starts = {p.ship: p for p in cfg.script.paths if p.ship < s.count}
+    state.pos[:] = _place(radius, cfg, rng, fixed={i: p.points[0] for i, p in starts.items()})
     q = rng.normal(size=(s.count, 4))  # normalised 4D Gaussian = uniform rotation
     state.quat[:] = q / np.linalg.norm(q, axis=1, keepdims=True)
     d = rng.normal(size=(s.count, 3))
@@ -73,12 +77,35 @@ def initial_state(cfg: Config, model_names: list[str], model_radii: np.ndarray) 
     state.vel[0] = 0.0
     state.inv_mass[:] = 1.0 / (DENSITY * 4.0 / 3.0 * math.pi * radius ** 3)
     state.inv_mass[0] = 0.0
+    for i, path in starts.items():
+        _start_on_path(state, i, path)
     return state
 
 
-def _place(radius: np.ndarray, cfg: Config, rng) -> np.ndarray:
+def _start_on_path(state: ShipState, i: int, path) -> None:
+    """Ship i at the path's first waypoint, nose and velocity toward its next one."""
+    pts = np.asarray(path.points, dtype=np.float64)
+    leg = pts[1] - pts[0] if len(pts) > 1 else np.zeros(3)
+    length = np.linalg.norm(leg)
+    if length == 0:
+        return  # a one-point path: keep the random heading, hold station from rest
+    nose = leg / length
+    state.quat[i] = _quat_facing(nose)
+    state.vel[i] = path.speed * nose
+
+
+def _quat_facing(d: np.ndarray) -> np.ndarray:
+    """(w, x, y, z) turning body +x onto the unit vector d, body +z kept up: yaw about z
+    after a pitch about y."""
+    yaw, pitch = math.atan2(d[1], d[0]), -math.asin(float(np.clip(d[2], -1.0, 1.0)))
+    c1, s1, c2, s2 = math.cos(yaw / 2), math.sin(yaw / 2), math.cos(pitch / 2), math.sin(pitch / 2)
+    return np.array([c1 * c2, -s1 * s2, c1 * s2, s1 * c2])
+
+
+def _place(radius: np.ndarray, cfg: Config, rng, fixed: dict | None = None) -> np.ndarray:
     """(n, 3) centres, largest ships first, by random trials against a uniform grid of cells
-    no smaller than the largest exclusion distance (so only the 27 neighbouring cells matter)."""
+    no smaller than the largest exclusion distance (so only the 27 neighbouring cells matter).
+    fixed: {ship: centre} of ships placed as given (not checked against each other)."""
     half, spacing, n = 0.5 * cfg.arena.size, cfg.ships.spacing, len(radius)
     if radius.max() >= half:
         _no_room(cfg, f"a ship of radius {radius.max():g} m does not fit in arena.size {cfg.arena.size:g} m")
@@ -89,7 +116,11 @@ def _place(radius: np.ndarray, cfg: Config, rng) -> np.ndarray:
     cell = 2 * spacing * radius.max()
     grid: dict[tuple, list[int]] = {}
     pos = np.zeros((n, 3))
-    for placed, i in enumerate(np.argsort(-radius, kind="stable")):
+    for i, p in (fixed or {}).items():
+        pos[i] = p
+        grid.setdefault(tuple((pos[i] // cell).astype(int)), []).append(i)
+    free = [i for i in np.argsort(-radius, kind="stable") if i not in (fixed or {})]
+    for placed, i in enumerate(free):
         lim = half - radius[i]
         for _ in range(PLACEMENT_TRIES):
             p = rng.uniform(-lim, lim, 3)
