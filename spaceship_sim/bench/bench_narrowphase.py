@@ -1,103 +1,228 @@
-"""`spaceship-sim bench narrowphase`: µs per pair of the time-critical narrow phase, level by
-level and exact, against the brute-force all-triangle-pairs reference and, when python-fcl
-imports, fcl's BVHModel(OBBRSS) collide on the same poses, measured in the same run.
+"""`spaceship-sim bench narrowphase`: the narrow phase against python-fcl, model by model, on two
+kinds of poses, every figure measured in the same run.
 
-Poses: ship A at the origin, ship B at a random orientation with its centre at a random point
-inside the sum of the bounding radii (the pairs a broad phase would hand over).
+Methods: sphere levels 0..depth (no triangle tests), the exact level (first contact, all
+contacts), fcl BVHModel(OBBRSS) collide (first contact, all contacts) and the brute-force
+all-triangle-pairs oracle on the first few poses. Ratios are against fcl first contact, the peer
+to beat; without python-fcl, against the project's exact first contact.
+
+Poses: ship A at the origin, ship B (the same model) at a random orientation.
+- deep: B's centre uniform in the ball of radius twice the root sphere's (the pairs a broad
+  phase hands over);
+- shallow: B moved along a random direction to first contact (the largest centre distance at
+  which the exact verdict says "colliding"; fcl's when installed, else the project's exact
+  level), that distance then scaled by U(0.98, 1.03): the near-touching poses a simulation with
+  collision response mostly sees.
+
+Models: names in assets/ (trees cached in assets/trees/), mesh files read by
+spaceship_sim.meshes (re-centred on their bounding box; trees cached in the user cache folder)
+and two built-in meshes the project did not make: `torus` and `capsules` (two crossing capsules,
+boolean union). No scaling: sizes are the files' own [m].
+
+Exit code 1 when a verdict check fails (exact vs fcl, vs brute force, first vs all contacts).
 """
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import os
 import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 
+from ..args import COMMAND_LINE, integer, png_file
 from ..errors import InputError
+
+DEFAULT_MODELS = ("lamp", "fighter", "freighter", "torus", "capsules")
+POSE_KINDS = ("deep", "shallow")
+SHALLOW_SCALE = (0.98, 1.03)  # centre distance as a multiple of the first-contact distance
+MARCH_STEPS = 64   # inward steps looking for the first colliding distance (finer steps miss thinner features)
+BISECT_STEPS = 12  # then halvings of one step: first contact to 1/4096 of a step
 
 
 def register(sub) -> None:
-    p = sub.add_parser("narrowphase", help="narrow phase µs/pair per level and exact vs brute force and fcl")
-    p.add_argument("--poses", type=int, default=1000, help="random pair poses [-]")
-    p.add_argument("--model", default="lamp", help="ship model (assets/<model>.ply) used for both ships")
+    p = sub.add_parser("narrowphase", help="narrow phase µs/pair per level and exact vs fcl, deep and shallow poses")
+    p.add_argument("--poses", "--pairs", dest="poses", type=integer(1, 1_000_000), default=1000,
+                   help="random pair poses per model and pose kind [-]")
+    p.add_argument("--poses-kind", choices=(*POSE_KINDS, "both"), default="both",
+                   help="deep: centres anywhere inside the bounding spheres; shallow: near first contact")
+    p.add_argument("--model", action="append", metavar="NAME_OR_PATH",
+                   help="model in assets/, built-in torus or capsules, or a mesh file; repeatable or "
+                        f"comma-separated (default: {','.join(DEFAULT_MODELS)})")
     p.add_argument("--method", default="medial", choices=("octree", "medial"), help="sphere-tree builder")
-    p.add_argument("--depth", type=int, default=3, help="sphere-tree levels below the root [-]")
-    p.add_argument("--brute-poses", type=int, default=20, help="poses timed with the (slow) brute force [-]")
-    p.add_argument("--repeat", type=int, default=3, help="timing repeats; the best is reported [-]")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--depth", type=integer(1, 5), default=3, help="sphere-tree levels below the root [-]")
+    # brute force takes ~0.05 s a pose on the lamp, ~0.5 s on the capsules, seconds on the freighter
+    p.add_argument("--brute-poses", type=integer(1, 10_000), default=6,
+                   help="poses timed with the (slow) brute force [-]")
+    p.add_argument("--repeat", type=integer(1, 1000), default=3, help="timing repeats; the best is reported [-]")
+    p.add_argument("--seed", type=integer(0, 2**63 - 1), default=0)
+    p.add_argument("--csv", type=csv_file, metavar="PATH", help="write every row to this CSV file")
+    p.add_argument("--plot", type=png_file, metavar="PNG", help="bar chart of µs/pair per method (log scale)")
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    for name in ("poses", "brute_poses", "repeat", "depth"):
-        if getattr(args, name) < 1:
-            raise InputError("command line", "--" + name.replace("_", "-"), f"must be >= 1, got {getattr(args, name)}")
-    from ..meshes import load_model
-    from ..narrowphase import TreeBank
-    mesh = load_model(args.model)
-    tree = _tree(mesh, args.method, args.depth)
-    bank = TreeBank.from_trees([tree])
-    T = random_poses(np.random.default_rng(args.seed), args.poses, 2 * float(tree.radius[0]))
-    n = args.poses
-    rows = []  # (label, µs/pair, colliding fraction)
-
-    exact = timed_refine(bank, T, None, True, args.repeat)
-    first = timed_refine(bank, T, None, True, args.repeat, all_contacts=False)
-    for L in range(tree.depth + 1):
-        r = timed_refine(bank, T, L, False, args.repeat)
-        rows.append((f"sphere level {L}", r[0], r[1].colliding.mean(), np.median(_bounds(r[1]))))
-    rows.append(("exact, first contact", first[0], first[1].colliding.mean(), 0.0))
-    rows.append(("exact, all contacts", exact[0], exact[1].colliding.mean(), 0.0))
-    m = min(args.brute_poses, n)
-    brute_us, brute_hits = timed_brute(mesh, T[:2 * m])
-    rows.append((f"brute force ({m} poses)", brute_us, np.mean(brute_hits), 0.0))
-    agree_brute = int(np.sum(exact[1].colliding[:m] == brute_hits))
-
-    fcl_rows, fcl_hits = timed_fcl(mesh, T, args.repeat)
-    rows += fcl_rows
-    print(f"model {args.model}: {len(mesh.faces)} triangles, {args.method} tree depth {tree.depth} "
-          f"({tree.n_nodes} spheres), {n} poses")
-    ref_us = fcl_rows[0][1] if fcl_rows else brute_us
-    ref_name = "fcl collide" if fcl_rows else "brute force"
-    print(f"{'method':28s} {'µs/pair':>10s} {'colliding':>10s} {'median bound':>13s} {'vs ' + ref_name:>18s}")
-    for label, us, frac, bound in rows:
-        print(f"{label:28s} {us:10.2f} {100 * frac:9.1f}% {bound:13.4f} {ref_us / us:17.2f}x")
-    print(f"exact vs brute force: {agree_brute}/{m} poses agree")
-    if fcl_hits is not None:
-        print(f"exact vs fcl: {int(np.sum(exact[1].colliding == fcl_hits))}/{n} poses agree")
-        level2 = [us for label, us, _, _ in rows if label == "sphere level 2"]
-        print(f"exact first contact vs all contacts: {int(np.sum(first[1].colliding == exact[1].colliding))}/{n} "
-              f"poses agree")
-        all_us = fcl_rows[1][1]
-        print(f"target exact (batched) <= fcl collide, first contact: {'met' if first[0] <= ref_us else 'MISSED'} "
-              f"({first[0]:.2f} vs {ref_us:.2f} µs); all contacts: {'met' if exact[0] <= all_us else 'MISSED'} "
-              f"({exact[0]:.2f} vs {all_us:.2f} µs)")
-        if level2:
-            print(f"target level 2 >= 10x faster than fcl exact: vs first contact "
-                  f"{'met' if ref_us / level2[0] >= 10 else 'MISSED'} ({ref_us / level2[0]:.1f}x); vs all contacts "
-                  f"{'met' if all_us / level2[0] >= 10 else 'MISSED'} ({all_us / level2[0]:.1f}x)")
-    return 0
+def csv_file(text: str) -> str:
+    """A .csv path in an existing, writable folder (refused before any timing runs)."""
+    path = Path(text)
+    if path.suffix.lower() != ".csv" or path.is_dir():
+        raise argparse.ArgumentTypeError(f"must name a .csv file, got {text!r}")
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write in folder {path.parent} of {text}")
+    return text
 
 
-def _tree(mesh, method, depth):
-    from .. import spheretree
-    if hasattr(spheretree, "load_or_build"):
-        return spheretree.load_or_build(mesh, method=method, branching=8, depth=depth)
-    return spheretree.build_tree(mesh.vertices, mesh.faces, method=method, branching=8, depth=depth)
+@dataclass(frozen=True)
+class Model:
+    label: str       # as given on the command line
+    mesh: object     # spaceship_sim.meshes.Mesh
+    cache_dir: Path | None  # sphere-tree cache folder (None: assets/trees/)
 
 
-def random_poses(rng, n: int, reach: float) -> np.ndarray:
-    """(2n, 4, 4): ship 2i at the origin, ship 2i+1 rotated at random with its centre uniform in
-    the ball of radius `reach`."""
-    T = np.tile(np.eye(4), (2 * n, 1, 1))
+@dataclass(frozen=True)
+class Row:
+    model: str
+    triangles: int
+    poses_kind: str
+    poses: int
+    method: str
+    us_per_pair: float
+    median_bound_m: float  # over the pairs found colliding; 0 at the exact levels
+    colliding_fraction: float
+    vs_reference: float    # reference µs / this method's µs (> 1: faster than the reference)
+    reference: str
+
+
+# ---------------------------------------------------------------- models
+
+def model_names(values) -> list[str]:
+    """--model values (repeated and/or comma-separated) in order, without repeats."""
+    names = [n.strip() for v in (values or [",".join(DEFAULT_MODELS)]) for n in v.split(",")]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def torus_mesh():
+    """A 1,600-triangle torus, 10.4 m across (the size of the fighter)."""
+    import trimesh
+    return trimesh.creation.torus(major_radius=4.0, minor_radius=1.2, major_sections=40, minor_sections=20)
+
+
+def capsules_mesh():
+    """Two capsules crossing at right angles, boolean union (manifold3d): 2,400 triangles, 11 m."""
+    import trimesh
+    a = trimesh.creation.capsule(height=8.0, radius=1.5, count=[24, 24])
+    b = a.copy()
+    b.apply_transform(trimesh.transformations.rotation_matrix(np.pi / 2, [1.0, 0.0, 0.0]))
+    return trimesh.boolean.union([a, b], engine="manifold")
+
+
+BUILTIN = {"torus": torus_mesh, "capsules": capsules_mesh}
+
+
+def resolve_model(name: str) -> Model:
+    """The mesh a --model value names; InputError(command line, --model) when it names none."""
+    from ..meshes import MESH_SUFFIXES, MeshError, available_models, load_mesh, model_path, validate_mesh_arrays
+
+    if name in BUILTIN:
+        made = BUILTIN[name]()
+        return Model(name, _centred(validate_mesh_arrays(made.vertices, made.faces, f"built-in {name}", name)),
+                     _user_cache())
+    if name in available_models():
+        return Model(name, load_mesh(model_path(name)), None)
+    path = Path(name)
+    if path.suffix.lower() not in MESH_SUFFIXES and not path.exists():
+        known = ", ".join([*available_models(), *BUILTIN])
+        raise InputError(COMMAND_LINE, "--model", f"unknown model {name!r} (models: {known}; or a mesh file "
+                         f"{'/'.join(s[1:] for s in MESH_SUFFIXES)})")
+    try:
+        mesh = load_mesh(path)
+    except MeshError as e:
+        raise InputError(COMMAND_LINE, "--model", str(e)) from None
+    return Model(name, _centred(mesh), _user_cache())
+
+
+def _centred(mesh):
+    """The mesh moved to centre its bounding box on the body origin (the poses assume a mid-ship
+    origin); a translation keeps every validated property."""
+    v = mesh.vertices - (mesh.vertices.min(0) + mesh.vertices.max(0)) / 2
+    v.flags.writeable = False
+    return dataclasses.replace(mesh, vertices=v)
+
+
+def _user_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "spaceship_sim" / "trees"
+
+
+def load_tree(model: Model, method: str, depth: int):
+    """The model's cached sphere tree, built (seconds; said on stderr when slow) when not cached."""
+    from ..progress import slow_notice
+    from ..spheretree import load_or_build
+    with slow_notice(f"{model.label}: {method} sphere tree of {len(model.mesh.faces)} triangles"):
+        return load_or_build(model.mesh, method=method, branching=8, depth=depth, cache_dir=model.cache_dir)
+
+
+# ---------------------------------------------------------------- poses
+
+def random_rotations(rng, n: int) -> np.ndarray:
+    """(n, 3, 3) uniformly random rotations (from unit quaternions)."""
     q = rng.normal(size=(n, 4))
     w, x, y, z = (q / np.linalg.norm(q, axis=1, keepdims=True)).T
-    T[1::2, :3, :3] = np.stack([
+    return np.stack([
         np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
         np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
         np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], 1)
+
+
+def random_directions(rng, n: int) -> np.ndarray:
     d = rng.normal(size=(n, 3))
-    T[1::2, :3, 3] = d / np.linalg.norm(d, axis=1, keepdims=True) * reach * rng.uniform(size=(n, 1)) ** (1 / 3)
+    return d / np.linalg.norm(d, axis=1, keepdims=True)
+
+
+def pair_poses(rotations, centres) -> np.ndarray:
+    """(2n, 4, 4): ship 2i at the origin, ship 2i+1 rotated by rotations[i] about centres[i]."""
+    T = np.tile(np.eye(4), (2 * len(centres), 1, 1))
+    T[1::2, :3, :3] = rotations
+    T[1::2, :3, 3] = centres
     return T
 
+
+def random_poses(rng, n: int, reach: float) -> np.ndarray:
+    """Deep poses (2n, 4, 4): ship B's centre uniform in the ball of radius `reach`."""
+    rot, d = random_rotations(rng, n), random_directions(rng, n)
+    return pair_poses(rot, d * reach * rng.uniform(size=(n, 1)) ** (1 / 3))
+
+
+def shallow_poses(rng, n: int, far: float, verdict):
+    """Near-touching poses (2n, 4, 4) and each pose's first-contact distance (n,): B moved along
+    a random direction from `far` (certainly apart) to first contact, then scaled by SHALLOW_SCALE.
+    verdict(T (2m, 4, 4)) -> (m,) bool is the exact collision test."""
+    rot, d = random_rotations(rng, n), random_directions(rng, n)
+    contact = first_contact(lambda i, s: verdict(pair_poses(rot[i], d[i] * s[:, None])), n, far)
+    return pair_poses(rot, d * (contact * rng.uniform(*SHALLOW_SCALE, size=n))[:, None]), contact
+
+
+def first_contact(collides, n: int, far: float) -> np.ndarray:
+    """Per pose, the largest distance s in [0, far] at which collides(pose indices, s) is True:
+    march inwards from `far` in MARCH_STEPS steps to the first collision, then bisect that step."""
+    step = far / MARCH_STEPS
+    lo = np.zeros(n)  # colliding distance (0 when the march never hits: ships at the same centre)
+    todo = np.arange(n)
+    for k in range(1, MARCH_STEPS):
+        hit = collides(todo, np.full(len(todo), far - k * step))
+        lo[todo[hit]] = far - k * step
+        todo = todo[~hit]
+        if not len(todo):
+            break
+    hi = np.minimum(lo + step, far)
+    for _ in range(BISECT_STEPS):
+        mid = (lo + hi) / 2
+        hit = collides(np.arange(n), mid)
+        lo, hi = np.where(hit, mid, lo), np.where(hit, hi, mid)
+    return lo
+
+
+# ---------------------------------------------------------------- timed methods
 
 def timed_refine(bank, T, max_level, exact, repeat, all_contacts=True):
     """Best-of-`repeat` µs/pair of one refine_frame call over all poses, and its result."""
@@ -114,6 +239,11 @@ def timed_refine(bank, T, max_level, exact, repeat, all_contacts=True):
     return best / n * 1e6, result
 
 
+def exact_verdict(bank):
+    """verdict(T) -> colliding per pose, from the project's exact level (first contact)."""
+    return lambda T: timed_refine(bank, T, None, True, 0, all_contacts=False)[1].colliding
+
+
 def timed_brute(mesh, T):
     from ..narrowphase.reference import brute_force_pair
     hits = []
@@ -124,39 +254,189 @@ def timed_brute(mesh, T):
     return (time.perf_counter() - t0) / max(len(hits), 1) * 1e6, np.array(hits)
 
 
-def timed_fcl(mesh, T, repeat):
-    """fcl BVHModel(OBBRSS) collide per pose (first contact, then all contacts); ([], None)
-    when python-fcl is not installed."""
+class FclPair:
+    """Two fcl CollisionObjects sharing the mesh's BVHModel(OBBRSS)."""
+
+    FIRST = "fcl collide, first contact"
+    ALL = "fcl collide, all contacts"
+
+    def __init__(self, fcl, mesh):
+        self.fcl = fcl
+        model = fcl.BVHModel()
+        model.beginModel(len(mesh.vertices), len(mesh.faces))
+        model.addSubModel(np.asarray(mesh.vertices, float), np.asarray(mesh.faces, np.int32))
+        model.endModel()
+        self.a, self.b = fcl.CollisionObject(model, fcl.Transform()), fcl.CollisionObject(model, fcl.Transform())
+        self.requests = {self.FIRST: fcl.CollisionRequest(),
+                         self.ALL: fcl.CollisionRequest(num_max_contacts=1 << 20, enable_contact=True)}
+
+    def transforms(self, T):
+        Tf = self.fcl.Transform
+        return [(Tf(T[i, :3, :3], T[i, :3, 3]), Tf(T[i + 1, :3, :3], T[i + 1, :3, 3])) for i in range(0, len(T), 2)]
+
+    def collide(self, tfs, method=FIRST) -> np.ndarray:
+        fcl, request, out = self.fcl, self.requests[method], []
+        for ta, tb in tfs:  # transforms set per query, as a simulation would
+            self.a.setTransform(ta)
+            self.b.setTransform(tb)
+            out.append(fcl.collide(self.a, self.b, request, fcl.CollisionResult()) > 0)
+        return np.array(out, bool)
+
+    def verdict(self, T) -> np.ndarray:
+        return self.collide(self.transforms(T))
+
+    def timed(self, T, method, repeat):
+        """Best-of-`repeat` µs/pair of `method` over the poses, and its verdicts."""
+        tfs, best = self.transforms(T), np.inf
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            hits = self.collide(tfs, method)
+            best = min(best, time.perf_counter() - t0)
+        return best / len(tfs) * 1e6, hits
+
+
+def fcl_pair(mesh):
+    """FclPair for the mesh, or None when python-fcl is not installed."""
     try:
         import fcl
     except ImportError:
-        print("python-fcl not installed: no fcl comparison")
-        return [], None
-    model = fcl.BVHModel()
-    model.beginModel(len(mesh.vertices), len(mesh.faces))
-    model.addSubModel(np.asarray(mesh.vertices, float), np.asarray(mesh.faces, np.int32))
-    model.endModel()
-    a, b = fcl.CollisionObject(model, fcl.Transform()), fcl.CollisionObject(model, fcl.Transform())
-    tfs = [(fcl.Transform(T[i, :3, :3], T[i, :3, 3]), fcl.Transform(T[i + 1, :3, :3], T[i + 1, :3, 3]))
-           for i in range(0, len(T), 2)]
-    rows, hits = [], None
-    for label, request in (("fcl collide (first contact)", fcl.CollisionRequest()),
-                           ("fcl collide (all contacts)", fcl.CollisionRequest(num_max_contacts=1 << 20,
-                                                                                 enable_contact=True))):
-        best = np.inf
-        for _ in range(repeat):
-            out = []
-            t0 = time.perf_counter()
-            for ta, tb in tfs:  # transforms set per query, as a simulation would
-                a.setTransform(ta)
-                b.setTransform(tb)
-                out.append(fcl.collide(a, b, request, fcl.CollisionResult()) > 0)
-            best = min(best, time.perf_counter() - t0)
-        hits = np.array(out) if hits is None else hits
-        rows.append((label, best / len(tfs) * 1e6, np.mean(out), 0.0))
-    return rows, hits
+        return None
+    return FclPair(fcl, mesh)
 
 
-def _bounds(result):
+# ---------------------------------------------------------------- one model, one pose kind
+
+def make_poses(kind, args, tree, bank, peer):
+    """(T, how the poses were made) for pose kind `kind`; the same seed gives the same poses."""
+    reach = 2 * float(tree.radius[0])
+    if kind == "deep":
+        return random_poses(np.random.default_rng(args.seed), args.poses, reach), \
+            f"centres uniform in a ball of radius {reach:.3g} m = 2 root radii"
+    from ..progress import slow_notice
+    far = reach + 2 * float(np.linalg.norm(tree.center[0]))  # root spheres apart beyond this
+    oracle, name = (peer.verdict, "fcl") if peer else (exact_verdict(bank), "exact level")
+    with slow_notice(f"first contacts of {args.poses} shallow poses ({name})"):
+        T, contact = shallow_poses(np.random.default_rng([args.seed, 1]), args.poses, far, oracle)
+    return T, (f"first contact by {name} along a random direction (median {np.median(contact):.3g} m), "
+               f"x U{SHALLOW_SCALE}")
+
+
+def measure(T, tree, bank, mesh, peer, args):
+    """[(method, µs/pair, colliding (n,) or (m,), median bound)] and the verdict checks."""
+    rows = []
+    for level in range(tree.depth + 1):
+        us, r = timed_refine(bank, T, level, False, args.repeat)
+        rows.append((f"sphere level {level}", us, r.colliding, _median_bound(r)))
+    first_us, first = timed_refine(bank, T, None, True, args.repeat, all_contacts=False)
+    all_us, exact = timed_refine(bank, T, None, True, args.repeat)
+    rows += [("exact, first contact", first_us, first.colliding, 0.0),
+             ("exact, all contacts", all_us, exact.colliding, 0.0)]
+    n, m = len(T) // 2, min(args.brute_poses, len(T) // 2)
+    checks = [("exact first contact = all contacts", np.sum(first.colliding == exact.colliding), n)]
+    if peer:
+        for method in (FclPair.FIRST, FclPair.ALL):
+            us, hits = peer.timed(T, method, args.repeat)
+            rows.append((method, us, hits, 0.0))
+            checks.append((f"exact = {method}", np.sum(exact.colliding == hits), n))
+    brute_us, brute = timed_brute(mesh, T[:2 * m])
+    rows.append((f"brute force ({m} poses)", brute_us, brute, 0.0))
+    checks.append(("exact = brute force", np.sum(exact.colliding[:m] == brute), m))
+    return rows, checks
+
+
+def _median_bound(result):
     b = result.separation_bound[result.colliding]
-    return b if len(b) else np.array([np.nan])
+    return float(np.median(b)) if len(b) else float("nan")
+
+
+def bench_kind(model, kind, tree, bank, peer, args):
+    """Rows and checks of one model on one pose kind, printed as a table."""
+    T, how = make_poses(kind, args, tree, bank, peer)
+    measured, checks = measure(T, tree, bank, model.mesh, peer, args)
+    ref_name = FclPair.FIRST if peer else "exact, first contact"
+    ref_us = next(us for name, us, _, _ in measured if name == ref_name)
+    rows = [Row(model.label, len(model.mesh.faces), kind, len(hits), name, us, bound, float(np.mean(hits)),
+                ref_us / us, ref_name) for name, us, hits, bound in measured]
+    print(f"  {kind} poses ({args.poses}; {how}):")
+    print(f"    {'method':28s} {'µs/pair':>10s} {'colliding':>10s} {'median bound [m]':>17s} "
+          f"{'vs ' + ref_name:>30s}")
+    for r in rows:
+        print(f"    {r.method:28s} {r.us_per_pair:10.2f} {100 * r.colliding_fraction:9.1f}% "
+              f"{r.median_bound_m:17.4f} {r.vs_reference:29.2f}x")
+    print("    verdicts: " + ", ".join(f"{name} on {int(ok)}/{total}" for name, ok, total in checks))
+    failed = [name for name, ok, total in checks if ok != total]
+    for name in failed:
+        print(f"    CHECK FAILED: {name}")
+    return rows, not failed
+
+
+# ---------------------------------------------------------------- command
+
+def run(args) -> int:
+    models = [resolve_model(name) for name in model_names(args.model)]  # all checked before any work
+    kinds = POSE_KINDS if args.poses_kind == "both" else (args.poses_kind,)
+    from ..narrowphase import TreeBank
+    rows, ok = [], True
+    for model in models:
+        tree = load_tree(model, args.method, args.depth)
+        bank = TreeBank.from_trees([tree])
+        peer = fcl_pair(model.mesh)
+        if peer is None and model is models[0]:
+            print("note: python-fcl is not installed (pip install python-fcl): no fcl rows; "
+                  "ratios are against the project's exact first contact")
+        print(f"model {model.label}: {len(model.mesh.faces)} triangles, bounding radius "
+              f"{model.mesh.bounding_radius:.3g} m, {args.method} tree depth {tree.depth} ({tree.n_nodes} spheres)")
+        for kind in kinds:
+            kind_rows, kind_ok = bench_kind(model, kind, tree, bank, peer, args)
+            rows += kind_rows
+            ok &= kind_ok
+    print_summary(rows, kinds)
+    if args.csv:
+        from .report import write_csv
+        write_csv(Path(args.csv), [asdict(r) for r in rows])
+    if args.plot:
+        plot_rows(Path(args.plot), rows, kinds)
+    return 0 if ok else 1
+
+
+SHORT = {"sphere level 2": "level 2", "exact, first contact": "exact first contact",
+         FclPair.FIRST: "fcl first contact"}
+
+
+def print_summary(rows, kinds) -> None:
+    ref = rows[0].reference
+    print(f"summary (x = {SHORT[ref]} µs/pair / method µs/pair, same run; > 1 is faster):")
+    for model in dict.fromkeys(r.model for r in rows):
+        parts = []
+        for method in ("sphere level 2", "exact, first contact"):
+            got = {r.poses_kind: r.vs_reference for r in rows if r.model == model and r.method == method}
+            if got and method != ref:
+                parts.append(f"{SHORT[method]} vs {SHORT[ref]}: " + ", ".join(f"{got[k]:.2f}x ({k})" for k in kinds))
+        print(f"  {model}: " + "; ".join(parts))
+
+
+def plot_rows(path: Path, rows, kinds) -> None:
+    """One panel per model: µs/pair per method (log scale), a bar per pose kind."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = list(dict.fromkeys(r.model for r in rows))
+    fig, axes = plt.subplots(len(models), 1, figsize=(11, 3.2 * len(models)), squeeze=False)
+    width = 0.8 / len(kinds)
+    for ax, model in zip(axes[:, 0], models):
+        # brute force (the oracle, 10^5 µs) left out: it would squash the contenders' bars
+        methods = list(dict.fromkeys(r.method for r in rows if r.model == model and not r.method.startswith("brute")))
+        for j, kind in enumerate(kinds):
+            us = {r.method: r.us_per_pair for r in rows if r.model == model and r.poses_kind == kind}
+            x = np.arange(len(methods)) + (j - (len(kinds) - 1) / 2) * width
+            ax.bar(x, [us[m] for m in methods], width, label=f"{kind} poses")
+        ax.set_yscale("log")
+        ax.set_xticks(np.arange(len(methods)), methods, rotation=20, ha="right", fontsize=8)
+        ax.set_ylabel("µs / pair")
+        ax.set_title(f"{model} ({next(r.triangles for r in rows if r.model == model)} triangles)", fontsize=10)
+        ax.grid(axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
