@@ -32,39 +32,128 @@ def _dist2(A, i, B, j):
 
 
 @njit(cache=True)
-def descend_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, s, e):
-    """One level deeper for active rows s..e: every child pair of a colliding node pair whose
-    spheres overlap (a leaf stands in for its own children, so trees of unequal depth mix).
-
-    Returns (out_ptr (e-s+1,) int64, out_a (n,) int64, out_b (n,) int64), CSR over rows s..e.
-    """
+def _push_children(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, r, a0, b0, level, sa, sb, sl, top, xb):
+    """Push onto the stack (sa, sb, sl)[top:] every child pair of node pair (a0, b0) whose spheres
+    overlap (a leaf stands in for its own children), at `level`, the deepest overlap last (on
+    top: where a witness below is likeliest). Returns the new top."""
     Z = np.int64(0)
-    cap = 0
-    for j in range(ptr[s], ptr[e]):
-        cap += max(cca[fa[j]], 1) * max(ccb[fb[j]], 1)
-    out_a = np.empty(cap, np.int64)
-    out_b = np.empty(cap, np.int64)
+    a_first, na, b_first, nb = a0, 1, b0, 1
+    if cca[a0] > 0:
+        a_first, na = fca[a0], cca[a0]
+    if ccb[b0] > 0:
+        b_first, nb = fcb[b0], ccb[b0]
+    best, best_at = -np.inf, top
+    for b in range(b_first, b_first + nb):
+        _to_a(R, t, r, cb, b, xb, Z)
+        for a in range(a_first, a_first + na):
+            rr = ra[a] + rb[b]
+            d2 = _dist2(ca, a, xb, Z)
+            if d2 <= rr * rr:
+                sa[top], sb[top], sl[top] = a, b, level
+                if rr - np.sqrt(d2) > best:
+                    best, best_at = rr - np.sqrt(d2), top
+                top += 1
+    if top > best_at + 1:  # the deepest overlap on top
+        last = top - 1
+        sa[best_at], sa[last] = sa[last], sa[best_at]
+        sb[best_at], sb[last] = sb[last], sb[best_at]
+    return top
+
+
+@njit(cache=True)
+def deepen_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, fl, s, e, target):
+    """Depth-first search, for active rows s..e, of one colliding node pair at level `target`.
+
+    A row's state is a stack of colliding node pairs not yet expanded (fa, fb; fl their levels,
+    all < target; top last). Entries are popped and their overlapping children pushed until the
+    top entry is at `target` — a witness: the ships may touch at that level — or the stack runs
+    out: no colliding pair exists at `target`, the ships are apart. The verdict equals a
+    breadth-first descent's, which would expand every colliding pair of every level on the way
+    (on a deep overlap, most of the tree). Every stack entry is a colliding sphere pair, so each
+    gives a valid separation bound.
+
+    Returns CSR stacks over rows s..e: (out_ptr (e-s+1,), out_a, out_b, out_l) int64; an empty
+    row is apart, a non-empty one has its witness and the siblings found with it on top.
+    """
+    kids = np.int64(1)
+    for c in (cca, ccb):
+        for i in range(len(c)):
+            kids = max(kids, np.int64(c[i]))
+    kids = kids * kids  # children pushed by one expansion, at most
+    # a stack holds the unexpanded input entries plus at most one sibling group per level
+    most = np.int64(0)
+    for i in range(s, e):
+        most = max(most, ptr[i + 1] - ptr[i])
+    size = most + (target + 1) * kids
+    sa, sb, sl = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
     out_ptr = np.zeros(e - s + 1, np.int64)
+    cap = ptr[e] - ptr[s] + (e - s) * kids
+    out_a, out_b, out_l = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
     xb = np.empty((1, 3))
     n = 0
     for i in range(s, e):
         r = rows[i]
+        top = np.int64(0)
         for j in range(ptr[i], ptr[i + 1]):
-            a0, na, b0, nb = fa[j], 1, fb[j], 1
-            if cca[a0] > 0:
-                a0, na = fca[a0], cca[a0]
-            if ccb[b0] > 0:
-                b0, nb = fcb[b0], ccb[b0]
-            for b in range(b0, b0 + nb):
-                _to_a(R, t, r, cb, b, xb, Z)
-                for a in range(a0, a0 + na):
-                    rr = ra[a] + rb[b]
-                    if _dist2(ca, a, xb, Z) <= rr * rr:
-                        out_a[n] = a
-                        out_b[n] = b
-                        n += 1
+            sa[top], sb[top], sl[top] = fa[j], fb[j], fl[j]
+            top += 1
+        while top > 0 and sl[top - 1] < target:
+            top -= 1
+            top = _push_children(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, r, sa[top], sb[top], sl[top] + 1,
+                                 sa, sb, sl, top, xb)
+        if n + top > len(out_a):
+            out_a, out_b, out_l = _grow1(out_a, n + top), _grow1(out_b, n + top), _grow1(out_l, n + top)
+        out_a[n:n + top], out_b[n:n + top], out_l[n:n + top] = sa[:top], sb[:top], sl[:top]
+        n += top
+        out_ptr[i - s + 1] = n
+    return out_ptr, out_a[:n], out_b[:n], out_l[:n]
+
+
+@njit(cache=True)
+def complete_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, s, e):
+    """Every colliding leaf pair below the stacks of active rows s..e (see deepen_pairs): the
+    breadth-first frontier at the leaves, which the exact level's triangle tests need whole.
+    Returns CSR (out_ptr (e-s+1,), out_a, out_b) int64."""
+    kids = np.int64(1)
+    for c in (cca, ccb):
+        for i in range(len(c)):
+            kids = max(kids, np.int64(c[i]))
+    kids = kids * kids
+    most = np.int64(0)
+    for i in range(s, e):
+        most = max(most, ptr[i + 1] - ptr[i])
+    size = most + 64 * kids  # one sibling group per tree level at most (depth < 64)
+    sa, sb, sl = np.empty(size, np.int64), np.empty(size, np.int64), np.zeros(size, np.int64)
+    out_ptr = np.zeros(e - s + 1, np.int64)
+    out_a, out_b = np.empty(ptr[e] - ptr[s] + 16, np.int64), np.empty(ptr[e] - ptr[s] + 16, np.int64)
+    xb = np.empty((1, 3))
+    n = 0
+    for i in range(s, e):
+        r = rows[i]
+        top = np.int64(0)
+        for j in range(ptr[i], ptr[i + 1]):
+            sa[top], sb[top] = fa[j], fb[j]
+            top += 1
+        while top > 0:
+            top -= 1
+            a, b = sa[top], sb[top]
+            if cca[a] == 0 and ccb[b] == 0:
+                if n == len(out_a):
+                    out_a, out_b = _grow1(out_a, n + 1), _grow1(out_b, n + 1)
+                out_a[n], out_b[n] = a, b
+                n += 1
+            else:
+                top = _push_children(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, r, a, b, sl[top], sa, sb, sl, top,
+                                     xb)
         out_ptr[i - s + 1] = n
     return out_ptr, out_a[:n], out_b[:n]
+
+
+@njit(cache=True)
+def _grow1(arr, need):
+    out = np.empty(max(need, 2 * len(arr)), arr.dtype)
+    out[:len(arr)] = arr
+    return out
 
 
 # No array variable is reassigned inside a hot loop: numba would then pay reference counting on

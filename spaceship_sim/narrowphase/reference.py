@@ -5,7 +5,7 @@ benchmark compare the fast paths against them).
   edge of one meets the other (their intersection is convex; its boundary lies on an edge);
 - point–triangle closest point by plane projection, else the closest of the three edges;
 - triangle distance by dense sampling (an upper bound that converges to the distance);
-- one level of sphere-tree descent for one node pair;
+- one level of sphere-tree descent for one node pair, and breadth-first descent from the roots;
 - a brute-force pair test over all triangle pairs.
 """
 from __future__ import annotations
@@ -120,6 +120,18 @@ def descend_ref(tree_a, node_a, tree_b, node_b, R, t) -> set[tuple[int, int]]:
     d = np.linalg.norm(tree_a.center[ka][:, None] - xb[None], axis=2)
     hit = d <= tree_a.radius[ka][:, None] + tree_b.radius[kb][None]
     return {(int(ka[i]), int(kb[j])) for i, j in zip(*np.nonzero(hit))}
+
+
+def frontiers_ref(tree_a, tree_b, R, t, max_level: int) -> list[set[tuple[int, int]]]:
+    """Breadth-first descent from the roots: the set of colliding node pairs (local ids) at each
+    level 0..max_level, stopping after the first empty one (the ships are apart there)."""
+    xb = tree_b.center[0] @ R.T + t
+    front = {(0, 0)} if np.linalg.norm(tree_a.center[0] - xb) <= tree_a.radius[0] + tree_b.radius[0] else set()
+    out = [front]
+    while front and len(out) <= max_level:
+        front = set().union(*(descend_ref(tree_a, a, tree_b, b, R, t) for a, b in front))
+        out.append(front)
+    return out
 
 
 def world_triangles(vertices, faces, T) -> np.ndarray:

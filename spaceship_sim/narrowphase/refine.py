@@ -9,6 +9,14 @@ level), and depth + 1 the exact triangle level (depth = the deeper of the two tr
 Certainty: sphere trees cover their ships conservatively, so a pair found apart at any level is
 certainly apart (`exact` is True); a pair still colliding at a sphere level may be a false
 positive, and its `separation_bound` says how far apart the ships may be at most.
+
+Early exit: "colliding at level k" needs only one colliding sphere pair at level k (a witness),
+"apart at level k" needs every colliding pair of level k - 1 expanded. So each pair keeps a
+depth-first stack of colliding node pairs not yet expanded, and deepening it to the next level
+stops at the first witness (kernels.deepen_pairs): on a deep overlap a few dozen sphere tests
+instead of most of the tree, with the verdict and level a breadth-first descent would give.
+Only the exact level needs every colliding leaf pair, and in first-contact mode only when the
+witness's own leaves meet nothing. The separation bound is the best over the stacked pairs.
 """
 from __future__ import annotations
 
@@ -20,7 +28,7 @@ import numpy as np
 
 from ..clock import WALL
 from .bank import TreeBank, bank_of
-from .kernels import descend_pairs, exact_pairs, relative_poses, summarize_pairs
+from .kernels import complete_pairs, deepen_pairs, exact_pairs, relative_poses, summarize_pairs
 
 PROBE = 8               # pair rows in the first descent call of a level under a finite deadline
 EXACT_PROBE = 1         # ... of the exact level: one row's triangle tests can take a millisecond
@@ -151,10 +159,16 @@ def _transform(T, name) -> np.ndarray:
 
 
 class _Frontier:
-    """CSR of colliding node pairs for a set of pair rows: rows (a,), ptr (a+1,), fa/fb."""
+    """CSR of colliding node pairs for a set of pair rows: rows (a,), ptr (a+1,), and per entry
+    fa, fb (global node ids of A and B) and fl (the entry's level). Under the sphere levels a
+    row's entries are its depth-first stack (top last, see kernels.deepen_pairs)."""
 
-    def __init__(self, rows, ptr, fa, fb):
-        self.rows, self.ptr, self.fa, self.fb = rows, ptr, fa, fb
+    def __init__(self, rows, ptr, fa, fb, fl):
+        self.rows, self.ptr, self.fa, self.fb, self.fl = rows, ptr, fa, fb, fl
+
+    @property
+    def cols(self):
+        return self.fa, self.fb, self.fl
 
     def take(self, sel) -> "_Frontier":
         """Sub-frontier of the active rows picked by boolean mask or index array `sel`."""
@@ -165,20 +179,27 @@ class _Frontier:
         ptr = np.zeros(len(idx) + 1, np.int64)
         np.cumsum(counts, out=ptr[1:])
         src = np.repeat(self.ptr[idx] - ptr[:-1], counts) + np.arange(ptr[-1])
-        return _Frontier(self.rows[idx], ptr, self.fa[src], self.fb[src])
+        return _Frontier(self.rows[idx], ptr, *(c[src] for c in self.cols))
+
+    def entries(self, keep) -> "_Frontier":
+        """The same rows with only the entries where boolean `keep` (one per entry) holds."""
+        counts = _per_row(np.add, keep.astype(np.int64), self.ptr)
+        ptr = np.zeros(len(self.rows) + 1, np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        return _Frontier(self.rows, ptr, *(c[keep] for c in self.cols))
 
     @staticmethod
     def concat(parts) -> "_Frontier":
         parts = [p for p in parts if len(p.rows)]
         if not parts:
-            return _Frontier(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64),
-                             np.zeros(0, np.int64))
+            empty = np.zeros(0, np.int64)
+            return _Frontier(empty, np.zeros(1, np.int64), empty, empty, empty)
         ptrs, off = [np.zeros(1, np.int64)], 0
         for p in parts:
             ptrs.append(p.ptr[1:] + off)
             off += p.ptr[-1]
         return _Frontier(np.concatenate([p.rows for p in parts]), np.concatenate(ptrs),
-                         np.concatenate([p.fa for p in parts]), np.concatenate([p.fb for p in parts]))
+                         *(np.concatenate(c) for c in zip(*(p.cols for p in parts))))
 
     def by_row(self, k) -> "_Frontier":
         """All k pose rows in order (rows absent here get no pairs)."""
@@ -188,9 +209,10 @@ class _Frontier:
         np.cumsum(counts, out=ptr[1:])
         n = np.diff(self.ptr)
         dest = np.repeat(ptr[self.rows] - self.ptr[:-1], n) + np.arange(self.ptr[-1])
-        fa, fb = np.empty_like(self.fa), np.empty_like(self.fb)
-        fa[dest], fb[dest] = self.fa, self.fb
-        return _Frontier(np.arange(k), ptr, fa, fb)
+        cols = [np.empty_like(c) for c in self.cols]
+        for out, c in zip(cols, self.cols):
+            out[dest] = c
+        return _Frontier(np.arange(k), ptr, *cols)
 
 
 def _run_batches(kernel, n: int, deadline: float, n_forced: int, clock, probe: int = PROBE):
@@ -216,14 +238,43 @@ def _run_batches(kernel, n: int, deadline: float, n_forced: int, clock, probe: i
 
 
 def _join(rows, pieces) -> _Frontier:
+    """One frontier from the kernels' CSR pieces (ptr, a, b[, levels]) over consecutive rows."""
     if not pieces:
         return _Frontier.concat([])
     ptrs, off = [np.zeros(1, np.int64)], 0
-    for p, _, _ in pieces:
-        ptrs.append(p[1:] + off)
-        off += p[-1]
-    return _Frontier(rows, np.concatenate(ptrs), np.concatenate([a for _, a, _ in pieces]),
-                     np.concatenate([b for _, _, b in pieces]))
+    for p in pieces:
+        ptrs.append(p[0][1:] + off)
+        off += p[0][-1]
+    fa, fb = np.concatenate([p[1] for p in pieces]), np.concatenate([p[2] for p in pieces])
+    fl = np.concatenate([p[3] for p in pieces]) if len(pieces[0]) > 3 else np.zeros(len(fa), np.int64)
+    return _Frontier(rows, np.concatenate(ptrs), fa, fb, fl)
+
+
+def _merge_hits(first, rows, second):
+    """CSR (ptr, a, b) of hits over a batch: `first`'s, except for the batch rows `rows`, whose
+    hits come from `second` (a CSR over those rows only)."""
+    n = len(first[0]) - 1
+    counts = np.diff(first[0])
+    counts[rows] = np.diff(second[0])
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    row_of = np.concatenate([np.repeat(np.arange(n), np.diff(first[0])), np.repeat(rows, np.diff(second[0]))])
+    order = np.argsort(row_of, kind="stable")
+    return (ptr, *(np.concatenate([f, g])[order] for f, g in zip(first[1:], second[1:])))
+
+
+def _per_row(ufunc, values, ptr) -> np.ndarray:
+    """ufunc reduced over each CSR row of `values` (0 for empty rows)."""
+    n = np.diff(ptr)
+    out = np.zeros(len(n), values.dtype)
+    if len(values):
+        out[n > 0] = ufunc.reduceat(values, ptr[:-1][n > 0])  # strictly increasing starts: no empty rows
+    return out
+
+
+def _top_groups(front: _Frontier) -> np.ndarray:
+    """Per entry: does it sit at its row's deepest level (the witness and its siblings)?"""
+    return front.fl == np.repeat(_per_row(np.maximum, front.fl, front.ptr), np.diff(front.ptr))
 
 
 def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline, min_level, max_level, exact,
@@ -242,13 +293,15 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
     hit0 = ((A.center[root_a] - xb) ** 2).sum(1) <= (A.radius[root_a] + B.radius[root_b]) ** 2
     level = np.zeros(k, np.int64)
     apart = ~hit0  # found apart at `level`
-    active = _Frontier(np.arange(k), np.arange(k + 1, dtype=np.int64), root_a, root_b).take(hit0)
+    active = _Frontier(np.arange(k), np.arange(k + 1, dtype=np.int64), root_a, root_b,
+                       np.zeros(k, np.int64)).take(hit0)
     finished = []  # frontiers of rows that stop refining, each at its level
+    tree_args = (A.center, A.radius, A.first_child, A.child_count, B.center, B.radius, B.first_child,
+                 B.child_count, R, t)
 
-    def descend(front):
-        return lambda s, e: descend_pairs(A.center, A.radius, A.first_child, A.child_count, B.center, B.radius,
-                                          B.first_child, B.child_count, R, t, front.rows, front.ptr, front.fa,
-                                          front.fb, s, e)
+    def deepen(front, target):
+        return lambda s, e: deepen_pairs(*tree_args, front.rows, front.ptr, front.fa, front.fb, front.fl, s, e,
+                                         target)
 
     L = 0
     while len(active.rows):
@@ -261,7 +314,7 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
         go = active.take(~stop)
         n_go = len(go.rows)
         held = sum(len(f.fa) for f in finished) + len(go.fa)
-        done, pieces = _run_batches(descend(go), n_go, deadline - FINISH_COST * held,
+        done, pieces = _run_batches(deepen(go, L + 1), n_go, deadline - FINISH_COST * held,
                                     n_forced=n_go if L + 1 <= min_level else 0, clock=clock)
         if done < n_go:
             finished.append(go.take(np.arange(done, n_go)))  # out of time: stay at L
@@ -283,11 +336,25 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
         order = np.argsort(~(min_level > depth), kind="stable")
         leaves = final.take(order[want[order]])
 
-        def kernel(s, e):
+        def triangles(front, first):
             return exact_pairs(A.center, A.radius, A.tri_ptr, A.tri_idx, A.tri_verts, A.tri_center, A.tri_radius,
                                B.center, B.radius, B.tri_ptr, B.tri_idx, B.tri_verts, B.tri_center, B.tri_radius,
-                               R, t, leaves.rows, leaves.ptr, leaves.fa, leaves.fb, s, e,
-                               not all_contacts)
+                               R, t, front.rows, front.ptr, front.fa, front.fb, 0, len(front.rows), first)
+
+        def all_leaves(front):  # the whole leaf frontier below each row's stack
+            return _join(front.rows, [complete_pairs(*tree_args, front.rows, front.ptr, front.fa, front.fb, 0,
+                                                     len(front.rows))])
+
+        def kernel(s, e):
+            batch = leaves.take(np.arange(s, e))
+            if all_contacts:
+                return triangles(all_leaves(batch), False)
+            # a first contact is likeliest among the witness's leaf pairs: test those first, and
+            # the whole leaf frontier only for rows where they meet nothing
+            near = triangles(batch.entries(_top_groups(batch)), True)
+            missed = np.flatnonzero(np.diff(near[0]) == 0)
+            rest = triangles(all_leaves(batch.take(missed)), True)
+            return _merge_hits(near, missed, rest)
 
         n_forced = int(np.sum(min_level > depth[leaves.rows]))
         done, pieces = _run_batches(kernel, len(leaves.rows), deadline - FINISH_COST * len(final.fa), n_forced,
@@ -301,11 +368,17 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
         hits = hits.by_row(k)
         hit_ptr, hit_a, hit_b = hits.ptr, hits.fa, hits.fb
         # rows found apart by the triangles keep no sphere pairs
-        final = final.take(~np.isin(np.arange(k), tested[n_hits == 0]))
-        final = _Frontier(final.rows, final.ptr, final.fa, final.fb).by_row(k)
+        final = final.take(~np.isin(np.arange(k), tested[n_hits == 0])).by_row(k)
 
-    bound, point, normal = summarize_pairs(A.center, A.radius, A.error, A.witness, B.center, B.radius, B.error,
-                                           B.witness, R, t, final.ptr, final.fa, final.fb)
+    # every stacked pair collides, so each bounds the separation, and together (all levels of
+    # the search, around the witness) they give the contact; the deepest ones — the witness and
+    # its siblings — are the pairs reported and drawn
+    def summarize(front):
+        return summarize_pairs(A.center, A.radius, A.error, A.witness, B.center, B.radius, B.error, B.witness, R, t,
+                               front.ptr, front.fa, front.fb)
+
+    bound, point, normal = summarize(final)
+    final = final.entries(_top_groups(final))
     bound[hit_ptr[1:] > hit_ptr[:-1]] = 0.0
     bound[~colliding] = np.inf
     Ra = Ta[:, :3, :3]

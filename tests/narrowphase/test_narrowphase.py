@@ -9,8 +9,8 @@ from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.clock import TickClock
 from spaceship_sim.narrowphase import TreeBank, TreeError, collide_pair, refine_frame
-from spaceship_sim.narrowphase.kernels import descend_pairs, min_distance_all_pairs
-from spaceship_sim.narrowphase.reference import brute_force_pair, descend_ref, world_triangles
+from spaceship_sim.narrowphase.kernels import complete_pairs, min_distance_all_pairs
+from spaceship_sim.narrowphase.reference import brute_force_pair, frontiers_ref, world_triangles
 
 from narrow_helpers import hand_octree, random_pose, random_rotation
 
@@ -242,25 +242,54 @@ def test_empty_frame_and_far_pairs(trees):
 
 
 @SETTINGS
+@given(st.integers(0, 2**32 - 1), st.sampled_from(NAMES), st.sampled_from(NAMES))
+def test_depth_first_levels_match_breadth_first_descent(trees, seed, name_a, name_b):
+    """The witness search gives the verdict and level of a full breadth-first descent, and the
+    sphere pairs it reports collide at that level."""
+    if name_a not in trees or name_b not in trees:
+        pytest.skip("asset not available")
+    ta, tb = trees[name_a], trees[name_b]
+    rng = np.random.default_rng(seed)
+    depth = max(ta.depth, tb.depth)
+    for _ in range(3):
+        Ta, Tb = pose_pair(rng, ta, tb, spread=rng.uniform(0.3, 1.0))
+        R, t = relative_pose(Ta, Tb)
+        fronts = frontiers_ref(ta, tb, R, t, depth)
+        for L in range(depth + 1):
+            r = collide_pair(ta, Ta, tb, Tb, max_level=L, exact=False)
+            want_level = min(L, len(fronts) - 1)
+            assert (r.colliding, r.level) == (bool(fronts[want_level]), want_level)
+            assert {tuple(map(int, p)) for p in r.sphere_pairs} <= fronts[want_level]
+            assert len(r.sphere_pairs) > 0 or not r.colliding
+
+
+@SETTINGS
 @given(st.integers(0, 2**32 - 1))
-def test_descend_kernel_matches_reference(trees, seed):
+def test_complete_kernel_gives_the_breadth_first_leaf_frontier(trees, seed):
     rng = np.random.default_rng(seed)
     ta, tb = trees["torus_hand3"], trees["torus"]
     bank = TreeBank.from_trees([ta, tb])
-    R, t = random_rotation(rng), rng.normal(size=3) * 0.7
-    fa = rng.integers(0, ta.n_nodes, 20).astype(np.int32)
-    fb = rng.integers(0, tb.n_nodes, 20).astype(np.int32)
-    ptr = np.array([0, 7, 7, 20], np.int64)
-    out_ptr, oa, ob = descend_pairs(bank.center, bank.radius, bank.first_child, bank.child_count, bank.center,
-                                    bank.radius, bank.first_child, bank.child_count, R[None].copy(), t[None].copy(),
-                                    np.zeros(3, np.int64), ptr, fa, (fb + ta.n_nodes).astype(np.int32), 0, 3)
+    depth = max(ta.depth, tb.depth)
+    poses = [relative_pose(*pose_pair(rng, ta, tb, spread=0.7)) for _ in range(3)]
+    R, t = np.stack([p[0] for p in poses]), np.stack([p[1] for p in poses])
+    rows, ptr = np.arange(3), np.arange(4, dtype=np.int64)
+    roots_a, roots_b = np.zeros(3, np.int64), np.full(3, ta.n_nodes, np.int64)  # B's nodes follow A's
+    out_ptr, oa, ob = complete_pairs(bank.center, bank.radius, bank.first_child, bank.child_count, bank.center,
+                                     bank.radius, bank.first_child, bank.child_count, R, t, rows, ptr, roots_a,
+                                     roots_b, 0, 3)
     for row in range(3):
-        want = set()
-        for j in range(ptr[row], ptr[row + 1]):
-            want |= descend_ref(ta, fa[j], tb, fb[j], R, t)
+        fronts = frontiers_ref(ta, tb, R[row], t[row], depth)
+        if len(fronts) <= depth:  # apart above the leaves: the kernel starts from overlapping roots
+            continue
         got = {(int(a), int(b) - ta.n_nodes) for a, b in
                zip(oa[out_ptr[row]:out_ptr[row + 1]], ob[out_ptr[row]:out_ptr[row + 1]])}
-        assert got == want
+        assert got == fronts[depth]
+
+
+def relative_pose(Ta, Tb):
+    """B's body frame in A's: x_A = R x_B + t."""
+    R = Ta[:3, :3].T @ Tb[:3, :3]
+    return R, Ta[:3, :3].T @ (Tb[:3, 3] - Ta[:3, 3])
 
 
 def test_inconsistent_tree_is_refused_naming_the_field(trees):
