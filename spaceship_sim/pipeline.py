@@ -39,9 +39,10 @@ def step(world) -> FrameStats:
             pairs = world.broad.find_pairs(world.t, state.pos, state.vel, accel_bound(state, cfg.controls))
         budget = detection_budget(world, stats, start, samples_left=n_samples - sample)
         with timed(stats, "t_narrow", clock):
+            pairs = pairs[world.fair.order(pairs, state.n)]  # the least refined last time first
             narrow = refine_frame(world.bank, state.model_id, transforms(state), pairs,
-                                  deadline=clock() + budget, clock=clock,
-                                  **world.refine_options)
+                                  deadline=clock() + budget, clock=clock, **world.refine_options)
+            world.fair.record(narrow.pairs, narrow.level, state.n)
         with timed(stats, "t_response", clock):
             hit = narrow.colliding
             changed = respond(state.vel, state.inv_mass, narrow.pairs[hit], narrow.contact_normal[hit],

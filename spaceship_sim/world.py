@@ -17,6 +17,7 @@ from .config import Config
 from .dynamics import Controllers, Integrator, initial_state
 from .meshes import load_model
 from .narrowphase import TreeBank, refine_frame
+from .narrowphase.fairness import FairOrder
 from .progress import slow_notice, to_stderr
 from .spheretree import load_or_build
 from .stats import FrameStats, MovingAverage
@@ -81,6 +82,7 @@ class World:
         self.integrator = Integrator(cfg, self.state.n)
         self.broad = make_broadphase(self.broadphase_name, self.state.radius,
                                      min_resolution=cfg.sim.min_temporal_resolution)
+        self.fair = FairOrder()  # which pairs the narrow phase deepens first
         self.render_predictor = MovingAverage(cfg.collision.render_average_frames)
         # what the narrow phase overruns its deadline by (work past the last clock check)
         self.overrun_predictor = MovingAverage(cfg.collision.render_average_frames)
