@@ -37,7 +37,9 @@ def step(world) -> FrameStats:
             world.t += cfg.sim.frame_dt / n_samples
         with timed(stats, "t_broad", clock):
             pairs = world.broad.find_pairs(world.t, state.pos, state.vel, accel_bound(state, cfg.controls))
-        budget = detection_budget(world, stats, start, samples_left=n_samples - sample)
+        budget = math.inf if not world.time_critical else detection_budget(
+            stats.target, stats.render_predicted, spent=clock() - start, margin=cfg.collision.safety_margin,
+            samples_left=n_samples - sample, overrun=world.overrun_predictor.predict())
         with timed(stats, "t_narrow", clock):
             pairs = pairs[world.fair.order(pairs, state.n)]  # the least refined last time first
             narrow = refine_frame(world.bank, state.model_id, transforms(state), pairs,
@@ -68,12 +70,10 @@ def samples_per_frame(frame_dt: float, min_resolution: float) -> int:
     return max(1, math.ceil(frame_dt / min_resolution - 1e-9))
 
 
-def detection_budget(world, stats: FrameStats, frame_start: float, samples_left: int) -> float:
-    """Narrow-phase deadline for this sample [s]: the frame's remaining target time after the
-    predicted render and a safety margin, shared over the samples still to come, less the
-    predicted overrun of the deadline."""
-    if not world.time_critical:
-        return math.inf
-    spent = world.clock() - frame_start
-    left = stats.target - stats.render_predicted - spent - world.config.collision.safety_margin
-    return max(0.0, left / samples_left - world.overrun_predictor.predict())
+def detection_budget(target: float, render_predicted: float, spent: float, margin: float, samples_left: int,
+                     overrun: float) -> float:
+    """Narrow-phase time for this sample [s]: what is left of the target frame time after the
+    predicted render, the time the frame has spent so far and a safety margin, shared over the
+    samples still to come, less the predicted overrun of the deadline; never negative."""
+    left = target - render_predicted - spent - margin
+    return max(0.0, left / samples_left - overrun)

@@ -5,7 +5,6 @@ import math
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ from spaceship_sim.cli import main
 from spaceship_sim.clock import WALL, TickClock
 from spaceship_sim.config import config_from_dict, load_config
 from spaceship_sim.pipeline import detection_budget, samples_per_frame
-from spaceship_sim.stats import FrameStats, MovingAverage
 from spaceship_sim.world import World
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,18 +35,12 @@ def test_samples_never_coarser_than_min_resolution():
 
 
 def test_detection_budget_leaves_room_for_render_margin_and_predicted_overrun():
-    clock = TickClock(1e-4)  # the frame so far took one tick: 0.1 ms
-    world = SimpleNamespace(time_critical=True, overrun_predictor=MovingAverage(4), clock=clock,
-                            config=SimpleNamespace(collision=SimpleNamespace(safety_margin=0.001)))
-    stats = FrameStats(target=0.033, render_predicted=0.020)
-    share = (0.033 - 0.020 - 1e-4 - 0.001) / 2
-    assert detection_budget(world, stats, clock(), samples_left=2) == pytest.approx(share)
-    world.overrun_predictor.record(0.002)
-    world.overrun_predictor.record(0.004)
-    assert detection_budget(world, stats, clock(), samples_left=2) == pytest.approx(share - 0.003)
-    assert detection_budget(world, FrameStats(target=0.033, render_predicted=0.040), clock(), 1) == 0
-    world.time_critical = False
-    assert detection_budget(world, stats, clock(), 2) == math.inf
+    share = (0.033 - 0.020 - 0.004 - 0.001) / 2
+    assert detection_budget(0.033, 0.020, spent=0.004, margin=0.001, samples_left=2, overrun=0.0) == \
+        pytest.approx(share)
+    assert detection_budget(0.033, 0.020, 0.004, 0.001, 2, overrun=0.003) == pytest.approx(share - 0.003)
+    assert detection_budget(0.033, 0.040, 0.0, 0.001, 1, 0.0) == 0, "a render over target leaves nothing"
+    assert detection_budget(0.033, 0.0, 0.0, 0.0, 1, overrun=0.05) == 0
 
 
 def test_world_predicts_narrow_phase_overrun_from_time_critical_samples():
