@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 
+from .args import COMMAND_LINE
 from .errors import InputError
 
 # (module, attribute) pairs, in the order `--help` lists them
@@ -27,8 +28,19 @@ BENCHES = [
 ]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are InputErrors: one line naming the flag, exit 2 through `main`
+    (argparse's own error prints the usage too and exits from deep inside parsing)."""
+
+    def error(self, message: str):
+        head, sep, problem = message.partition(": ")
+        if sep and head.startswith("argument "):
+            raise InputError(COMMAND_LINE, head.removeprefix("argument "), problem)
+        raise InputError(COMMAND_LINE, "", message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="spaceship-sim", description=__doc__.splitlines()[0])
+    parser = Parser(prog="spaceship-sim", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module, attr in COMMANDS:
         _register(module, attr, sub)
@@ -50,8 +62,8 @@ def _register(module: str, attr: str, sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -20,6 +20,15 @@ class ConfigError(InputError):
     """Invalid configuration; str() is one line naming file and key."""
 
 
+# Limits on work that could not finish (or would not fit in memory) and on physical values far
+# beyond any ship, so that nothing overflows: positions stay below ~1e7 m, speeds below ~1e7 m/s.
+MAX_SHIPS = 100_000            # ships in one scenario or bench (stress.toml has 5,000)
+MAX_SAMPLES_PER_FRAME = 1000   # detection samples per frame (frame_dt / min_temporal_resolution)
+MAX_TREE_NODES = 100_000       # spheres in one sphere tree (sum of branching^k, k = 0..depth)
+MAX_SPEED = 1e4                # [m/s] initial and cruise speeds
+MAX_ACCEL = 1e4                # [m/s^2] thrust (about 1,000 g)
+
+
 def _f(default, doc: str, *, lo=None, hi=None, lo_open=False, choices=None):
     """A config field: default, documentation with unit, and validation range."""
     return field(default=default, metadata=dict(doc=doc, lo=lo, hi=hi, lo_open=lo_open,
@@ -28,23 +37,24 @@ def _f(default, doc: str, *, lo=None, hi=None, lo_open=False, choices=None):
 
 @dataclass(frozen=True)
 class ArenaConfig:
-    size: float = _f(400.0, "edge length of the cubic arena centred at the origin [m]", lo=1.0, lo_open=True)
+    size: float = _f(400.0, "edge length of the cubic arena centred at the origin [m]", lo=1.0, lo_open=True, hi=1e6)
 
 
 @dataclass(frozen=True)
 class ShipsConfig:
-    count: int = _f(12, "number of ships, the user's ship (index 0) included [-]", lo=1, hi=100_000)
+    count: int = _f(12, "number of ships, the user's ship (index 0) included [-]", lo=1, hi=MAX_SHIPS)
     user_model: str = _f("fighter", "model of the user's ship (a mesh name in assets/) [-]")
     models: tuple[str, ...] = _f(("fighter", "lamp", "freighter"),
                                  "models of the autonomous ships, assigned round-robin [-]")
-    initial_speed: float = _f(5.0, "largest initial speed of an autonomous ship [m/s]", lo=0.0)
+    initial_speed: float = _f(5.0, "largest initial speed of an autonomous ship [m/s]", lo=0.0,
+                               hi=MAX_SPEED)
     spacing: float = _f(1.2, "minimum initial centre distance as a multiple of the summed bounding radii [-]",
-                        lo=1.0)
+                        lo=1.0, hi=100.0)
 
 
 @dataclass(frozen=True)
 class SimConfig:
-    seed: int = _f(1, "seed of every random draw (placement, autopilot) [-]", lo=0)
+    seed: int = _f(1, "seed of every random draw (placement, autopilot) [-]", lo=0, hi=2**63 - 1)
     frame_dt: float = _f(1 / 30, "simulation time advanced per frame [s]", lo=0.0, lo_open=True, hi=1.0)
     min_temporal_resolution: float = _f(1 / 60, "collision detection samples at least this often [s]",
                                         lo=0.0, lo_open=True, hi=1.0)
@@ -54,26 +64,31 @@ class SimConfig:
 @dataclass(frozen=True)
 class IntegratorConfig:
     tolerance: float = _f(1e-3, "allowed local error per RK2 step, position/velocity norm [m, m/s]",
-                          lo=0.0, lo_open=True)
-    min_step: float = _f(1e-4, "smallest RK2 step [s]", lo=0.0, lo_open=True)
-    max_step: float = _f(1 / 30, "largest RK2 step [s]", lo=0.0, lo_open=True)
+                          lo=0.0, lo_open=True, hi=1e3)
+    # >= 1 µs: at most 1e6 steps per ship and frame; smaller steps only add round-off
+    min_step: float = _f(1e-4, "smallest RK2 step [s]", lo=1e-6, hi=1.0)
+    max_step: float = _f(1 / 30, "largest RK2 step [s]", lo=1e-6, hi=1.0)
     max_substeps: int = _f(64, "cap on RK2 sub-steps per ship per frame [-]", lo=1, hi=100_000)
 
 
 @dataclass(frozen=True)
 class ControlConfig:
-    max_thrust: float = _f(20.0, "largest forward (thrust) acceleration along the body x axis [m/s^2]", lo=0.0)
-    max_angular_rate: float = _f(1.5, "largest commanded rotational velocity per body axis [rad/s]", lo=0.0)
+    max_thrust: float = _f(20.0, "largest forward (thrust) acceleration along the body x axis [m/s^2]", lo=0.0,
+                            hi=MAX_ACCEL)
+    max_angular_rate: float = _f(1.5, "largest commanded rotational velocity per body axis [rad/s]", lo=0.0,
+                                  hi=100.0)
     drag: float = _f(0.2, "linear velocity damping coefficient (bounds speed to max_thrust/drag) [1/s]",
-                     lo=0.0, lo_open=True)
+                     lo=1e-3, hi=1e3)
     rotation_time_constant: float = _f(0.25, "time for angular velocity to follow the command [s]",
-                                       lo=0.0, lo_open=True)
+                                       lo=1e-3, hi=1e3)
 
 
 @dataclass(frozen=True)
 class AutopilotConfig:
-    change_interval_min: float = _f(2.0, "shortest time between random control draws [s]", lo=0.0, lo_open=True)
-    change_interval_max: float = _f(5.0, "longest time between random control draws [s]", lo=0.0, lo_open=True)
+    change_interval_min: float = _f(2.0, "shortest time between random control draws [s]", lo=1e-3,
+                                     hi=1e6)
+    change_interval_max: float = _f(5.0, "longest time between random control draws [s]", lo=1e-3,
+                                     hi=1e6)
     thrust_fraction_max: float = _f(1.0, "largest random thrust as a fraction of max_thrust [-]", lo=0.0, hi=1.0)
 
 
@@ -81,8 +96,9 @@ class AutopilotConfig:
 class Waypoints:
     ship: int = _f(0, "index of the ship that follows this path [-]", lo=0)
     points: tuple[tuple[float, ...], ...] = _f((), "waypoints in the world frame, each [x, y, z] [m]")
-    speed: float = _f(10.0, "cruise speed between waypoints [m/s]", lo=0.0, lo_open=True)
-    arrive_radius: float = _f(5.0, "distance at which a waypoint counts as reached [m]", lo=0.0, lo_open=True)
+    speed: float = _f(10.0, "cruise speed between waypoints [m/s]", lo=0.0, lo_open=True, hi=MAX_SPEED)
+    arrive_radius: float = _f(5.0, "distance at which a waypoint counts as reached [m]", lo=0.0, lo_open=True,
+                              hi=1e6)
     loop: bool = _f(True, "start again at the first waypoint after the last [-]")
 
 
@@ -98,13 +114,15 @@ class CollisionConfig:
     tree_branching: int = _f(8, "children per sphere-tree node [-]", lo=2, hi=64)
     tree_depth: int = _f(3, "sphere-tree levels below the root [-]", lo=1, hi=6)
     time_critical: bool = _f(True, "refine only as deep as the frame budget allows (else always exact) [-]")
-    min_level: int = _f(1, "every colliding pair is refined at least to this level [-]", lo=0)
+    min_level: int = _f(1, "every colliding pair is refined at least to this level (at most tree_depth + 1, "
+                          "the exact level) [-]", lo=0)
     exact: bool = _f(True, "finish with triangle-triangle tests when time allows [-]")
     restitution: float = _f(1.0, "coefficient of restitution of collision response [-]", lo=0.0, hi=1.0)
     separation_speed: float = _f(1.0, "least speed at which a colliding pair's centres part after response [m/s]",
-                                 lo=0.0)
-    render_average_frames: int = _f(8, "frames in the moving average that predicts render time [-]", lo=1)
-    safety_margin: float = _f(0.001, "time held back from the detection budget [s]", lo=0.0)
+                                 lo=0.0, hi=1e3)
+    render_average_frames: int = _f(8, "frames in the moving average that predicts render time [-]", lo=1,
+                                    hi=10_000)
+    safety_margin: float = _f(0.001, "time held back from the detection budget [s]", lo=0.0, hi=1.0)
 
 
 @dataclass(frozen=True)
@@ -137,10 +155,14 @@ def load_config(path: str | Path) -> Config:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(path, "", "file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(path, "", f"cannot read: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(path, "", f"not UTF-8 text, so not TOML ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise ConfigError(path, "", f"cannot read ({e.strerror or e})") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(path, "", f"not valid TOML: {e}") from None
+    if not raw:  # most likely the wrong file; a scenario with every default needs no file at all
+        raise ConfigError(path, "", "no settings in the file (empty, or comments only)")
     cfg = _build(Config, {k: v for k, v in raw.items()}, path, "", skip=("source",))
     cfg = dataclasses.replace(cfg, source=str(path))
     _check_relations(cfg, path)
@@ -218,6 +240,7 @@ def _check_relations(cfg: Config, file):
                           f"must be <= autopilot.change_interval_max ({a.change_interval_max})")
     if not cfg.ships.models:
         raise ConfigError(file, "ships.models", "must name at least one model")
+    _check_work(cfg, file)
     for j, p in enumerate(cfg.script.paths):
         key = f"script.paths[{j}]"
         if p.ship >= cfg.ships.count:
@@ -229,6 +252,34 @@ def _check_relations(cfg: Config, file):
                 raise ConfigError(file, f"{key}.points[{k}]", f"expected [x, y, z], got {list(pt)}")
 
 
+def samples_per_frame(frame_dt: float, min_resolution: float) -> int:
+    """Fewest equal detection samples per frame that are each no longer than min_resolution."""
+    return max(1, math.ceil(frame_dt / min_resolution - 1e-9))
+
+
+def tree_nodes(branching: int, depth: int) -> int:
+    """Spheres in a full tree: sum of branching^k over levels k = 0..depth."""
+    return sum(branching ** k for k in range(depth + 1))
+
+
+def _check_work(cfg: Config, file):
+    """Refuse settings whose work per frame, or per tree, could not finish."""
+    sim, c = cfg.sim, cfg.collision
+    samples = samples_per_frame(sim.frame_dt, sim.min_temporal_resolution)
+    if samples > MAX_SAMPLES_PER_FRAME:
+        raise ConfigError(file, "sim.min_temporal_resolution",
+                          f"would need {samples:.3g} detection samples per frame (sim.frame_dt {sim.frame_dt:g} s), "
+                          f"limit {MAX_SAMPLES_PER_FRAME}")
+    nodes = tree_nodes(c.tree_branching, c.tree_depth)
+    if nodes > MAX_TREE_NODES:
+        raise ConfigError(file, "collision.tree_branching",
+                          f"{c.tree_branching} children over collision.tree_depth {c.tree_depth} levels would "
+                          f"need {nodes:.3g} spheres per tree, limit {MAX_TREE_NODES}")
+    if c.min_level > c.tree_depth + 1:
+        raise ConfigError(file, "collision.min_level", f"must be <= collision.tree_depth + 1 = {c.tree_depth + 1} "
+                          f"(the exact level), got {c.min_level}")
+
+
 def describe(cls=Config, prefix="") -> list[str]:
     """Lines documenting every key: `section.key = default  # doc`."""
     lines = []
@@ -238,5 +289,19 @@ def describe(cls=Config, prefix="") -> list[str]:
         if dataclasses.is_dataclass(f.default):
             lines += describe(type(f.default), prefix + f.name + ".")
         else:
-            lines.append(f"{prefix}{f.name} = {f.default!r}  # {f.metadata.get('doc', '')}")
+            lines.append(f"{prefix}{f.name} = {f.default!r}  # {f.metadata.get('doc', '')}{_range_text(f.metadata)}")
     return lines
+
+
+def _range_text(meta) -> str:
+    """'; range (0, 1]' from a field's lo/hi (an open end where unbounded or lo_open)."""
+    lo, hi = meta.get("lo"), meta.get("hi")
+    if lo is None and hi is None:
+        return ""
+    left = "(" if lo is None or meta.get("lo_open") else "["
+    right = ")" if hi is None else "]"
+    return f"; range {left}{'-inf' if lo is None else _num(lo)}, {'inf' if hi is None else _num(hi)}{right}"
+
+
+def _num(x) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)

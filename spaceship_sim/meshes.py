@@ -30,6 +30,8 @@ ASSETS_ENV = "SPACESHIP_SIM_ASSETS"
 MODEL_SUFFIX = ".ply"
 # formats trimesh reads as triangle meshes; anything else is refused before parsing
 MESH_SUFFIXES = (".ply", ".stl", ".obj", ".off", ".glb", ".gltf")
+# formats whose trimesh readers return an empty mesh, not an error, for a file that is not one
+LENIENT_SUFFIXES = (".stl", ".obj", ".off")
 # a face is degenerate when twice its area is below this fraction of the squared mesh extent
 # (relative, so a model in millimetres and one in kilometres are judged alike)
 ZERO_AREA_REL = 1e-12
@@ -202,6 +204,8 @@ def load_mesh(path) -> Mesh:
     vertices = getattr(loaded, "vertices", np.zeros((0, 3)))
     if faces is None:
         faces = np.zeros((0, 3), dtype=np.int64)
+    if len(vertices) == 0 and p.suffix.lower() in LENIENT_SUFFIXES:
+        raise MeshError(p, "", f"not a valid {p.suffix[1:].upper()} mesh (no vertices could be read)")
     return validate_mesh_arrays(vertices, faces, p, name=p.stem)
 
 
@@ -224,10 +228,18 @@ def model_path(name: str) -> Path:
     return assets_dir() / f"{name}{MODEL_SUFFIX}"
 
 
-def load_model(name: str) -> Mesh:
-    """Load and validate model `name` from `assets_dir()`; MeshError lists the known models."""
+def check_model(name: str, file=None, key: str = "model") -> Path:
+    """Path of model `name` in `assets_dir()`. When there is none, MeshError naming `file` and
+    `key` (where the name came from, e.g. a config file and its key; default: the assets folder)
+    and listing the known models."""
     p = model_path(name)
     if not p.is_file():
         known = ", ".join(available_models()) or "none"
-        raise MeshError(assets_dir(), "model", f"unknown model {name!r} (available: {known})")
-    return load_mesh(p)
+        raise MeshError(assets_dir() if file is None else file, key,
+                        f"unknown model {name!r} (no {p}; available: {known})")
+    return p
+
+
+def load_model(name: str) -> Mesh:
+    """Load and validate model `name` from `assets_dir()`; MeshError lists the known models."""
+    return load_mesh(check_model(name))

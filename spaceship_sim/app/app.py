@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from ..errors import InputError
 from .camera import Camera
 from .keys import resolve
 from .overlay_model import OverlayModel, collision_changes
@@ -22,8 +23,18 @@ from .overlay_model import OverlayModel, collision_changes
 WARMING_FRAME_TIME = 0.2  # [s] per frame shown while the kernels compile (they need the GIL)
 
 
-class AppError(Exception):
-    """The app cannot start here (no display, GL too old); str() is the one-line message."""
+class AppError(InputError):
+    """The app cannot start here (no display, GL too old): an InputError naming what to fix."""
+
+
+def display_error(unreachable: bool = False) -> AppError:
+    """unreachable: $DISPLAY is set but no X server answers there."""
+    why = f"cannot connect to {os.environ.get('DISPLAY', '')!r}" if unreachable else "$DISPLAY is not set"
+    return AppError("environment", "DISPLAY", no_display_message(why))
+
+
+def gl_error(problem: str) -> AppError:
+    return AppError("graphics driver", "OpenGL", problem)
 
 
 def open_window(size: tuple[int, int], headless: bool, caption: str):
@@ -45,16 +56,16 @@ def open_window(size: tuple[int, int], headless: bool, caption: str):
                                   depth_size=24, double_buffer=True)
         window = pyglet.window.Window(width=size[0], height=size[1], caption=caption, config=config,
                                       vsync=False, resizable=not headless)
-    except pyglet.window.NoSuchDisplayException as e:
-        raise AppError(no_display_message(str(e))) from None
+    except _no_display_exceptions(pyglet):
+        raise display_error(unreachable=True) from None
     except (pyglet.window.NoSuchConfigException, pyglet.gl.ContextException):
-        raise AppError(f"OpenGL 3.3 core is not available here (renderer: {probe_renderer(headless)}); "
+        raise gl_error(f"OpenGL 3.3 core is not available here (renderer: {probe_renderer(headless)}); "
                        "update the graphics driver or use Mesa (llvmpipe)") from None
     ctx = moderngl.create_context()
     if ctx.version_code < 330:
         renderer = ctx.info.get("GL_RENDERER", "?")
         window.close()
-        raise AppError(f"OpenGL 3.3 core is required, this context offers {ctx.version_code / 100:.1f} "
+        raise gl_error(f"OpenGL 3.3 core is required, this context offers {ctx.version_code / 100:.1f} "
                        f"(renderer: {renderer})")
     return window, ctx
 
@@ -63,12 +74,24 @@ def check_display(headless: bool) -> None:
     """Raise AppError early (before any loading) when a window is wanted and no display exists."""
     if not headless and sys.platform.startswith("linux") and not os.environ.get("DISPLAY") \
             and not os.environ.get("WAYLAND_DISPLAY"):
-        raise AppError(no_display_message())
+        raise display_error()
 
 
-def no_display_message(detail: str = "") -> str:
-    why = f" ({detail})" if detail else " ($DISPLAY is not set)"
-    return (f"no display to open a window on{why}. Run with --headless to render offscreen through EGL "
+def _no_display_exceptions(pyglet) -> tuple:
+    """pyglet raises its xlib display module's own NoSuchDisplayException (not the one in
+    pyglet.window) when $DISPLAY names a display nobody serves."""
+    import importlib
+
+    found = [pyglet.window.NoSuchDisplayException]
+    try:
+        found.append(importlib.import_module("pyglet.display.xlib").NoSuchDisplayException)
+    except (ImportError, AttributeError):
+        pass  # not an X11 platform
+    return tuple(found)
+
+
+def no_display_message(why: str) -> str:
+    return (f"no display to open a window on ({why}). Run with --headless to render offscreen through EGL "
             "(with --frames N --screenshot PATH), or start a virtual screen: xvfb-run -a spaceship-sim ...")
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import sys
 import time
 
-from ..config import shipped_config
+from ..args import COMMAND_LINE, MAX_FRAMES, integer, png_file
+from ..config import MAX_SHIPS, ConfigError, shipped_config
 from ..errors import InputError
 
 T0 = time.perf_counter()  # for "first frame after ..." (close to process start: imported at CLI start)
@@ -30,15 +30,17 @@ def register(sub) -> None:
 
 def _common(p) -> None:
     p.add_argument("--headless", action="store_true", help="render offscreen through EGL (no display needed)")
-    p.add_argument("--frames", type=int, default=None, help="quit after N frames (default: run until closed)")
-    p.add_argument("--screenshot", metavar="PATH", help="save the last frame as PNG")
+    p.add_argument("--frames", type=integer(1, MAX_FRAMES), default=None,
+                   help="quit after N frames (default: run until closed)")
+    p.add_argument("--screenshot", metavar="PATH", type=png_file, help="save the last frame as PNG")
     p.add_argument("--stats", action="store_true", help="print median and p99 frame time at exit")
     p.add_argument("--size", default="1280x720", help="window size WxH in pixels (default: %(default)s)")
-    p.add_argument("--ships", type=int, default=None, help="override the config's ship count")
+    p.add_argument("--ships", type=integer(1, MAX_SHIPS), default=None, help="override the config's ship count")
     p.add_argument("--split", action="store_true",
                    help="with --stats: also time the scene without the overlay (adds a GPU sync per frame)")
-    p.add_argument("--tree-level", type=int, default=-1,
-                   help="sphere-tree level to draw for every ship from the start (default: none)")
+    p.add_argument("--tree-level", type=integer(-1, 64), default=-1,
+                   help="sphere-tree level to draw for every ship from the start, at most collision.tree_depth "
+                        "(default: -1, none)")
     p.add_argument("--bounds", action="store_true", help="draw the broad-phase bounding spheres")
     p.add_argument("--broadphase", choices=("space_time", "sweep_prune", "brute_force"),
                    help="override the config's broad phase")
@@ -54,40 +56,43 @@ def parse_size(text: str) -> tuple[int, int]:
 
 
 def check_args(args) -> tuple[int, int]:
-    if args.frames is not None and args.frames < 1:
-        raise InputError("command line", "--frames", f"must be >= 1, got {args.frames}")
-    if args.tree_level < -1:
-        raise InputError("command line", "--tree-level", f"must be >= -1 (-1: none), got {args.tree_level}")
-    if args.ships is not None and args.ships < 1:
-        raise InputError("command line", "--ships", f"must be >= 1, got {args.ships}")
     if args.headless and args.frames is None:
         raise InputError("command line", "--frames", "--headless needs --frames N (nothing can close the window)")
     return parse_size(args.size)
 
 
-def load_world(args, mode: str):
+def load_scenario(args):
+    """The config with the command line's overrides, validated (cheap: no trees, no kernels)."""
     from ..config import load_config
-    from ..world import World
+    from ..scenario import validate_scenario
 
     cfg = load_config(args.config)
+    if args.tree_level > cfg.collision.tree_depth:
+        raise InputError(COMMAND_LINE, "--tree-level", f"must be <= collision.tree_depth = {cfg.collision.tree_depth}"
+                         f" of {cfg.source} (-1: none), got {args.tree_level}")
     if args.ships is not None:
         cfg = dataclasses.replace(cfg, ships=dataclasses.replace(cfg.ships, count=args.ships))
     if args.broadphase is not None:
         cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, broadphase=args.broadphase))
-    return World.from_config(cfg, user="keyboard" if mode == "fly" else "autopilot", warm=False)
+    try:
+        validate_scenario(cfg)
+    except ConfigError as e:
+        if args.ships is None or e.key != "ships.count":
+            raise
+        raise InputError(COMMAND_LINE, "--ships", e.problem) from None  # the flag's count, not the file's
+    return cfg
 
 
 def run_app(args, mode: str) -> int:
     size = check_args(args)
-    from .app import App, AppError, check_display, open_window
+    cfg = load_scenario(args)  # a bad scenario is reported before any window opens
+    from .app import App, open_window
 
-    try:  # window first: a missing display or old GL is reported before seconds of loading
-        check_display(args.headless)
-        window, ctx = open_window(size, args.headless, caption=f"spaceship-sim {mode}")
-    except AppError as e:
-        print(f"spaceship-sim {mode}: {e}", file=sys.stderr)
-        return 2
-    world = load_world(args, mode)
+    # window next: a missing display or old GL is reported before seconds of loading
+    window, ctx = open_window(size, args.headless, caption=f"spaceship-sim {mode}")
+    from ..world import World
+
+    world = World.from_config(cfg, user="keyboard" if mode == "fly" else "autopilot", warm=False)
     app = App(window, ctx, world, mode=mode, pace=args.realtime or not args.headless, split_timing=args.split,
               warm_in_background=True)
     app.controls.tree_level = min(args.tree_level, world.max_level - 1)

@@ -20,9 +20,8 @@ import time
 
 import numpy as np
 
-from ..broadphase import make_broadphase
-from ..broadphase.base import overlap_mask, pairs_from_keys
-from ..broadphase.motion import RandomMotion, box_for_volume_fraction
+from ..args import COMMAND_LINE, MAX_FRAMES, integer, number
+from ..config import MAX_ACCEL, MAX_SHIPS, MAX_SPEED
 from ..errors import InputError
 
 METHODS = ("space_time", "sweep_prune")
@@ -31,15 +30,21 @@ METHODS = ("space_time", "sweep_prune")
 def register(sub) -> None:
     p = sub.add_parser("broadphase", help="broad phases (space-time, sweep-and-prune) vs brute force and fcl")
     p.add_argument("--n", default="1000,10000", help="ship counts, comma-separated")
-    p.add_argument("--frames", type=int, default=200, help="timed frames per ship count")
-    p.add_argument("--warmup", type=int, default=10, help="untimed first frames (compilation, first build)")
-    p.add_argument("--dt", type=float, default=1 / 60, help="simulated time per frame [s]")
-    p.add_argument("--fraction", type=float, default=0.01, help="volume fraction filled by the ships [-]")
-    p.add_argument("--speed", type=float, default=5.0, help="ship speed limit [m/s]")
-    p.add_argument("--accel", type=float, default=5.0, help="largest acceleration bound [m/s^2]")
-    p.add_argument("--jump-rate", type=float, default=0.005, help="chance per ship and frame of a velocity jump")
-    p.add_argument("--check-frames", type=int, default=3, help="frames on which brute force runs and checks")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--frames", type=integer(1, MAX_FRAMES), default=200, help="timed frames per ship count")
+    p.add_argument("--warmup", type=integer(0, MAX_FRAMES), default=10,
+                   help="untimed first frames (compilation, first build)")
+    p.add_argument("--dt", type=number(0.0, 1.0, lo_open=True, unit=" s"), default=1 / 60,
+                   help="simulated time per frame [s]")
+    p.add_argument("--fraction", type=number(0.0, 0.5, lo_open=True), default=0.01,
+                   help="volume fraction filled by the ships [-]")
+    p.add_argument("--speed", type=number(0.0, MAX_SPEED, unit=" m/s"), default=5.0, help="ship speed limit [m/s]")
+    p.add_argument("--accel", type=number(0.0, MAX_ACCEL, unit=" m/s^2"), default=5.0,
+                   help="largest acceleration bound [m/s^2]")
+    p.add_argument("--jump-rate", type=number(0.0, 1.0), default=0.005,
+                   help="chance per ship and frame of a velocity jump")
+    p.add_argument("--check-frames", type=integer(1, 1000), default=3,
+                   help="frames on which brute force runs and checks")
+    p.add_argument("--seed", type=integer(0, 2**63 - 1), default=0)
     p.add_argument("--no-fcl", action="store_true", help="skip python-fcl even if it imports")
     p.set_defaults(func=run)
 
@@ -48,20 +53,10 @@ def parse_counts(text: str) -> list[int]:
     try:
         counts = [int(x) for x in text.split(",")]
     except ValueError:
-        raise InputError("command line", "--n", f"expected comma-separated integers, got {text!r}") from None
-    if not counts or min(counts) < 2:
-        raise InputError("command line", "--n", "ship counts must be >= 2")
+        raise InputError(COMMAND_LINE, "--n", f"expected comma-separated integers, got {text!r}") from None
+    if not 2 <= min(counts) <= max(counts) <= MAX_SHIPS:
+        raise InputError(COMMAND_LINE, "--n", f"ship counts must be in 2..{MAX_SHIPS}, got {text!r}")
     return counts
-
-
-def check_args(args) -> None:
-    for key, value, ok in (("--frames", args.frames, args.frames >= 1), ("--warmup", args.warmup, args.warmup >= 0),
-                           ("--dt", args.dt, args.dt > 0), ("--fraction", args.fraction, 0 < args.fraction < 0.5),
-                           ("--speed", args.speed, args.speed >= 0), ("--accel", args.accel, args.accel >= 0),
-                           ("--jump-rate", args.jump_rate, 0 <= args.jump_rate <= 1),
-                           ("--check-frames", args.check_frames, args.check_frames >= 1)):
-        if not ok:
-            raise InputError("command line", key, f"out of range: {value}")
 
 
 class FclBroadPhase:
@@ -102,6 +97,8 @@ class FclBroadPhase:
         ij = np.array([(index[np.asarray(a, float).tobytes()], index[np.asarray(b, float).tobytes()])
                        for a, b in found], np.int64)
         a, b = ij.min(axis=1), ij.max(axis=1)
+        from ..broadphase.base import overlap_mask, pairs_from_keys
+
         keep = overlap_mask(pos, radius, a, b)
         return pairs_from_keys(np.unique(a[keep] * len(pos) + b[keep]), len(pos))
 
@@ -115,6 +112,9 @@ def fcl_available() -> bool:
 
 
 def bench_count(n: int, args, use_fcl: bool) -> dict:
+    from ..broadphase import make_broadphase  # lazy: numba; registration stays light
+    from ..broadphase.motion import RandomMotion, box_for_volume_fraction
+
     rng = np.random.default_rng(args.seed)
     radius = rng.uniform(0.5, 1.5, n)
     box = box_for_volume_fraction(radius, args.fraction)
@@ -186,7 +186,6 @@ def report(res: dict, args) -> None:
 
 def run(args) -> int:
     counts = parse_counts(args.n)
-    check_args(args)
     use_fcl = not args.no_fcl and fcl_available()
     if not use_fcl and not args.no_fcl:
         print("python-fcl not installed: fcl column skipped (pip install python-fcl)")

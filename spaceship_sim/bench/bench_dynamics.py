@@ -14,39 +14,35 @@ from __future__ import annotations
 import dataclasses
 import time
 
-import numba
 import numpy as np
 
-from ..config import Config, load_config
-from ..dynamics import Integrator, RandomAutopilot
-from ..errors import InputError
-from ..state import ShipState
+from ..args import MAX_FRAMES, integer, number
+from ..config import MAX_SHIPS, Config, load_config, samples_per_frame
 
 TARGET_MS = 2.0  # per frame for 10,000 ships (issue 2)
+BYTES_PER_SHIP = 1200  # memory of the states, integrators and autopilot (measured: 12 GB at 1e7 ships)
 
 
 def register(sub) -> None:
     p = sub.add_parser("dynamics", help="numba vs numpy integrator, ms per frame")
-    p.add_argument("--n", type=int, default=10_000, help="number of ships")
-    p.add_argument("--frames", type=int, default=60, help="timed frames of the numba step")
-    p.add_argument("--reference-frames", type=int, default=10,
+    p.add_argument("--n", type=integer(1, MAX_SHIPS, cost=lambda n: f"about {n * BYTES_PER_SHIP / 1e9:.3g} GB"),
+                   default=10_000, help="number of ships")
+    p.add_argument("--frames", type=integer(1, MAX_FRAMES), default=60, help="timed frames of the numba step")
+    p.add_argument("--reference-frames", type=integer(1, MAX_FRAMES), default=10,
                    help="timed frames of the numpy reference (it is slow)")
-    p.add_argument("--tolerance", type=float, default=None, help="override integrator.tolerance [m, m/s]")
+    p.add_argument("--tolerance", type=number(0.0, 1e3, lo_open=True), default=None,
+                   help="override integrator.tolerance [m, m/s]")
     p.add_argument("--config", default=None, help="scenario TOML for controls/integrator/sim (default: built-in)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    for name in ("n", "frames", "reference_frames"):
-        if getattr(args, name) < 1:
-            raise InputError("command line", "--" + name.replace("_", "-"), f"must be >= 1, got {getattr(args, name)}")
+    import numba
+
     cfg = load_config(args.config) if args.config else Config()
     cfg = dataclasses.replace(cfg, ships=dataclasses.replace(cfg.ships, count=args.n))
     if args.tolerance is not None:
-        if not args.tolerance > 0:
-            raise InputError("command line", "--tolerance", f"must be > 0, got {args.tolerance}")
         cfg = dataclasses.replace(cfg, integrator=dataclasses.replace(cfg.integrator, tolerance=args.tolerance))
-    from ..pipeline import samples_per_frame  # lazy: the pipeline pulls in every stage
     samples = samples_per_frame(cfg.sim.frame_dt, cfg.sim.min_temporal_resolution)
     threads = numba.get_num_threads()
     res = measure(cfg, args.frames, args.reference_frames, samples, threads)
@@ -68,6 +64,8 @@ def run(args) -> int:
 
 def bench_state(cfg: Config, rng) -> ShipState:
     """n ships uniform in the arena (overlap is irrelevant here), random orientation and speed."""
+    from ..state import ShipState
+
     n, half = cfg.ships.count, 0.5 * cfg.arena.size
     s = ShipState.zeros(n)
     s.pos[:] = rng.uniform(-half, half, (n, 3))
@@ -81,6 +79,10 @@ def bench_state(cfg: Config, rng) -> ShipState:
 def measure(cfg: Config, frames: int, ref_frames: int, samples: int, threads: int) -> dict:
     """Seconds per frame of each variant, sub-step tallies of the numba run and the max
     difference between the numba and numpy states after the reference's frames."""
+    import numba
+
+    from ..dynamics import Integrator, RandomAutopilot
+
     n = cfg.ships.count
     base = bench_state(cfg, np.random.default_rng(cfg.sim.seed))
     # (name, backend, numba threads, frames timed)

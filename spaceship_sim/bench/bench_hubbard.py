@@ -9,60 +9,66 @@
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from pathlib import Path
 
 import numpy as np
 
+from ..args import COMMAND_LINE, MAX_FRAMES, integer, milliseconds, output_folder
 from ..clock import WALL
 from ..config import load_config, shipped_config
 from ..errors import InputError
+from ..scenario import validate_scenario
 from . import report
-from .run import run_frames, write_outputs
+from .run import DEFAULT_WARMUP, check_args, run_frames, staged_folder, write_outputs
 
 
 def register(sub) -> None:
     p = sub.add_parser("hubbard", help="time-critical vs exact-only on the lamps scenario, and accuracy vs budget")
     p.add_argument("--config", default=shipped_config("lamps.toml"),
                    help="scenario TOML (default: the shipped configs/lamps.toml)")
-    p.add_argument("--frames", type=int, default=600)
-    p.add_argument("--render-ms", type=float, default=31.0,
+    p.add_argument("--frames", type=integer(1, MAX_FRAMES), default=600)
+    p.add_argument("--render-ms", type=milliseconds, default=31.0,
                    help="stand-in render time per frame [ms] (default: %(default)s, a render-bound frame)")
     p.add_argument("--budgets", default="0.02,0.05,0.1,0.2,0.5,1,2,5,10",
                    help="detection budgets for the accuracy sweep [ms, comma-separated]")
     p.add_argument("--sweep-render", default="",
                    help="also run both modes under each of these stand-in render times [ms, comma-separated] "
                         "and plot frames within target against them (render_sweep.png)")
-    p.add_argument("--out", default="runs/hubbard")
-    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--out", type=output_folder, default="runs/hubbard",
+                   help="output folder, written all or nothing (default: %(default)s)")
+    p.add_argument("--warmup", type=integer(0, MAX_FRAMES - 1), default=None,
+                   help=f"first frames left out of each summary (default: {DEFAULT_WARMUP}, fewer in a shorter run)")
     p.set_defaults(func=run)
 
 
 def run(args, clock=WALL) -> int:
     """clock: what budgets and the stand-in render are read from (tests pass a TickClock)."""
-    budgets = parse_budgets(args.budgets)
+    budgets = parse_budgets(args.budgets)  # every argument is checked before anything runs
     sweep = parse_ms_list(args.sweep_render, "--sweep-render") if args.sweep_render else []
-    if args.frames < 1:
-        raise InputError("command line", "--frames", f"must be >= 1, got {args.frames}")
-    if args.render_ms < 0:
-        raise InputError("command line", "--render-ms", f"must be >= 0, got {args.render_ms}")
+    check_args(args)
     cfg = load_config(args.config)
+    validate_scenario(cfg)
     out = Path(args.out)
-    poses = []
-    results, bank_world = run_modes(cfg, args, args.render_ms, out=out, on_frame=poses.append, clock=clock)
-    for mode, s in results.items():
-        print(f"{mode:14s} frame time median {s['frame_time_ms']['median']:6.2f} ms  p99 "
-              f"{s['frame_time_ms']['p99']:6.2f} ms  within target {100 * s['fraction_within_target']:5.1f}%  "
-              f"level histogram {s['level_histogram']}")
-    rows = accuracy_sweep(bank_world, poses, budgets)
-    report.write_csv(out / "accuracy.csv", rows)
-    plot_accuracy(out / "accuracy.png", rows, Path(args.config).name)
-    for r in rows:
-        print(f"budget {r['budget_ms']:7.3f} ms: separation bound median {r['bound_median_m']:.3f} m, "
-              f"p90 {r['bound_p90_m']:.3f} m, mean level {r['mean_level']:.2f}, exact {100 * r['exact_fraction']:.0f}%")
-    print(f"wrote {out}/time_critical, {out}/exact_only, {out}/accuracy.png")
-    if sweep:
-        render_sweep(cfg, args, [ms * 1e3 for ms in sweep], out, clock)
+    with staged_folder(out) as work:  # a failed or interrupted run leaves no half-written files
+        poses = []
+        results, bank_world = run_modes(cfg, args, args.render_ms, out=work, on_frame=poses.append, clock=clock)
+        for mode, s in results.items():
+            print(f"{mode:14s} frame time median {s['frame_time_ms']['median']:6.2f} ms  p99 "
+                  f"{s['frame_time_ms']['p99']:6.2f} ms  within target {100 * s['fraction_within_target']:5.1f}%  "
+                  f"level histogram {s['level_histogram']}")
+        rows = accuracy_sweep(bank_world, poses, budgets)
+        report.write_csv(work / "accuracy.csv", rows)
+        plot_accuracy(work / "accuracy.png", rows, Path(args.config).name)
+        for r in rows:
+            print(f"budget {r['budget_ms']:7.3f} ms: separation bound median {r['bound_median_m']:.3f} m, "
+                  f"p90 {r['bound_p90_m']:.3f} m, mean level {r['mean_level']:.2f}, "
+                  f"exact {100 * r['exact_fraction']:.0f}%")
+        if sweep:
+            render_sweep(cfg, args, [ms * 1e3 for ms in sweep], work, clock)
+    print(f"wrote {out}/time_critical, {out}/exact_only, {out}/accuracy.png"
+          + (f", {out}/render_sweep.png" if sweep else ""))
     return 0
 
 
@@ -101,24 +107,21 @@ def render_sweep(cfg, args, renders_ms: list[float], out: Path, clock=WALL) -> N
               f"exact-only {100 * row['exact_only_within_target']:5.1f}%")
     report.write_csv(out / "render_sweep.csv", rows)
     plot_render_sweep(out / "render_sweep.png", rows, Path(args.config).name, args.frames)
-    print(f"wrote {out}/render_sweep.png")
 
 
 def parse_budgets(text: str) -> list[float]:
     values = parse_ms_list(text, "--budgets")
     if min(values) <= 0:
-        raise InputError("command line", "--budgets", "budgets must be > 0")
+        raise InputError(COMMAND_LINE, "--budgets", f"budgets must be > 0, got {text!r}")
     return values
 
 
 def parse_ms_list(text: str, option: str) -> list[float]:
-    """Comma-separated milliseconds -> sorted seconds; negative or unparsable values are errors."""
+    """Comma-separated milliseconds -> sorted seconds; each must be a number in 0..MAX_MS."""
     try:
-        values = [float(x) / 1e3 for x in text.split(",")]
-    except ValueError:
-        raise InputError("command line", option, f"expected comma-separated numbers, got {text!r}") from None
-    if not all(v >= 0 for v in values):
-        raise InputError("command line", option, f"times must be >= 0, got {text!r}")
+        values = [milliseconds(x) / 1e3 for x in text.split(",")]
+    except argparse.ArgumentTypeError as e:
+        raise InputError(COMMAND_LINE, option, f"{e}" + (f" (in {text!r})" if "," in text else "")) from None
     return sorted(values)
 
 

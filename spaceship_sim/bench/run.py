@@ -6,30 +6,37 @@ target frame time. Writes frames.csv, summary.json and profile.png into --out, a
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
+from ..args import COMMAND_LINE, MAX_FRAMES, integer, milliseconds, output_folder
 from ..clock import WALL
 from ..config import load_config, shipped_config
 from ..errors import InputError
+from ..scenario import validate_scenario
 from . import report
+
+DEFAULT_WARMUP = 5  # frames left out of the summary: numba compile or cache load, first tree loads
 
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="headless frame-timing run: frames.csv, summary.json, profile.png")
     p.add_argument("--config", default=shipped_config("default.toml"),
                    help="scenario TOML (default: the shipped configs/default.toml)")
-    p.add_argument("--frames", type=int, default=600, help="frames to run (default: %(default)s)")
-    p.add_argument("--out", required=True, help="output folder (created; replaced files only on success)")
-    p.add_argument("--render-ms", type=float, default=0.0, help="simulated render time per frame [ms]")
+    p.add_argument("--frames", type=integer(1, MAX_FRAMES), default=600, help="frames to run (default: %(default)s)")
+    p.add_argument("--out", type=output_folder, required=True,
+                   help="output folder (created; replaced files only on success)")
+    p.add_argument("--render-ms", type=milliseconds, default=0.0, help="simulated render time per frame [ms]")
     p.add_argument("--realtime", action="store_true", help="wait out each frame's remaining target time")
     p.add_argument("--exact-only", action="store_true",
                    help="refine every pair to the exact level regardless of the budget (Hubbard's baseline)")
-    p.add_argument("--warmup", type=int, default=5,
-                   help="first frames left out of summary.json (numba compile, caches) (default: %(default)s)")
+    p.add_argument("--warmup", type=integer(0, MAX_FRAMES - 1), default=None,
+                   help=f"first frames left out of summary.json (numba compile, caches) (default: {DEFAULT_WARMUP}, "
+                        "fewer in a shorter run)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -37,6 +44,7 @@ def register(sub) -> None:
 def run(args) -> int:
     check_args(args)
     cfg = load_config(args.config)
+    validate_scenario(cfg)
     if args.exact_only:
         cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, time_critical=False))
     frames, world = run_frames(cfg, args.frames, args.render_ms / 1e3, args.realtime,
@@ -56,14 +64,35 @@ def run(args) -> int:
 
 
 def check_args(args) -> None:
-    if args.frames < 1:
-        raise InputError("command line", "--frames", f"must be >= 1, got {args.frames}")
-    if not args.render_ms >= 0:
-        raise InputError("command line", "--render-ms", f"must be >= 0, got {args.render_ms}")
-    if args.warmup < 0:
-        raise InputError("command line", "--warmup", f"must be >= 0, got {args.warmup}")
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise InputError(args.out, "--out", "exists and is not a folder")
+    """What the argument types cannot see alone (each value is checked while parsing)."""
+    if args.warmup is None:
+        args.warmup = min(DEFAULT_WARMUP, args.frames - 1)
+    elif args.warmup >= args.frames:
+        raise InputError(COMMAND_LINE, "--warmup", f"must be < --frames ({args.frames}): the summary "
+                         f"would have no frames, got {args.warmup}")
+
+
+@contextlib.contextmanager
+def staged_folder(out: Path):
+    """Yield an empty folder beside `out` to write into; its entries move into `out` (replacing
+    same-named ones, leaving others) only when the block succeeds, so a failed or interrupted run
+    leaves `out` as it was."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.partial-"))
+    try:
+        yield work
+        if not out.exists():
+            work.rename(out)
+            return
+        for entry in work.iterdir():
+            target = out / entry.name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif target.exists() or target.is_symlink():
+                target.unlink()
+            entry.rename(target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, progress: bool = True, on_frame=None,

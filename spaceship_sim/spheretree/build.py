@@ -14,30 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
 from .finish import assemble
 from .geometry import MeshQuery
+from .params import MAX_DEPTH, METHODS, SphereTreeError, _check_params  # noqa: F401 (re-exported)
 from .tree import SphereTree
 
 # bump whenever a builder's output changes: old cache files then no longer match any key
 BUILDER_VERSION = "6"
-METHODS = ("medial", "octree")
-MAX_DEPTH = 6
-
-
-class SphereTreeError(InputError):
-    """Bad sphere-tree build parameters or mesh; str() names the source and the field."""
-
-
-def _check_params(method, branching, depth, seed, source="build_tree"):
-    if method not in METHODS:
-        raise SphereTreeError(source, "method", f"unknown method {method!r}; use one of {', '.join(METHODS)}")
-    for name, val, lo, hi in (("branching", branching, 2, 64), ("depth", depth, 1, MAX_DEPTH),
-                              ("seed", seed, 0, 2**63 - 1)):
-        if isinstance(val, bool) or not isinstance(val, (int, np.integer)):
-            raise SphereTreeError(source, name, f"must be an integer, got {val!r}")
-        if not lo <= int(val) <= hi:
-            raise SphereTreeError(source, name, f"must be in {lo}..{hi}, got {val}")
 
 
 def _mesh_arrays(vertices, faces, source="build_tree"):

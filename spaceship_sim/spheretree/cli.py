@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import warnings
 
+from ..args import COMMAND_LINE, png_file
 from ..errors import InputError
 
 
@@ -19,7 +20,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="surface sampling seed")
     p.add_argument("--report", action="store_true",
                    help="print per model and level: sphere count, mean/max error, coverage, build time")
-    p.add_argument("--picture", metavar="PATH", help="write a PNG of levels 1..3 of every tree built")
+    p.add_argument("--picture", metavar="PATH", type=png_file, help="write a PNG of levels 1..3 of every tree built")
     p.add_argument("--force", action="store_true", help="rebuild even when a cached tree matches")
     p.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: assets/trees/)")
     p.set_defaults(func=run)
@@ -28,7 +29,7 @@ def register(subparsers) -> None:
 def _load_meshes(names):
     from pathlib import Path
 
-    from ..meshes import MeshError, available_models, load_mesh, load_model
+    from ..meshes import MeshError, available_models, check_model, load_mesh
 
     if not names:
         names = available_models()
@@ -37,24 +38,28 @@ def _load_meshes(names):
     out = []
     for n in names:
         p = Path(n)
-        out.append(load_mesh(p) if p.suffix and p.exists() else load_model(n))
+        looks_like_path = p.suffix or len(p.parts) > 1 or p.exists()
+        out.append(load_mesh(p) if looks_like_path else load_mesh(check_model(n, COMMAND_LINE, "MESH")))
     return out
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
-    from .build import SphereTreeError, _check_params, load_or_build
-    from .report import draw_levels, format_report
+    from .params import _check_params
 
     methods = ["medial", "octree"] if args.method == "both" else [args.method]
     for m in methods:
-        _check_params(m, args.branching, args.depth, args.seed, source="build-trees")
-    if args.picture and not str(args.picture).lower().endswith(".png"):
-        raise SphereTreeError(args.picture, "--picture", "must name a .png file")
+        try:
+            _check_params(m, args.branching, args.depth, args.seed, source=COMMAND_LINE)
+        except InputError as e:  # name the flag, as argparse's own errors do
+            raise InputError(COMMAND_LINE, f"--{e.key}", e.problem) from None
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         meshes = _load_meshes(args.meshes)
+    from tqdm import tqdm  # the builder (scipy, numba) loads only once the input is known good
+
+    from .build import load_or_build
+    from .report import draw_levels, format_report
+
     rows: dict = {}
     jobs = [(mesh, m) for mesh in meshes for m in methods]
     bar = tqdm(jobs, desc="sphere trees", unit="tree")

@@ -1,0 +1,263 @@
+"""Every bad input gets one clear line and exit 2, nothing half-written.
+
+Each case runs the real CLI (`python -m spaceship_sim.cli ...`) in a subprocess, in a folder of
+its own, and must end with exit code 2 and exactly one stderr line
+
+    error: <file or "command line" or "environment">: <key or flag>: <problem>
+
+and leave that folder exactly as it found it (no output folder, no half-written file, a file
+already there unchanged). The cases run concurrently in one session fixture (each subprocess is
+mostly interpreter start-up); every case is still its own test.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = str(REPO / "configs/default.toml")
+LAMPS = str(REPO / "configs/lamps.toml")
+CL = "command line"
+TIMEOUT = 60  # [s] per case; a refusal takes ~0.3-1.5 s, work that was not refused takes far longer
+NO_DISPLAY = ":59123"  # an X display number nobody serves (xvfb-run -a starts at :99)
+
+
+@dataclass(frozen=True)
+class Case:
+    """argv: CLI arguments, "{tmp}" standing for the case's folder (also its working directory).
+    where, key: what the message must name first and second ("" key: a problem of the whole file).
+    says: a phrase of the problem. files: created in the folder first (str/bytes content)."""
+    id: str
+    argv: tuple
+    where: str
+    key: str
+    says: str
+    files: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+
+
+def flag(id, argv, key, says, **kw):
+    """A refused command-line flag."""
+    return Case(id, tuple(argv), CL, key, says, **kw)
+
+
+def toml(id, text, key, says, command=("run", "--frames", "2", "--out", "{tmp}/out")):
+    """A refused scenario file {tmp}/s.toml, run through `command` (default: `run`)."""
+    return Case(id, (*command, "--config", "{tmp}/s.toml"), "{tmp}/s.toml", key, says, files={"s.toml": text})
+
+
+def mesh(id, name, content, key, says):
+    """A refused mesh file given to build-trees."""
+    return Case(id, ("build-trees", "{tmp}/" + name, "--cache-dir", "{tmp}/cache"), "{tmp}/" + name, key, says,
+                files={name: content})
+
+
+def ply(vertices, faces) -> str:
+    head = (f"ply\nformat ascii 1.0\nelement vertex {len(vertices)}\nproperty float x\nproperty float y\n"
+            f"property float z\nelement face {len(faces)}\nproperty list uchar int vertex_indices\nend_header\n")
+    return head + "".join(f"{x} {y} {z}\n" for x, y, z in vertices) + "".join(f"3 {a} {b} {c}\n" for a, b, c in faces)
+
+
+RUN = ("run", "--config", DEFAULT, "--frames", "2")
+RUN_OUT = (*RUN, "--out", "{tmp}/out")
+FLY = ("fly", "--headless", "--frames", "1", "--config", DEFAULT)
+HUBBARD = ("bench", "hubbard", "--config", LAMPS, "--frames", "10", "--out", "{tmp}/h")
+BUILD = ("build-trees", "lamp", "--cache-dir", "{tmp}/cache")
+TRIANGLE = [(0, 0, 0), (1, 0, 0), (0, 1, 0)]
+
+CASES = [
+    # ---- run: output folder, checked while parsing (root passes os.access, so "under a file")
+    flag("run-out-under-a-file", (*RUN, "--out", "{tmp}/somefile/sub"), "--out", "which is a file, not a folder",
+         files={"somefile": "keep me"}),
+    flag("run-out-is-a-file", (*RUN, "--out", "{tmp}/somefile"), "--out", "exists and is not a folder",
+         files={"somefile": "keep me"}),
+    flag("run-out-empty", (*RUN, "--out", ""), "--out", "empty path"),
+    flag("run-out-missing", RUN, "", "the following arguments are required: --out"),
+    # ---- run: numbers
+    flag("run-render-inf", (*RUN_OUT, "--render-ms", "inf"), "--render-ms", "must be finite"),
+    flag("run-render-nan", (*RUN_OUT, "--render-ms", "nan"), "--render-ms", "must be finite"),
+    flag("run-render-1e9", (*RUN_OUT, "--render-ms", "1e9"), "--render-ms", "at most 10 s"),
+    flag("run-render-negative", (*RUN_OUT, "--render-ms", "-1"), "--render-ms", "must be in [0, 10000]"),
+    flag("run-render-garbage", (*RUN_OUT, "--render-ms", "fast"), "--render-ms", "expected a number"),
+    flag("run-frames-huge", ("run", "--config", DEFAULT, "--out", "{tmp}/out", "--frames", "99999999999999999999"),
+         "--frames", "must be in 1..10000000"),
+    flag("run-frames-zero", ("run", "--config", DEFAULT, "--out", "{tmp}/out", "--frames", "0"), "--frames",
+         "must be in 1..10000000"),
+    flag("run-frames-float", ("run", "--config", DEFAULT, "--out", "{tmp}/out", "--frames", "2.5"), "--frames",
+         "expected an integer"),
+    flag("run-warmup-not-below-frames", ("run", "--config", DEFAULT, "--out", "{tmp}/out", "--frames", "10",
+                                         "--warmup", "50"), "--warmup", "must be < --frames (10)"),
+    flag("run-warmup-negative", (*RUN_OUT, "--warmup", "-1"), "--warmup", "must be in 0.."),
+    flag("run-unknown-flag", (*RUN_OUT, "--fast"), "", "unrecognized arguments: --fast"),
+    # ---- run: the scenario file itself
+    Case("config-missing", ("run", "--frames", "2", "--out", "{tmp}/out", "--config", "{tmp}/nope.toml"),
+         "{tmp}/nope.toml", "", "file not found"),
+    Case("config-is-a-folder", ("run", "--frames", "2", "--out", "{tmp}/out", "--config", "{tmp}/cfg"),
+         "{tmp}/cfg", "", "cannot read (Is a directory)", files={"cfg/x": ""}),
+    toml("config-not-utf8", b"[arena]\nsize = 3\xff\xfe\n", "", "not UTF-8 text"),
+    toml("config-empty", "# nothing here\n", "", "no settings in the file"),
+    toml("config-not-toml", "[arena\nsize = 3\n", "", "not valid TOML"),
+    toml("config-unknown-section", "[arenna]\nsize = 300.0\n", "arenna", "unknown key"),
+    toml("config-unknown-key", "[sim]\nfps = 30\n", "sim.fps", "unknown key"),
+    toml("config-wrong-type", "[arena]\nsize = 'big'\n", "arena.size", "expected a number"),
+    toml("config-section-not-a-table", "sim = [1, 2]\n", "sim", "expected a table"),
+    toml("config-arena-1e308", "[arena]\nsize = 1e308\n", "arena.size", "must be <= 1000000.0"),
+    toml("config-arena-inf", "[arena]\nsize = inf\n", "arena.size", "must be finite"),
+    toml("config-nan", "[collision]\nsafety_margin = nan\n", "collision.safety_margin", "must be finite"),
+    toml("config-negative-time", "[sim]\ntarget_frame_time = -0.01\n", "sim.target_frame_time", "must be > 0"),
+    toml("config-ships-too-many", "[ships]\ncount = 10000000\n", "ships.count", "must be <= 100000"),
+    toml("config-thrust-1e300", "[controls]\nmax_thrust = 1e300\n", "controls.max_thrust", "must be <= 10000.0"),
+    toml("config-speed-1e300", "[ships]\ninitial_speed = 1e300\n", "ships.initial_speed", "must be <= 10000.0"),
+    toml("config-drag-zero", "[controls]\ndrag = 0.0\n", "controls.drag", "must be >= 0.001"),
+    toml("config-waypoint-speed-1e300", "[[script.paths]]\nship = 0\npoints = [[0.0, 0.0, 0.0]]\nspeed = 1e300\n",
+         "script.paths[0].speed", "must be <= 10000.0"),
+    toml("config-steps-1e-300", "[integrator]\nmin_step = 1e-300\nmax_step = 1e-300\n", "integrator.min_step",
+         "must be >= 1e-06"),
+    toml("config-samples-per-frame", "[sim]\nframe_dt = 1.0\nmin_temporal_resolution = 1e-5\n",
+         "sim.min_temporal_resolution", "would need 1e+05 detection samples per frame"),
+    toml("config-tree-64-pow-6", "[collision]\ntree_branching = 64\ntree_depth = 6\n", "collision.tree_branching",
+         "would need 6.98e+10 spheres per tree, limit 100000"),
+    toml("config-min-level-99", "[collision]\nmin_level = 99\n", "collision.min_level",
+         "must be <= collision.tree_depth + 1 = 4"),
+    toml("config-render-average-1e12", "[collision]\nrender_average_frames = 1000000000000\n",
+         "collision.render_average_frames", "must be <= 10000"),
+    toml("config-missing-user-model", "[ships]\nuser_model = 'battlestar'\n", "ships.user_model",
+         "unknown model 'battlestar'"),
+    toml("config-missing-model-in-list", "[ships]\nmodels = ['lamp', 'battlestar']\n", "ships.models[1]",
+         "unknown model 'battlestar'"),
+    toml("config-arena-too-small", "[arena]\nsize = 20.0\n", "ships.count", "cannot place 12 ships"),
+    # ---- check-config: the same validation as run
+    Case("check-missing-model", ("check-config", "{tmp}/s.toml"), "{tmp}/s.toml", "ships.user_model",
+         "unknown model", files={"s.toml": "[ships]\nuser_model = 'battlestar'\n"}),
+    Case("check-arena-too-small", ("check-config", "{tmp}/s.toml"), "{tmp}/s.toml", "ships.count", "cannot place",
+         files={"s.toml": "[arena]\nsize = 20.0\n"}),
+    flag("check-config-no-file", ("check-config",), "FILE", "name at least one config file"),
+    # ---- fly / demo
+    flag("fly-ships-10-million", (*FLY, "--ships", "10000000"), "--ships", "must be in 1..100000"),
+    flag("demo-ships-zero", ("demo", "--headless", "--frames", "1", "--ships", "0"), "--ships", "must be in 1.."),
+    flag("fly-ships-no-room", (*FLY, "--ships", "100000"), "--ships", "cannot place 100000 ships"),
+    flag("fly-tree-level-99", (*FLY, "--tree-level", "99"), "--tree-level", "must be in -1..64"),
+    flag("fly-tree-level-below-tree", (*FLY, "--tree-level", "4"), "--tree-level",
+         "must be <= collision.tree_depth = 3"),
+    flag("fly-frames-zero", ("fly", "--headless", "--frames", "0"), "--frames", "must be in 1.."),
+    flag("fly-headless-without-frames", ("fly", "--headless"), "--frames", "--headless needs --frames N"),
+    flag("fly-size-garbage", (*FLY, "--size", "12x"), "--size", "expected WxH"),
+    flag("fly-size-too-small", (*FLY, "--size", "0x100"), "--size", "16..8192 pixels"),
+    flag("fly-broadphase-unknown", (*FLY, "--broadphase", "octree"), "--broadphase", "invalid choice"),
+    flag("demo-screenshot-missing-folder", ("demo", "--headless", "--frames", "1", "--screenshot",
+                                            "{tmp}/missing/shot.png"), "--screenshot", "does not exist"),
+    flag("demo-screenshot-is-a-folder", ("demo", "--headless", "--frames", "1", "--screenshot", "{tmp}/shot.png"),
+         "--screenshot", "is a folder, not a file", files={"shot.png/keep": "x"}),
+    flag("fly-screenshot-not-png", (*FLY, "--screenshot", "{tmp}/shot.jpg"), "--screenshot", "must name a .png"),
+    toml("fly-config-missing-model", "[ships]\nmodels = ['battlestar']\n", "ships.models[0]", "unknown model",
+         command=FLY),
+    Case("fly-display-unreachable", ("fly", "--frames", "1", "--config", DEFAULT), "environment", "DISPLAY",
+         f"cannot connect to '{NO_DISPLAY}'", env={"DISPLAY": NO_DISPLAY}),
+    # ---- bench hubbard: every argument checked before anything runs
+    flag("hubbard-sweep-render-inf", (*HUBBARD, "--sweep-render", "20,inf"), "--sweep-render", "must be finite"),
+    flag("hubbard-budgets-inf", (*HUBBARD, "--budgets", "1,inf"), "--budgets", "must be finite"),
+    flag("hubbard-budgets-zero", (*HUBBARD, "--budgets", "0,1"), "--budgets", "must be > 0"),
+    flag("hubbard-budgets-garbage", (*HUBBARD, "--budgets", "1,,2"), "--budgets", "expected a number"),
+    flag("hubbard-render-1e9", (*HUBBARD, "--render-ms", "1e9"), "--render-ms", "at most 10 s"),
+    flag("hubbard-warmup-not-below-frames", (*HUBBARD, "--warmup", "10"), "--warmup", "must be < --frames (10)"),
+    flag("hubbard-out-is-a-file", ("bench", "hubbard", "--config", LAMPS, "--out", "{tmp}/somefile"), "--out",
+         "exists and is not a folder", files={"somefile": "keep me"}),
+    toml("hubbard-config-missing-model", "[ships]\nuser_model = 'battlestar'\n", "ships.user_model",
+         "unknown model", command=("bench", "hubbard", "--frames", "10", "--out", "{tmp}/h")),
+    # ---- other benches
+    flag("dynamics-n-10-million", ("bench", "dynamics", "--n", "10000000"), "--n", "would need about 12 GB"),
+    flag("dynamics-tolerance-nan", ("bench", "dynamics", "--tolerance", "nan"), "--tolerance", "must be finite"),
+    flag("dynamics-frames-zero", ("bench", "dynamics", "--frames", "0"), "--frames", "must be in 1.."),
+    toml("dynamics-config-samples", "[sim]\nmin_temporal_resolution = 1e-6\n", "sim.min_temporal_resolution",
+         "detection samples per frame", command=("bench", "dynamics")),
+    flag("broadphase-n-garbage", ("bench", "broadphase", "--n", "0,abc"), "--n", "expected comma-separated integers"),
+    flag("broadphase-n-one", ("bench", "broadphase", "--n", "1,10"), "--n", "must be in 2..100000"),
+    flag("broadphase-n-10-million", ("bench", "broadphase", "--n", "10000000"), "--n", "must be in 2..100000"),
+    flag("broadphase-dt-inf", ("bench", "broadphase", "--dt", "inf"), "--dt", "must be finite"),
+    flag("broadphase-fraction-2", ("bench", "broadphase", "--fraction", "2"), "--fraction", "must be in (0, 0.5]"),
+    flag("broadphase-speed-1e300", ("bench", "broadphase", "--speed", "1e300"), "--speed", "must be in [0, 10000]"),
+    flag("narrowphase-unknown-model", ("bench", "narrowphase", "--model", "battlestar"), "--model",
+         "unknown model 'battlestar'"),
+    flag("narrowphase-depth-zero", ("bench", "narrowphase", "--depth", "0"), "--depth", "must be in 1..5"),
+    flag("narrowphase-poses-zero", ("bench", "narrowphase", "--poses", "0"), "--poses/--pairs", "must be in 1.."),
+    flag("narrowphase-method-unknown", ("bench", "narrowphase", "--method", "bsp"), "--method", "invalid choice"),
+    flag("bench-without-what", ("bench",), "", "the following arguments are required: WHAT"),
+    flag("unknown-command", ("launch",), "COMMAND", "invalid choice: 'launch'"),
+    # ---- build-trees
+    Case("mesh-missing-path", ("build-trees", "{tmp}/nope.stl", "--cache-dir", "{tmp}/cache"), "{tmp}/nope.stl", "",
+         "file not found"),
+    Case("mesh-is-a-folder", ("build-trees", "{tmp}/meshes", "--cache-dir", "{tmp}/cache"), "{tmp}/meshes", "",
+         "not a file", files={"meshes/a.ply": ply(TRIANGLE, [(0, 1, 2)])}),
+    mesh("mesh-empty-file", "empty.ply", "", "", "cannot read PLY file"),
+    mesh("mesh-garbage-stl", "junk.stl", "solid junk\nthis is not a facet\nendsolid\n", "",
+         "not a valid STL mesh"),
+    mesh("mesh-garbage-binary-stl", "junk2.stl", bytes(range(256)) * 2, "", "not a valid STL mesh"),
+    mesh("mesh-nan-vertex", "nan.ply", ply([(0, 0, 0), ("nan", 0, 0), (0, 1, 0)], [(0, 1, 2)]), "vertices[1]",
+         "not finite"),
+    mesh("mesh-zero-area", "flat.ply", ply([(0, 0, 0), (1, 0, 0), (2, 0, 0)], [(0, 1, 2)]), "faces[0]",
+         "degenerate (zero area)"),
+    mesh("mesh-index-out-of-range", "idx.ply", ply(TRIANGLE, [(0, 1, 7)]), "faces[0]", "vertex index out of range"),
+    mesh("mesh-unsupported-format", "ship.txt", "v 0 0 0\n", "format", "unsupported mesh format"),
+    flag("build-unknown-model", ("build-trees", "battlestar", "--cache-dir", "{tmp}/cache"), "MESH",
+         "unknown model 'battlestar'"),
+    flag("build-tree-64-pow-6", (*BUILD, "--branching", "64", "--depth", "6"), "--branching",
+         "would need 6.98e+10 spheres per tree, limit 100000"),
+    flag("build-depth-garbage", (*BUILD, "--depth", "deep"), "--depth", "invalid int value"),
+    flag("build-picture-missing-folder", (*BUILD, "--picture", "{tmp}/missing/trees.png"), "--picture",
+         "does not exist"),
+    flag("build-method-unknown", (*BUILD, "--method", "bsp"), "--method", "invalid choice"),
+]
+
+
+def snapshot(folder: Path) -> dict:
+    """{relative path: content hash, or 'dir'} of everything under folder."""
+    return {str(p.relative_to(folder)): "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*"))}
+
+
+def run_case(case: Case, folder: Path) -> dict:
+    for name, content in case.files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+    before = snapshot(folder)
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")} | case.env
+    argv = [a.replace("{tmp}", str(folder)) for a in case.argv]
+    r = subprocess.run([sys.executable, "-m", "spaceship_sim.cli", *argv], capture_output=True, text=True,
+                       cwd=folder, env=env, timeout=TIMEOUT)
+    return dict(returncode=r.returncode, stderr=r.stderr, changed=before != snapshot(folder), folder=folder)
+
+
+@pytest.fixture(scope="session")
+def results(request, tmp_path_factory) -> dict:
+    """Run the selected cases, a few at a time (two cores; each is mostly interpreter start-up)."""
+    wanted = {item.callspec.params["case"].id for item in request.session.items
+              if item.originalname == "test_bad_input_is_refused_in_one_line"}
+    cases = [c for c in CASES if c.id in wanted]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {c.id: pool.submit(run_case, c, tmp_path_factory.mktemp(c.id)) for c in cases}
+        return {k: f.result() for k, f in futures.items()}
+
+
+def test_case_ids_are_unique():
+    assert len({c.id for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_is_refused_in_one_line(case, results):
+    r = results[case.id]
+    lines = r["stderr"].splitlines()
+    assert r["returncode"] == 2 and len(lines) == 1, r["stderr"][-3000:]
+    where = case.where.replace("{tmp}", str(r["folder"]))
+    head = f"error: {where}: {case.key}: " if case.key else f"error: {where}: "
+    line = lines[0]
+    assert line.startswith(head), line
+    assert case.says in line[len(head):], line
+    assert not r["changed"], f"{case.id} left files behind or changed one: {sorted(r['folder'].rglob('*'))}"
