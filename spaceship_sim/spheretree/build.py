@@ -17,6 +17,7 @@ import numpy as np
 from .finish import assemble
 from .geometry import MeshQuery
 from .params import MAX_DEPTH, METHODS, SphereTreeError, _check_params  # noqa: F401 (re-exported)
+from .progress import BuildProgress
 from .tree import SphereTree
 
 # bump whenever a builder's output changes: old cache files then no longer match any key
@@ -44,7 +45,7 @@ def tree_key(vertices, faces, method: str, branching: int, depth: int, seed: int
 
 
 def build_tree(vertices, faces, method: str = "medial", branching: int = 8, depth: int = 3,
-               seed: int = 0, closed: bool | None = None) -> SphereTree:
+               seed: int = 0, closed: bool | None = None, progress: bool = False) -> SphereTree:
     """Build a sphere tree of a triangle mesh.
 
     vertices : (n, 3) float64, body frame [m]; faces : (m, 3) int, counter-clockwise from outside.
@@ -52,21 +53,27 @@ def build_tree(vertices, faces, method: str = "medial", branching: int = 8, dept
     branching: children per node (medial); depth: levels below the root; seed: sampling seed.
     closed   : override the closedness detected by the mesh checks (None = detect). Open meshes
                are treated as shells: distances are to the surface and nothing is "inside".
+    progress : print each stage and bars through the long ones on stderr (the CLI; big meshes
+               take minutes).
     Raises SphereTreeError (an InputError) for bad meshes or parameters.
     """
     _check_params(method, branching, depth, seed)
     t0 = time.perf_counter()
+    report = BuildProgress(progress)
+    report.stage(f"checking the mesh ({len(faces):,} triangles)")
     v, f, is_closed = _mesh_arrays(vertices, faces)
     if closed is not None:
         is_closed = bool(closed)
+    report.stage("distance index")
     query = MeshQuery(v, f, is_closed)
     if method == "octree":
         from .octree import octree_levels
+        report.stage(f"octree, {depth} levels")
         levels = octree_levels(query, depth, seed=seed)
     else:
         from .medial import medial_levels
-        levels = medial_levels(query, branching, depth, seed=seed)
-    tree = assemble(levels, query, method, key=tree_key(v, f, method, branching, depth, seed))
+        levels = medial_levels(query, branching, depth, seed=seed, progress=report)
+    tree = assemble(levels, query, method, key=tree_key(v, f, method, branching, depth, seed), progress=report)
     return dataclasses.replace(tree, build_seconds=time.perf_counter() - t0)
 
 
@@ -79,11 +86,12 @@ def tree_path(mesh, method: str, key: str, cache_dir=None) -> Path:
 
 
 def load_or_build(mesh, method: str = "medial", branching: int = 8, depth: int = 3, seed: int = 0,
-                  cache_dir=None, force: bool = False) -> SphereTree:
+                  cache_dir=None, force: bool = False, progress: bool = False) -> SphereTree:
     """The cached tree of `mesh` (a spaceship_sim.meshes.Mesh) for these parameters, building it if needed.
 
     A cache file whose stored key or mesh differs from the expected one is rebuilt (and overwritten).
     Unreadable cache files are rebuilt with a warning; the cache folder is created when missing.
+    progress: report the build's stages on stderr (see build_tree).
     """
     _check_params(method, branching, depth, seed, source=getattr(mesh, "path", "mesh"))
     key = tree_key(mesh.vertices, mesh.faces, method, branching, depth, seed)
@@ -99,7 +107,7 @@ def load_or_build(mesh, method: str = "medial", branching: int = 8, depth: int =
                     and np.array_equal(tree.faces, mesh.faces):
                 return tree
     tree = build_tree(mesh.vertices, mesh.faces, method=method, branching=branching, depth=depth,
-                      seed=seed, closed=mesh.closed)
+                      seed=seed, closed=mesh.closed, progress=progress)
     try:
         tree.save(path)
     except OSError as exc:  # read-only install or full disk: the tree is still good to use

@@ -66,7 +66,7 @@ def run(args) -> int:
     for mesh, m in bar:
         bar.set_postfix_str(f"{mesh.name} {m}")
         tree = load_or_build(mesh, method=m, branching=args.branching, depth=args.depth, seed=args.seed,
-                             cache_dir=args.cache_dir, force=args.force)
+                             cache_dir=args.cache_dir, force=args.force, progress=True)
         rows.setdefault(mesh.name, {})[m] = tree
     bar.close()
     if args.report:

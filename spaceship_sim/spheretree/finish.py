@@ -15,6 +15,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from .geometry import MeshQuery, closest_point_triangles
+from .progress import QUIET, BuildProgress
 from .tree import SphereTree
 
 # containment slack, relative to the radius: keeps floating-point rounding from calling a point
@@ -130,7 +131,8 @@ _CUBE = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)],
 
 
 def error_bounds(query: MeshQuery, centers: np.ndarray, radii: np.ndarray, rel_tol: float = 0.03,
-                 max_rounds: int = 7, max_cells: int = 4000, chunk: int = 64) -> np.ndarray:
+                 max_rounds: int = 7, max_cells: int = 4000, chunk: int = 64,
+                 progress: BuildProgress = QUIET) -> np.ndarray:
     """(n,) upper bounds on max_{p in ball(c_i, r_i)} dist(p, ship), each a true bound.
 
     Branch and bound over cubes covering each ball. The ship distance D(p) is max(0, s(p)) with s the
@@ -147,9 +149,10 @@ def error_bounds(query: MeshQuery, centers: np.ndarray, radii: np.ndarray, rel_t
     """
     centers = np.asarray(centers, dtype=np.float64)
     radii = np.asarray(radii, dtype=np.float64)
+    starts = progress.bar(range(0, len(radii), chunk), f"error bounds of {len(radii):,} spheres", unit="chunk")
     return np.concatenate([_error_chunk(query, centers[s:s + chunk], radii[s:s + chunk], rel_tol, max_rounds,
                                         max_cells)
-                           for s in range(0, len(radii), chunk)] or [np.zeros(0)])
+                           for s in starts] or [np.zeros(0)])
 
 
 def _error_chunk(query, centers, radii, rel_tol, max_rounds, max_cells):
@@ -216,7 +219,7 @@ def witnesses(query: MeshQuery, centers: np.ndarray, radii: np.ndarray) -> tuple
 
 
 def assemble(levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]], query: MeshQuery, method: str,
-             key: str = "", rel_tol: float = 0.03) -> SphereTree:
+             key: str = "", rel_tol: float = 0.03, progress: BuildProgress = QUIET) -> SphereTree:
     """Finish a tree from per-level spheres.
 
     levels[k] = (centers (n_k,3), radii (n_k,), parent (n_k,) int index into level k-1; -1 for root),
@@ -228,7 +231,7 @@ def assemble(levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]], query: Mes
     centers, radii, parents, lvl = [], [], [], []
     offset = 0
     prev_new = np.zeros(1, np.int64)
-    for k, (c, r, p) in enumerate(levels):
+    for k, (c, r, p) in enumerate(progress.bar(levels, f"coverage of {len(tris):,} triangles", unit="level")):
         c = np.asarray(c, np.float64).reshape(-1, 3)
         p = np.asarray(p, np.int64).reshape(-1)
         if k > 0:
@@ -244,8 +247,9 @@ def assemble(levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]], query: Mes
         offset += len(r)
     center = np.concatenate(centers)
     radius = np.concatenate(radii)
+    progress.stage(f"witness points of {len(radius):,} spheres")
     witness, radius = witnesses(query, center, radius)
-    error = error_bounds(query, center, radius, rel_tol=rel_tol)
+    error = error_bounds(query, center, radius, rel_tol=rel_tol, progress=progress)
     parent = np.concatenate(parents).astype(np.int32)
     level = np.concatenate(lvl)
     m = len(radius)
@@ -256,6 +260,7 @@ def assemble(levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]], query: Mes
     first_child[has] = first + 1
     # leaves: every triangle each leaf touches (the exact level)
     leaves = np.flatnonzero(child_count == 0)
+    progress.stage(f"triangle lists of {len(leaves):,} leaves")
     t, s = triangle_sphere_pairs(tris, center[leaves], radius[leaves], slack=_REL_SLACK)
     node = leaves[s]
     order = np.lexsort((t, node))

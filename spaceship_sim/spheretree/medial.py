@@ -35,11 +35,13 @@ from numba import njit
 from scipy.spatial import Delaunay, QhullError, cKDTree
 
 from .geometry import MeshQuery, _mesh_query, face_normals, min_enclosing_sphere
+from .progress import QUIET, BuildProgress, chunks
 
 REPAIR_ROUNDS = 2
 # samples per medial builder, scaled with the number of leaves wanted (each leaf should merge
 # a few dozen medial spheres), clamped to keep Qhull and merging fast
 MIN_SAMPLES, MAX_SAMPLES, SAMPLES_PER_LEAF = 1500, 6000, 6
+INSIDE_CHUNK = 2048  # Voronoi vertices per inside-test call (one bar step; ~1 s at 200k triangles)
 
 
 STATS = {"evaluations": 0, "walked": 0}  # merge work counters (for benchmarks)
@@ -111,16 +113,18 @@ def _circumspheres(pts: np.ndarray, simplices: np.ndarray):
     return a + x, np.linalg.norm(x, axis=1)
 
 
-def medial_spheres(query: MeshQuery, n_samples: int, seed: int):
+def medial_spheres(query: MeshQuery, n_samples: int, seed: int, progress: BuildProgress = QUIET):
     """Medial spheres from the Voronoi vertices of surface samples.
 
     Returns dict: points (k,3), normals (k,3) of the samples; center (s,3), radius (s,), forming
     (s,4) int64 sample indices, adjacency as (e,2) int64 pairs of sphere indices.
     """
+    progress.stage(f"sampling {n_samples:,} surface points of {len(query.faces):,} triangles")
     pts, nrm = surface_samples(query, n_samples, seed)
     R = float(np.max(np.ptp(query.vertices, axis=0)))
     rng = np.random.default_rng(seed + 1)
     for rnd in range(REPAIR_ROUNDS + 1):
+        progress.stage(f"Voronoi (Qhull) of {len(pts):,} samples" + (f", repair round {rnd}" if rnd else ""))
         try:
             tet = Delaunay(pts, qhull_options="Qbb Qc Qz Q12")
         except QhullError:  # flat or otherwise degenerate samples: no medial axis to find
@@ -130,7 +134,7 @@ def medial_spheres(query: MeshQuery, n_samples: int, seed: int):
         ok = np.isfinite(rad)
         if query.closed:
             sd = np.full(len(rad), np.inf)
-            sd[ok] = query.signed_distance(cen[ok])
+            sd[ok] = _signed_distance_chunked(query, cen[ok], progress)
             keep = ok & (sd < 0)
         else:  # R is the largest extent, about twice the bounding radius
             keep = ok & (rad <= 0.125 * R)
@@ -150,6 +154,15 @@ def medial_spheres(query: MeshQuery, n_samples: int, seed: int):
     edges = np.stack([src[valid], dst[valid]], axis=1)
     return dict(points=pts, normals=nrm, center=cen[idx], radius=rad[idx],
                 forming=tet.simplices[idx].astype(np.int64), edges=edges, orphans=len(orphans))
+
+
+def _signed_distance_chunked(query: MeshQuery, points: np.ndarray, progress: BuildProgress) -> np.ndarray:
+    """query.signed_distance in chunks, so that the bar moves during the slowest early stage."""
+    out = np.empty(len(points))
+    parts = chunks(len(points), INSIDE_CHUNK)
+    for part in progress.bar(parts, f"inside test of {len(points):,} Voronoi vertices", unit="chunk"):
+        out[part] = query.signed_distance(points[part])
+    return out
 
 
 def _densify(query: MeshQuery, pts, nrm, orphans, rng, per: int = 4):
@@ -456,7 +469,7 @@ def _bridge_components(c: np.ndarray, e: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- levels
 
 def medial_levels(query: MeshQuery, branching: int, depth: int, seed: int = 0,
-                  n_samples: int | None = None):
+                  n_samples: int | None = None, progress: BuildProgress = QUIET):
     """Per-level (centers (n_k,3), radii (n_k,), parent (n_k,)) for `finish.assemble`."""
     if not query.closed:
         warnings.warn(MedialFallbackWarning(
@@ -464,14 +477,19 @@ def medial_levels(query: MeshQuery, branching: int, depth: int, seed: int = 0,
             "both sides of the surface; errors and coverage are measured to the surface"), stacklevel=3)
     if n_samples is None:
         n_samples = int(np.clip(SAMPLES_PER_LEAF * branching ** depth, MIN_SAMPLES, MAX_SAMPLES))
-    med = medial_spheres(query, n_samples, seed)
+    med = medial_spheres(query, n_samples, seed, progress)
     if len(med["radius"]) == 0:  # e.g. a flat or degenerate mesh: no Voronoi vertex inside
         from .octree import octree_levels
         warnings.warn(MedialFallbackWarning("no medial spheres found; using the octree builder"), stacklevel=3)
         return octree_levels(query, depth, seed=seed)
-    c0, r0 = min_enclosing_sphere(query.vertices[np.unique(query.faces)], seed=seed)
+    used = np.unique(query.faces)
+    progress.stage(f"bounding sphere of {len(used):,} vertices")
+    c0, r0 = min_enclosing_sphere(query.vertices[used], seed=seed)
     levels = [(c0[None], np.array([r0]), np.array([-1]))]
     groups = [np.arange(len(med["radius"]), dtype=np.int64)]  # medial spheres under each node
+    # each level re-merges every medial sphere: count spheres, so the bar runs in step with time
+    merges = progress.counter(f"merging {len(groups[0]):,} medial spheres, {depth} levels", unit="sphere",
+                              total=depth * len(groups[0]))
     for _ in range(depth):
         centers, radii, parent, next_groups = [], [], [], []
         for p, members in enumerate(groups):
@@ -481,6 +499,8 @@ def medial_levels(query: MeshQuery, branching: int, depth: int, seed: int = 0,
                 radii.append(r)
                 parent.append(p)
                 next_groups.append(ids)
+            merges.update(len(members))
         levels.append((np.array(centers), np.array(radii), np.array(parent)))
         groups = next_groups
+    merges.close()
     return levels
