@@ -4,6 +4,9 @@ All times are seconds read from the world's clock (spaceship_sim.clock: the wall
 """
 from __future__ import annotations
 
+import bisect
+import itertools
+import math
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
@@ -37,8 +40,10 @@ class FrameStats:
     exact_pairs: int = 0            # colliding pairs answered at the exact triangle level
     responses: int = 0              # pairs whose velocities collision response changed
     level_hist: tuple = ()          # colliding pairs per level reached (index = level; last = exact)
-    sep_bound_min: float = float("nan")     # smallest separation-distance upper bound [m]
-    sep_bound_median: float = float("nan")  # median separation-distance upper bound [m]
+    # separation-distance upper bounds over the colliding pairs [m]; NaN in a frame with no
+    # colliding pair (an empty field in frames.csv)
+    sep_bound_min: float = float("nan")     # smallest
+    sep_bound_median: float = float("nan")  # median (of the frame's last sample with a colliding pair)
     extra: dict = field(default_factory=dict)  # stage-specific figures (broad-phase counters ...)
 
     @property
@@ -54,12 +59,15 @@ class FrameStats:
         self.overrun = self.frame_time > self.target
 
     def row(self, max_level: int) -> dict:
-        """Flat dict for frames.csv (level_hist spread into level_<k> columns)."""
+        """Flat dict for frames.csv (level_hist spread into level_<k> columns; no separation
+        bound without a colliding pair: empty, not NaN)."""
         d = asdict(self)
         hist = d.pop("level_hist")
         d.pop("extra")
         for k in range(max_level + 1):
             d[f"level_{k}"] = hist[k] if k < len(hist) else 0
+        for k in ("sep_bound_min", "sep_bound_median"):
+            d[k] = "" if math.isnan(d[k]) else d[k]
         return d
 
 
@@ -88,3 +96,75 @@ class MovingAverage:
 
     def predict(self) -> float:
         return sum(self.history) / len(self.history) if self.history else self.initial
+
+
+class Quantiles:
+    """Median, p99 ... of a stream of values in memory that does not grow with their number.
+
+    Values are counted in fixed log-spaced bins, mirrored for negative values: bin edges are
+    TINY·g^k with g = (1 + RESOLUTION) / (1 - RESOLUTION), and each bin stands for the point
+    within RESOLUTION (relative) of all its values. `quantile(q)` interpolates between the bins
+    of the two order statistics as numpy's default (linear) percentile does between the values,
+    so it is within RESOLUTION · max(|x_lo|, |x_hi|) + TINY of np.percentile(values, 100 q), where
+    x_lo, x_hi are those order statistics: within 0.1% for values of one sign. |x| < TINY counts
+    as 0 and |x| > HUGE as ±HUGE; min, max, count and sum are exact. At most ~41,000 bins (a dict
+    holds only those in use).
+    """
+
+    RESOLUTION = 1e-3
+    TINY, HUGE = 1e-9, 1e9
+    _LOG_G = math.log((1 + RESOLUTION) / (1 - RESOLUTION))
+    _TOP = math.ceil(math.log(HUGE / TINY) / _LOG_G)
+
+    def __init__(self):
+        self.bins: dict[int, int] = {}  # signed bin index -> count (0: |x| < TINY)
+        self.count, self.sum = 0, 0.0
+        self.min, self.max = math.inf, -math.inf
+
+    def add(self, x: float) -> None:
+        """Count one value (written for speed: a run adds a dozen per frame)."""
+        a = abs(x)
+        k = 0 if a < self.TINY else min(self._TOP, 1 + int(math.log(a / self.TINY) / self._LOG_G))
+        k = -k if x < 0 else k
+        self.bins[k] = self.bins.get(k, 0) + 1
+        self.count += 1
+        self.sum += x
+        if x < self.min:
+            self.min = x
+        if x > self.max:
+            self.max = x
+
+    def _value(self, k: int) -> float:
+        """The point standing for bin k: within RESOLUTION of both its edges, relative."""
+        if k == 0:
+            return 0.0
+        g = math.exp(self._LOG_G)
+        v = self.TINY * math.exp((abs(k) - 1) * self._LOG_G) * 2 * g / (1 + g)
+        return math.copysign(v, k)
+
+    def quantile(self, q: float) -> float:
+        """The q-quantile (0 <= q <= 1) as np.percentile(values, 100 q) within the class's
+        resolution; NaN when empty."""
+        if not self.count:
+            return math.nan
+        keys = sorted(self.bins)
+        ends = list(itertools.accumulate(self.bins[k] for k in keys))  # rank just past each bin
+        rank = q * (self.count - 1)
+        lo, hi = (self._order_statistic(i, keys, ends) for i in (math.floor(rank), math.ceil(rank)))
+        return lo + (rank - math.floor(rank)) * (hi - lo)
+
+    def _order_statistic(self, i: int, keys: list[int], ends: list[int]) -> float:
+        """The i-th smallest value (exact for the smallest and largest, else its bin's point)."""
+        if i == 0:
+            return self.min
+        if i == self.count - 1:
+            return self.max
+        return self._value(keys[bisect.bisect_right(ends, i)])
+
+    @property
+    def mean(self) -> float:
+        return self.sum / self.count if self.count else math.nan
+
+    def figures(self, scale: float = 1.0) -> dict:
+        """{"median", "p99", "max"} times `scale` (summary.json's form)."""
+        return {"median": scale * self.quantile(0.5), "p99": scale * self.quantile(0.99), "max": scale * self.max}

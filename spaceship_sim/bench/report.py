@@ -1,12 +1,18 @@
-"""Frame-stats reports: frames.csv, summary.json and Hubbard-style performance profiles."""
+"""Frame-stats reports: frames.csv, summary.json and Hubbard-style performance profiles,
+written as a run goes in memory that does not grow with its length (FrameLog)."""
 from __future__ import annotations
 
 import csv
 import json
 import math
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from ..stats import FrameStats, Quantiles
 
 STAGES = [  # (FrameStats attribute, label, colour) bottom to top in the profile
     ("t_controls", "controls", "#9e9e9e"),
@@ -25,73 +31,208 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         w.writerows(rows)
 
 
-def summarize(frames: list, skip: int = 0) -> dict:
-    """Medians, p99s and frames over target of FrameStats, ignoring the first `skip` frames."""
-    fs = frames[skip:] or frames
-    out = {"frames": len(frames), "frames_summarized": len(fs), "warmup_frames_skipped": len(frames) - len(fs)}
-    for attr in ["frame_time", *[a for a, _, _ in STAGES], "budget", "detection_used", "slack"]:
-        v = np.array([getattr(s, attr) for s in fs]) * 1e3
-        out[f"{attr}_ms"] = {"median": float(np.median(v)), "p99": float(np.percentile(v, 99)),
-                            "max": float(v.max())}
-    over = sum(s.overrun for s in fs)
-    out["target_ms"] = fs[0].target * 1e3
-    out["frames_over_target"] = int(over)
-    out["fraction_within_target"] = 1.0 - over / len(fs)
-    out["candidate_pairs_mean"] = float(np.mean([s.candidate_pairs for s in fs]))
-    out["colliding_pairs_total"] = int(sum(s.colliding_pairs for s in fs))
-    out["exact_pairs_total"] = int(sum(s.exact_pairs for s in fs))
-    width = max(len(s.level_hist) for s in fs)
-    hist = np.zeros(width, int)
-    for s in fs:
-        hist[:len(s.level_hist)] += s.level_hist
-    out["level_histogram"] = hist.tolist()
-    b = np.array([s.sep_bound_min for s in fs if not math.isnan(s.sep_bound_min)])
-    out["separation_bound_m"] = ({"median": float(np.median(b)), "p99": float(np.percentile(b, 99)),
-                                  "max": float(b.max())} if len(b) else None)
-    return out
+SUMMARY_TIMES = ["frame_time", *[a for a, _, _ in STAGES], "budget", "detection_used", "slack"]
+
+
+class RunSummary:
+    """summary.json's figures, taken in frame by frame in memory that does not grow with the
+    number of frames: medians, p99s and maxima of the times (stats.Quantiles, within 0.1%), frames
+    over target, pair totals, the level histogram and the separation bounds. The first `skip`
+    frames (numba compile, caches) are left out unless the run has no others."""
+
+    def __init__(self, n_frames: int, skip: int, max_level: int):
+        self.skip = skip if n_frames > skip else 0
+        self.frames = 0
+        self.times = {a: Quantiles() for a in SUMMARY_TIMES}  # [ms]
+        self.sep_bound = Quantiles()  # frames' smallest separation bound [m]
+        self.level_hist = np.zeros(max_level + 1, np.int64)
+        self.target_ms = math.nan
+        self.over = self.candidate_pairs = self.colliding_pairs = self.exact_pairs = 0
+
+    def add(self, s) -> None:
+        self.frames += 1
+        if self.frames <= self.skip:
+            return
+        if math.isnan(self.target_ms):
+            self.target_ms = s.target * 1e3
+        for attr, q in self.times.items():
+            q.add(getattr(s, attr) * 1e3)
+        if not math.isnan(s.sep_bound_min):
+            self.sep_bound.add(s.sep_bound_min)
+        self.level_hist[:len(s.level_hist)] += s.level_hist
+        self.over += s.overrun
+        self.candidate_pairs += s.candidate_pairs
+        self.colliding_pairs += s.colliding_pairs
+        self.exact_pairs += s.exact_pairs
+
+    def to_dict(self) -> dict:
+        n = self.frames - self.skip
+        out = {"frames": self.frames, "frames_summarized": n, "warmup_frames_skipped": self.skip}
+        out.update({f"{attr}_ms": q.figures() for attr, q in self.times.items()})
+        out.update(target_ms=self.target_ms, frames_over_target=self.over, fraction_within_target=1.0 - self.over / n,
+                   candidate_pairs_mean=self.candidate_pairs / n, colliding_pairs_total=self.colliding_pairs,
+                   exact_pairs_total=self.exact_pairs, level_histogram=self.level_hist.tolist(),
+                   separation_bound_m=self.sep_bound.figures() if self.sep_bound.count else None)
+        return out
 
 
 def write_json(path: Path, data: dict) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def plot_profile(path: Path, frames: list, title: str) -> None:
-    """Hubbard-style performance profile: per-frame stacked stage times against the target,
-    render prediction vs actual and detection budget vs used, and the levels reached."""
+class ProfileColumns:
+    """profile.png's data in at most `max_columns` columns, whatever the run's length: consecutive
+    frames share a column (the frame count is known in advance), which keeps the mean of each
+    plotted time and level count and the largest frame time, so that a long run's profile still
+    shows its spikes. A run of up to `max_columns` frames gets one column per frame."""
+
+    MEANS = [a for a, _, _ in STAGES] + ["render_predicted", "budget", "detection_used"]
+
+    def __init__(self, n_frames: int, max_level: int, max_columns: int = 2000):
+        self.per_column = max(1, math.ceil(n_frames / max_columns))
+        n = math.ceil(n_frames / self.per_column)
+        self.count = np.zeros(n, np.int64)
+        self.frame_sum = np.zeros(n)
+        self.sums = {a: np.zeros(n) for a in self.MEANS}  # [s]
+        self.frame_time_max = np.zeros(n)  # [s]
+        self.level_sums = np.zeros((max_level + 1, n))
+        self.frames = self.over = 0
+        self.target = math.nan
+
+    def add(self, s) -> None:
+        c = self.frames // self.per_column
+        self.frames += 1
+        self.over += s.overrun
+        if math.isnan(self.target):
+            self.target = s.target
+        self.count[c] += 1
+        self.frame_sum[c] += s.frame
+        for attr, total in self.sums.items():
+            total[c] += getattr(s, attr)
+        self.frame_time_max[c] = max(self.frame_time_max[c], s.frame_time)
+        self.level_sums[:len(s.level_hist), c] += s.level_hist
+
+    def x(self) -> np.ndarray:
+        """Each filled column's mean frame number."""
+        return self.frame_sum[self.filled()] / self.count[self.filled()]
+
+    def mean_ms(self, attr: str) -> np.ndarray:
+        return 1e3 * self.sums[attr][self.filled()] / self.count[self.filled()]
+
+    def levels(self) -> np.ndarray:
+        return self.level_sums[:, self.filled()] / self.count[self.filled()]
+
+    def filled(self) -> np.ndarray:
+        return self.count > 0
+
+
+def plot_profile(path: Path, cols: ProfileColumns, title: str) -> None:
+    """Hubbard-style performance profile: stacked stage times per frame (per column of frames in
+    a long run: means, with the largest frame time of each) against the target, render prediction
+    vs actual and detection budget vs used, and the levels reached."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    x = np.array([s.frame for s in frames])
+    x, binned = cols.x(), cols.per_column > 1
     fig, axes = plt.subplots(3, 1, figsize=(11, 9), sharex=True, height_ratios=[3, 2, 2])
     ax = axes[0]
-    ys = [np.array([getattr(s, a) for s in frames]) * 1e3 for a, _, _ in STAGES]
+    ys = [cols.mean_ms(a) for a, _, _ in STAGES]
     ax.stackplot(x, ys, labels=[l for _, l, _ in STAGES], colors=[c for _, _, c in STAGES], step="mid")
-    ax.axhline(frames[0].target * 1e3, color="k", ls="--", lw=1.2, label="target frame time")
-    over = sum(s.overrun for s in frames)
+    peaks = 1e3 * cols.frame_time_max[cols.filled()]
+    if binned:
+        ax.plot(x, peaks, color="k", lw=0.6, alpha=0.6, label="largest frame time")
+    ax.axhline(cols.target * 1e3, color="k", ls="--", lw=1.2, label="target frame time")
     ax.set_ylabel("frame time [ms]")
-    ax.set_title(f"{title}\n{len(frames) - over}/{len(frames)} frames within target")
+    ax.set_title(f"{title}\n{cols.frames - cols.over}/{cols.frames} frames within target")
     ax.legend(loc="upper right", fontsize=8, ncol=4)
-    ax.set_ylim(0, max(frames[0].target * 1e3 * 1.6, np.percentile(sum(ys), 99) * 1.1))
+    ax.set_ylim(0, max(cols.target * 1e3 * 1.6, np.percentile(peaks if binned else sum(ys), 99) * 1.1))
 
     ax = axes[1]
-    ax.plot(x, [s.render_predicted * 1e3 for s in frames], lw=1, label="render predicted")
-    ax.plot(x, [s.render_actual * 1e3 for s in frames], lw=1, alpha=0.7, label="render actual")
-    ax.plot(x, [s.budget * 1e3 for s in frames], lw=1, label="detection budget")
-    ax.plot(x, [s.detection_used * 1e3 for s in frames], lw=1, label="detection used")
+    ax.plot(x, cols.mean_ms("render_predicted"), lw=1, label="render predicted")
+    ax.plot(x, cols.mean_ms("render_actual"), lw=1, alpha=0.7, label="render actual")
+    ax.plot(x, cols.mean_ms("budget"), lw=1, label="detection budget")
+    ax.plot(x, cols.mean_ms("detection_used"), lw=1, label="detection used")
     ax.set_ylabel("time [ms]")
     ax.legend(loc="upper right", fontsize=8, ncol=4)
 
     ax = axes[2]
-    width = max(len(s.level_hist) for s in frames)
-    levels = np.zeros((width, len(frames)))
-    for i, s in enumerate(frames):
-        levels[:len(s.level_hist), i] = s.level_hist
-    names = [f"level {k}" for k in range(width - 1)] + ["exact"]
+    levels = cols.levels()
+    names = [f"level {k}" for k in range(len(levels) - 1)] + ["exact"]
     ax.stackplot(x, levels, labels=names, step="mid")
-    ax.set_ylabel("colliding pairs\nby level reached")
-    ax.set_xlabel("frame")
-    ax.legend(loc="upper right", fontsize=8, ncol=width)
+    ax.set_ylabel("colliding pairs\nby level reached" + ("\n(mean per frame)" if binned else ""))
+    ax.set_xlabel(f"frame ({cols.per_column} frames per column)" if binned else "frame")
+    ax.legend(loc="upper right", fontsize=8, ncol=len(levels))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+OUTPUTS = ("frames.csv", "summary.json", "profile.png")
+RSS_FRAMES = (1_000, 10_000, 100_000)  # frames at which summary.json's rss_mb samples resident memory
+
+
+class FrameLog:
+    """A run's three files, written as frames come in memory that does not grow with the number
+    of frames: each frame's row goes straight to frames.csv in a `.partial-*` folder inside `out`;
+    summary.json and profile.png come from bounded accumulators (RunSummary, ProfileColumns).
+    `commit` writes those two and moves all three into `out` together; `discard` (or a failure)
+    leaves `out` as it was. out=None: no files, only the summary."""
+
+    def __init__(self, out: Path | None, n_frames: int, skip: int, max_level: int):
+        self.out, self.max_level = out, max_level
+        self.summary = RunSummary(n_frames, skip, max_level)
+        self.profile = ProfileColumns(n_frames, max_level)
+        self.rss_mb: dict[str, float] = {}
+        self.csv_file = self.tmp = None
+        if out is not None:
+            self.made_out = not out.exists()
+            out.mkdir(parents=True, exist_ok=True)
+            self.tmp = tempfile.TemporaryDirectory(dir=out, prefix=".partial-")
+            self.csv_file = open(Path(self.tmp.name) / "frames.csv", "w", newline="")
+            self.csv = csv.DictWriter(self.csv_file, fieldnames=list(FrameStats().row(max_level)))
+            self.csv.writeheader()
+
+    def add(self, s) -> None:
+        if self.csv_file is not None:
+            self.csv.writerow(s.row(self.max_level))
+        self.summary.add(s)
+        self.profile.add(s)
+        if self.summary.frames in RSS_FRAMES:
+            self.rss_mb[f"frame_{self.summary.frames}"] = resident_mb()
+
+    def commit(self, title: str, **extra) -> dict:
+        """Finish the files (profile titled `title`, `extra` added to summary.json) and move them
+        into `out`; returns the summary."""
+        self.rss_mb["end"] = resident_mb()
+        summary = {**self.summary.to_dict(), "rss_mb": self.rss_mb, **extra}
+        if self.out is None:
+            return summary
+        try:
+            self.csv_file.close()
+            tmp = Path(self.tmp.name)
+            write_json(tmp / "summary.json", summary)
+            plot_profile(tmp / "profile.png", self.profile, title)
+            for name in OUTPUTS:
+                shutil.move(tmp / name, self.out / name)
+        finally:
+            self.discard()
+        return summary
+
+    def discard(self) -> None:
+        """Remove the partial files (and `out`, if this log made it and it stayed empty)."""
+        if self.out is None:
+            return
+        self.csv_file.close()
+        self.tmp.cleanup()
+        if self.made_out and not any(self.out.iterdir()):
+            self.out.rmdir()
+
+
+def resident_mb() -> float:
+    """This process's resident memory [MB] from /proc/self/statm (NaN where there is none)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return math.nan
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
