@@ -21,7 +21,9 @@ from ..config import load_config, shipped_config
 from ..errors import InputError
 from ..scenario import validate_scenario
 from . import report
-from .run import DEFAULT_WARMUP, check_args, run_frames, staged_folder, write_outputs
+from .run import DEFAULT_WARMUP, check_args, run_frames, staged_folder
+
+ACCURACY_FRAMES = 200  # frames with candidate pairs that the accuracy sweep refines again
 
 
 def register(sub) -> None:
@@ -53,7 +55,7 @@ def run(args, clock=WALL) -> int:
     out = Path(args.out)
     with staged_folder(out) as work:  # a failed or interrupted run leaves no half-written files
         poses = []
-        results, bank_world = run_modes(cfg, args, args.render_ms, out=work, on_frame=poses.append, clock=clock)
+        results, bank_world = run_modes(cfg, args, args.render_ms, out=work, on_frame=keep_poses(poses), clock=clock)
         for mode, s in results.items():
             print(f"{mode:14s} frame time median {s['frame_time_ms']['median']:6.2f} ms  p99 "
                   f"{s['frame_time_ms']['p99']:6.2f} ms  within target {100 * s['fraction_within_target']:5.1f}%  "
@@ -78,14 +80,12 @@ def run_modes(cfg, args, render_ms: float, out: Path | None = None, on_frame=Non
     results = {}
     for mode, tc in (("time_critical", True), ("exact_only", False)):
         c = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, time_critical=tc))
-        frames, world = run_frames(c, args.frames, render_ms / 1e3, realtime=False, progress=out is not None,
-                                   on_frame=on_frame if tc else None, clock=clock)
-        summary = report.summarize(frames, skip=args.warmup)
-        summary.update(config=args.config, render_ms=render_ms, time_critical=tc)
-        if out is not None:
-            write_outputs(out / mode, frames, summary, world.max_level,
-                          title=f"{Path(args.config).name}: {mode.replace('_', '-')}, render {render_ms:g} ms")
-        results[mode] = summary
+        folder = out / mode if out is not None else None
+        log, world = run_frames(c, args.frames, render_ms / 1e3, False,
+                                lambda w: report.FrameLog(folder, args.frames, args.warmup, w.max_level),
+                                progress=out is not None, on_frame=on_frame if tc else None, clock=clock)
+        results[mode] = log.commit(title=f"{Path(args.config).name}: {mode.replace('_', '-')}, render {render_ms:g} ms",
+                                   config=args.config, render_ms=render_ms, time_critical=tc)
         if tc:
             tc_world = world
     return results, tc_world
@@ -125,7 +125,16 @@ def parse_ms_list(text: str, option: str) -> list[float]:
     return sorted(values)
 
 
-def accuracy_sweep(world, poses, budgets, max_frames: int = 200) -> list[dict]:
+def keep_poses(poses: list, limit: int = ACCURACY_FRAMES):
+    """on_frame callback appending to `poses` the first `limit` frames with candidate pairs
+    (the accuracy sweep needs no more: memory stays flat however long the run)."""
+    def keep(frame):
+        if len(frame[2]) and len(poses) < limit:
+            poses.append(frame)
+    return keep
+
+
+def accuracy_sweep(world, poses, budgets, max_frames: int = ACCURACY_FRAMES) -> list[dict]:
     """Refine the recorded (model_id, T, pairs) frames under each budget (on the world's clock)."""
     from ..narrowphase import refine_frame
 

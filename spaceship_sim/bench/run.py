@@ -47,19 +47,17 @@ def run(args) -> int:
     validate_scenario(cfg)
     if args.exact_only:
         cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, time_critical=False))
-    frames, world = run_frames(cfg, args.frames, args.render_ms / 1e3, args.realtime,
-                               progress=not args.no_progress)
-    summary = report.summarize(frames, skip=args.warmup)
-    summary.update(config=str(args.config), seed=cfg.sim.seed, render_ms=args.render_ms,
-                   time_critical=cfg.collision.time_critical, state_hash=world.state.hash())
+    log, world = run_frames(cfg, args.frames, args.render_ms / 1e3, args.realtime,
+                            lambda w: report.FrameLog(Path(args.out), args.frames, args.warmup, w.max_level),
+                            progress=not args.no_progress)
     mode = "time-critical" if cfg.collision.time_critical else "exact-only"
-    write_outputs(Path(args.out), frames, summary, world.max_level,
-                  title=f"{Path(args.config).name}: {mode}, render {args.render_ms:g} ms")
-    s = summary
+    s = log.commit(title=f"{Path(args.config).name}: {mode}, render {args.render_ms:g} ms",
+                   config=str(args.config), seed=cfg.sim.seed, render_ms=args.render_ms,
+                   time_critical=cfg.collision.time_critical, state_hash=world.state.hash())
     print(f"{args.out}: {s['frames']} frames, frame time median {s['frame_time_ms']['median']:.2f} ms, "
           f"p99 {s['frame_time_ms']['p99']:.2f} ms (target {s['target_ms']:.1f} ms), "
           f"{100 * s['fraction_within_target']:.1f}% within target, "
-          f"{s['colliding_pairs_total']} colliding pair-samples")
+          f"{s['colliding_pairs_total']} colliding pair-samples, resident memory {s['rss_mb']['end']:.0f} MB")
     return 0
 
 
@@ -95,36 +93,36 @@ def staged_folder(out: Path):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, progress: bool = True, on_frame=None,
-               clock=WALL):
-    """Run n_frames; on_frame((model_id, T, pairs)) sees each frame's candidate pairs and poses.
+def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, open_log, progress: bool = True,
+               on_frame=None, clock=WALL):
+    """Run n_frames, handing each frame's FrameStats to `log = open_log(world)` as it comes (no
+    frame is kept here); returns (log, world). A failure discards the log's partial files.
+    on_frame((model_id, T, pairs)) sees each frame's candidate pairs and poses.
     The stand-in render and every budget are read from `clock` (spaceship_sim.clock)."""
     from tqdm import tqdm
 
-    from ..state import transforms
     from ..world import World
 
     world = World.from_config(cfg, clock=clock)
-    frames = []
-    for _ in tqdm(range(n_frames), desc="frames", unit="frame", disable=not progress):
-        start = time.perf_counter()
-        stats = world.step()
-        world.end_frame(clock.spend(render_s))
-        frames.append(stats)
-        if on_frame is not None and world.last_narrow is not None:
-            on_frame((world.state.model_id.copy(), transforms(world.state), world.last_narrow.pairs.copy()))
-        if realtime:
-            time.sleep(max(0.0, stats.target - (time.perf_counter() - start)))
-    return frames, world
+    log = open_log(world)
+    try:
+        for _ in tqdm(range(n_frames), desc="frames", unit="frame", disable=not progress):
+            start = time.perf_counter()
+            stats = world.step()
+            world.end_frame(clock.spend(render_s))
+            log.add(stats)
+            if on_frame is not None and world.last_narrow is not None:
+                on_frame(frame_poses(world))
+            if realtime:
+                time.sleep(max(0.0, stats.target - (time.perf_counter() - start)))
+    except BaseException:
+        log.discard()
+        raise
+    return log, world
 
 
-def write_outputs(out: Path, frames, summary: dict, max_level: int, title: str) -> None:
-    """Write the three files into a temporary folder, then move them into `out` together."""
-    out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out, prefix=".partial-") as tmp:
-        tmp = Path(tmp)
-        report.write_csv(tmp / "frames.csv", [s.row(max_level) for s in frames])
-        report.write_json(tmp / "summary.json", summary)
-        report.plot_profile(tmp / "profile.png", frames, title)
-        for name in ("frames.csv", "summary.json", "profile.png"):
-            shutil.move(tmp / name, out / name)
+def frame_poses(world) -> tuple:
+    """(model_id, T, pairs): copies of the last frame's ship models, poses and candidate pairs."""
+    from ..state import transforms
+
+    return world.state.model_id.copy(), transforms(world.state), world.last_narrow.pairs.copy()
