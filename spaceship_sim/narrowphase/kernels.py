@@ -62,18 +62,20 @@ def _push_children(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, r, a0, b0, level, s
 
 @njit(cache=True)
 def deepen_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, fl, s, e, target):
-    """Depth-first search, for active rows s..e, of one colliding node pair at level `target`.
+    """Depth-first search, for active rows s..e, of one colliding node pair at level target[i].
 
     A row's state is a stack of colliding node pairs not yet expanded (fa, fb; fl their levels,
-    all < target; top last). Entries are popped and their overlapping children pushed until the
-    top entry is at `target` — a witness: the ships may touch at that level — or the stack runs
-    out: no colliding pair exists at `target`, the ships are apart. The verdict equals a
-    breadth-first descent's, which would expand every colliding pair of every level on the way
-    (on a deep overlap, most of the tree). Every stack entry is a colliding sphere pair, so each
-    gives a valid separation bound.
+    all < target[i]; top last). Entries are popped and their overlapping children pushed until
+    the top entry is at the target level — a witness: the ships may touch at that level — or the
+    stack runs out: no colliding pair exists at the target level, the ships are apart. The
+    verdict equals a breadth-first descent's, which would expand every colliding pair of every
+    level on the way (on a deep overlap, most of the tree). Every stack entry is a colliding
+    sphere pair, so each gives a valid separation bound.
 
-    Returns CSR stacks over rows s..e: (out_ptr (e-s+1,), out_a, out_b, out_l) int64; an empty
-    row is apart, a non-empty one has its witness and the siblings found with it on top.
+    Returns CSR stacks over rows s..e, (out_ptr (e-s+1,), out_a, out_b, out_l) int64, and
+    reached (e-s,) int64, the deepest level at which the row had a colliding pair: an empty row
+    is apart at reached + 1 (where a breadth-first descent finds its frontier empty); a
+    non-empty one has its witness and the siblings found with it on top, at the target level.
     """
     kids = np.int64(1)
     for c in (cca, ccb):
@@ -84,11 +86,15 @@ def deepen_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, fl
     most = np.int64(0)
     for i in range(s, e):
         most = max(most, ptr[i + 1] - ptr[i])
-    size = most + (target + 1) * kids
+    deepest = np.int64(0)
+    for i in range(s, e):
+        deepest = max(deepest, target[i])
+    size = most + (deepest + 1) * kids
     sa, sb, sl = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
     out_ptr = np.zeros(e - s + 1, np.int64)
     cap = ptr[e] - ptr[s] + (e - s) * kids
     out_a, out_b, out_l = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
+    reached = np.zeros(e - s, np.int64)
     xb = np.empty((1, 3))
     n = 0
     for i in range(s, e):
@@ -97,16 +103,21 @@ def deepen_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, fl
         for j in range(ptr[i], ptr[i + 1]):
             sa[top], sb[top], sl[top] = fa[j], fb[j], fl[j]
             top += 1
-        while top > 0 and sl[top - 1] < target:
+        deep = sl[top - 1] if top > 0 else np.int64(0)
+        while top > 0 and sl[top - 1] < target[i]:
             top -= 1
+            before = top
             top = _push_children(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, r, sa[top], sb[top], sl[top] + 1,
                                  sa, sb, sl, top, xb)
+            if top > before:
+                deep = max(deep, sl[top - 1])
+        reached[i - s] = deep
         if n + top > len(out_a):
             out_a, out_b, out_l = _grow1(out_a, n + top), _grow1(out_b, n + top), _grow1(out_l, n + top)
         out_a[n:n + top], out_b[n:n + top], out_l[n:n + top] = sa[:top], sb[:top], sl[:top]
         n += top
         out_ptr[i - s + 1] = n
-    return out_ptr, out_a[:n], out_b[:n], out_l[:n]
+    return out_ptr, out_a[:n], out_b[:n], out_l[:n], reached
 
 
 @njit(cache=True)

@@ -299,11 +299,27 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
     tree_args = (A.center, A.radius, A.first_child, A.child_count, B.center, B.radius, B.first_child,
                  B.child_count, R, t)
 
-    def deepen(front, target):
-        return lambda s, e: deepen_pairs(*tree_args, front.rows, front.ptr, front.fa, front.fb, front.fl, s, e,
-                                         target)
+    def advance(go, targets, deadline, n_forced):
+        """Deepen the rows of `go` toward targets (per row) in batches while the clock allows;
+        record their levels. Returns (rows still colliding, rows the deadline left behind)."""
+        def kernel(s, e):
+            return deepen_pairs(*tree_args, go.rows, go.ptr, go.fa, go.fb, go.fl, s, e, targets)
 
-    L = 0
+        done, pieces = _run_batches(kernel, len(go.rows), deadline, n_forced, clock)
+        deeper = _join(go.rows[:done], pieces)
+        reached = np.concatenate([p[4] for p in pieces]) if pieces else np.zeros(0, np.int64)
+        empty = np.diff(deeper.ptr) == 0
+        level[deeper.rows] = np.where(empty, reached + 1, targets[:done])
+        apart[deeper.rows[empty]] = True
+        return deeper.take(~empty), go.take(np.arange(done, len(go.rows)))
+
+    # the forced levels — every level when there is no deadline — in one pass, whatever the clock
+    forced = (np.minimum(cap, min_level) if math.isfinite(deadline) else cap)[active.rows]
+    if (forced > 0).any():
+        still, _ = advance(active.take(forced > 0), forced[forced > 0], math.inf, 0)
+        active = _Frontier.concat([active.take(forced == 0), still])
+    # then Hubbard's round-robin: one level at a time over all pairs until the deadline
+    L = int(forced.max(initial=0))  # every row that may go deeper is at this level
     while len(active.rows):
         stop = cap[active.rows] <= L
         if stop.all():
@@ -312,17 +328,9 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
         if stop.any():
             finished.append(active.take(stop))
         go = active.take(~stop)
-        n_go = len(go.rows)
         held = sum(len(f.fa) for f in finished) + len(go.fa)
-        done, pieces = _run_batches(deepen(go, L + 1), n_go, deadline - FINISH_COST * held,
-                                    n_forced=n_go if L + 1 <= min_level else 0, clock=clock)
-        if done < n_go:
-            finished.append(go.take(np.arange(done, n_go)))  # out of time: stay at L
-        deeper = _join(go.rows[:done], pieces)
-        level[deeper.rows] = L + 1
-        empty = np.diff(deeper.ptr) == 0
-        apart[deeper.rows[empty]] = True
-        active = deeper.take(~empty)
+        active, left = advance(go, np.full(len(go.rows), L + 1, np.int64), deadline - FINISH_COST * held, 0)
+        finished.append(left)  # out of time: stay at L
         L += 1
     final = _Frontier.concat(finished).by_row(k)
     colliding = ~apart
