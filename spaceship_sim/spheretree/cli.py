@@ -1,6 +1,7 @@
 """`spaceship-sim build-trees`: build (or load cached) sphere trees of ship models, report, draw."""
 from __future__ import annotations
 
+import sys
 import warnings
 
 from ..args import COMMAND_LINE, png_file
@@ -39,6 +40,7 @@ def _load_meshes(names):
     for n in names:
         p = Path(n)
         looks_like_path = p.suffix or len(p.parts) > 1 or p.exists()
+        print(f"  loading {n}", file=sys.stderr)  # a big mesh takes seconds to read and check
         out.append(load_mesh(p) if looks_like_path else load_mesh(check_model(n, COMMAND_LINE, "MESH")))
     return out
 

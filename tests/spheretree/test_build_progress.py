@@ -7,7 +7,7 @@ from spaceship_sim.cli import main
 from spaceship_sim.spheretree import build_tree
 
 # the medial build's stages, in the order they run
-STAGES = ["checking the mesh", "distance index", "sampling", "Voronoi (Qhull)", "inside test",
+STAGES = ["loading", "checking the mesh", "distance index", "sampling", "Voronoi (Qhull)", "inside test",
           "bounding sphere", "merging", "coverage", "witness points", "error bounds", "triangle lists"]
 
 
