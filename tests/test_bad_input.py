@@ -261,3 +261,28 @@ def test_bad_input_is_refused_in_one_line(case, results):
     assert line.startswith(head), line
     assert case.says in line[len(head):], line
     assert not r["changed"], f"{case.id} left files behind or changed one: {sorted(r['folder'].rglob('*'))}"
+
+
+def test_staged_output_folder_is_all_or_nothing(tmp_path):
+    """bench hubbard's output folder: a run that fails midway leaves it as it was, with no
+    temporary folder beside it; a run that succeeds replaces its files and keeps unrelated ones."""
+    from spaceship_sim.bench.run import staged_folder
+
+    out = tmp_path / "h"
+    out.mkdir()
+    (out / "accuracy.csv").write_text("old")
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(KeyboardInterrupt):
+        with staged_folder(out) as work:
+            (work / "accuracy.csv").write_text("half")
+            raise KeyboardInterrupt
+    assert snapshot(tmp_path) == {"h": "dir", "h/accuracy.csv": sha("old"), "h/notes.txt": sha("mine")}
+    with staged_folder(out) as work:
+        (work / "time_critical").mkdir()
+        (work / "accuracy.csv").write_text("new")
+    assert snapshot(tmp_path) == {"h": "dir", "h/accuracy.csv": sha("new"), "h/notes.txt": sha("mine"),
+                                  "h/time_critical": "dir"}
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
