@@ -7,6 +7,7 @@ render time, which feeds the render-time predictor of the next frame's budget.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -29,8 +30,10 @@ class World:
     def __init__(self, config: Config, models, trees, user: str = "autopilot", warm: bool = True, clock=WALL,
                  notify=to_stderr):
         """models: list[Mesh]; trees: list[SphereTree], one per model (same order).
-        warm: compile every kernel now (else call warm_up() before the first step, e.g. from a
-        background thread while a window already shows the scene).
+        warm: compile every kernel now. Else the world steps at once on the stages' numpy
+        references (brute-force broad phase, numpy integrator, bounding spheres only) until
+        warm_up() — e.g. in a background thread while a window already shows the scene — has
+        compiled the kernels; the next step switches over.
         clock: what budgets and stage times are read from (spaceship_sim.clock; tests pass a
         TickClock so time-critical verdicts do not depend on the machine's speed).
         notify: where to say that a step is slow because numba is compiling (None: nowhere)."""
@@ -41,24 +44,39 @@ class World:
         self.refine_options = dict(min_level=config.collision.min_level, max_level=None,
                                    exact=config.collision.exact)
         self.broadphase_name = config.collision.broadphase
-        with slow_notice(COMPILING + "initial state", notify):
-            self.reset()
+        self.kernels_ready = threading.Event()  # set by warm_up
+        self.compiled = False  # stages run numba kernels (else their numpy references)
+        self.reset()
         if warm:
             self.warm_up(notify)
+            self.use_compiled_stages()
 
     def warm_up(self, notify=to_stderr) -> None:
         """Compile (or load from numba's cache) every kernel a frame uses, so that neither the
         first frame nor the first collision stalls: the narrow phase by refining each model
         against itself to the exact level, the integrator and broad phase by one frame of a
         scratch world (this world's state is left alone). A step that takes over a second is
-        compiling (first start, empty cache): notify(line) says so; None keeps quiet."""
+        compiling (first start, empty cache): notify(line) says so; None keeps quiet. Touches
+        nothing the stepping thread uses: the switch happens in step()."""
         eye = np.broadcast_to(np.eye(4), (2, 4, 4))
         with slow_notice(COMPILING + "narrow phase", notify):
             for m in range(len(self.trees)):
                 refine_frame(self.bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf,
                              min_level=0, max_level=None, exact=True)
         with slow_notice(COMPILING + "dynamics and broad phase", notify):
-            World(self.config, self.models, self.trees, user=self.user, warm=False, notify=None).step()
+            scratch = World(self.config, self.models, self.trees, user=self.user, warm=False, notify=None)
+            scratch.use_compiled_stages()
+            scratch.step()
+        self.kernels_ready.set()
+
+    def use_compiled_stages(self) -> None:
+        """Switch integrator and broad phase to their numba kernels (compiled by warm_up)."""
+        cfg, h = self.config, self.integrator.h
+        self.integrator = Integrator(cfg, self.state.n)
+        self.integrator.h = h.copy()  # keep each ship's step size
+        self.broad = make_broadphase(self.broadphase_name, self.state.radius,
+                                     min_resolution=cfg.sim.min_temporal_resolution)
+        self.compiled = True
 
     @classmethod
     def from_config(cls, config: Config, user: str = "autopilot", warm: bool = True, clock=WALL,
@@ -79,8 +97,9 @@ class World:
         radii = np.array([m.bounding_radius for m in self.models])
         self.state = initial_state(cfg, names, radii)
         self.controllers = Controllers.from_config(cfg, self.state.n, user=self.user)
-        self.integrator = Integrator(cfg, self.state.n)
-        self.broad = make_broadphase(self.broadphase_name, self.state.radius,
+        # until the kernels are compiled: numpy stages, which need no compiling
+        self.integrator = Integrator(cfg, self.state.n, backend="numba" if self.compiled else "numpy")
+        self.broad = make_broadphase(self.broadphase_name if self.compiled else "brute_force", self.state.radius,
                                      min_resolution=cfg.sim.min_temporal_resolution)
         self.fair = FairOrder()  # which pairs the narrow phase deepens first
         self.render_predictor = MovingAverage(cfg.collision.render_average_frames)
@@ -100,6 +119,8 @@ class World:
         time (shorthand for calling end_frame first)."""
         if render_time is not None and self.last_stats is not None:
             self.end_frame(render_time)
+        if not self.compiled and self.kernels_ready.is_set():
+            self.use_compiled_stages()
         stats = pipeline.step(self)
         self.last_stats = stats
         self.frame += 1
@@ -123,8 +144,9 @@ class World:
             self.time_critical = bool(time_critical)
         if broadphase is not None and broadphase != self.broadphase_name:
             self.broadphase_name = broadphase
-            self.broad = make_broadphase(broadphase, self.state.radius,
-                                         min_resolution=self.config.sim.min_temporal_resolution)
+            if self.compiled:  # else the switch to compiled stages picks it up
+                self.broad = make_broadphase(broadphase, self.state.radius,
+                                             min_resolution=self.config.sim.min_temporal_resolution)
 
     @property
     def max_level(self) -> int:

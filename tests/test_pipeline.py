@@ -141,3 +141,21 @@ print('ok')
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("ok")
+
+
+def test_cold_world_steps_on_numpy_stages_then_switches_to_compiled_kernels():
+    """A world made without warm-up flies at once (numpy integrator, brute-force broad phase,
+    bounding spheres only); the step after warm_up() runs the compiled stages."""
+    w = small_world(arena={"size": 30.0}, ships={"count": 12})
+    cold = World(w.config, w.models, w.trees, warm=False, notify=None)
+    assert not cold.compiled and cold.integrator.backend == "numpy" and cold.broad.name == "brute_force"
+    levels = []
+    for _ in range(20):
+        cold.step()
+        cold.end_frame(0.0)
+        levels += list(cold.last_narrow.level)
+    assert cold.frame == 20 and levels and set(levels) == {0}
+    assert cold.state.hash() != World(w.config, w.models, w.trees, warm=False, notify=None).state.hash()
+    cold.warm_up(notify=None)
+    cold.step()
+    assert cold.compiled and cold.integrator.backend == "numba" and cold.broad.name == w.config.collision.broadphase

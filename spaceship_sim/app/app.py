@@ -20,7 +20,6 @@ from .keys import resolve
 from .overlay_model import OverlayModel, collision_changes
 
 
-WARMING_FRAME_TIME = 0.2  # [s] per frame shown while the kernels compile (they need the GIL)
 
 
 class AppError(InputError):
@@ -138,6 +137,7 @@ class App:
         self.loop_times: list[float] = []    # wall time of each loop iteration that stepped [s]
         self.first_frame_at: float | None = None  # perf_counter when the first frame was shown
         self.first_step_at: float | None = None   # ... when the first simulated frame was shown
+        self.compiled_at: float | None = None     # ... when the world first ran its compiled kernels
         self.view_proj = np.eye(4)
         self.warming = threading.Thread(target=world.warm_up, daemon=True) if warm_in_background else None
         self.warm_start = time.perf_counter()
@@ -209,10 +209,11 @@ class App:
         start = time.perf_counter()
         self.window.dispatch_events()
         self.apply_controls()
-        stepping = self.ready() and (not self.controls.paused or self.controls.step_requested)
+        stepping = not self.controls.paused or self.controls.step_requested
         self.controls.step_requested = self.controls.step_requested and not stepping
-        self.model.status = "" if self.ready() else (
-            f"compiling collision kernels (numba, first start only): {time.perf_counter() - self.warm_start:.0f} s")
+        self.model.status = "" if self.world.compiled else (
+            f"compiling collision kernels (numba, first start only): {time.perf_counter() - self.warm_start:.0f} s;"
+            " detection uses bounding spheres until then")
         stats = self.world.step() if stepping else None
         state, narrow = self.world.state, self.world.last_narrow
         hits = narrow.pairs[narrow.colliding] if narrow is not None and len(narrow.pairs) else None
@@ -236,12 +237,14 @@ class App:
             self.scene_times.append(scene_time)
         if self.first_frame_at is None:
             self.first_frame_at = time.perf_counter()
+        if self.world.compiled:
+            self.compiled_at = self.compiled_at or time.perf_counter()
         if stats is not None:
             self.first_step_at = self.first_step_at or time.perf_counter()
             self.loop_times.append(time.perf_counter() - start)
 
     def ready(self) -> bool:
-        """Whether the world's kernels are compiled, so that it can step."""
+        """Whether the world's kernels are compiled (until then it steps on numpy references)."""
         return self.warming is None or not self.warming.is_alive()
 
     def snapshot(self) -> np.ndarray:
@@ -264,8 +267,8 @@ class App:
             self.window.flip()
             if last:
                 break
-            if not self.ready():  # leave the compiling thread the interpreter: a few frames a second
-                self.warming.join(WARMING_FRAME_TIME)
+            if not self.ready():  # wait on the compiling thread (it needs the interpreter) for the rest of the frame
+                self.warming.join(max(0.0, self.world.target_frame_time - (time.perf_counter() - start)))
             elif self.pace:  # hold the target frame rate
                 time.sleep(max(0.0, self.world.target_frame_time - (time.perf_counter() - start)))
 

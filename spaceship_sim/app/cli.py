@@ -121,7 +121,8 @@ def format_stats(app, renderer: str, size, n_ships: int, empty: float, warmup: i
 
     frame, scene = ms(app.frame_times), ms(app.scene_times)
     sim = frame - ms([s for s in app.render_times])
-    first, first_step = (t - T0 if t else float("nan") for t in (app.first_frame_at, app.first_step_at))
+    first, first_step, compiled = (t - T0 if t else float("nan")
+                                   for t in (app.first_frame_at, app.first_step_at, app.compiled_at))
     return "\n".join([
         f"{n_ships} ships, {size[0]}x{size[1]}, {renderer}; {len(app.frame_times)} frames (first {warmup} skipped)",
         f"frame time (sim + render): {pct(app.frame_times)}",
@@ -131,5 +132,6 @@ def format_stats(app, renderer: str, size, n_ships: int, empty: float, warmup: i
         f"reference: empty frame (clear + finish) {1e3 * empty:.2f} ms; "
         f"frame time median / empty frame = {np.median(frame) / max(1e3 * empty, 1e-9):.1f}",
         f"first frame {first:.2f} s after the command started; simulation running from {first_step:.2f} s"
-        + (" (numba kernels compiled in the background meanwhile: first start)" if first_step - first > 1.0 else ""),
+        + (f"; full collision detection from {compiled:.2f} s (first start: numba compiled the kernels in the "
+           "background, detection used bounding spheres meanwhile)" if compiled - first_step > 1.0 else ""),
     ])

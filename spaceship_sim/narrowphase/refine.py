@@ -151,6 +151,42 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
                    min_level=min_level, max_level=max_level, exact=exact, all_contacts=all_contacts, clock=clock)
 
 
+def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowResult:
+    """Level 0 only, in numpy: the answer while numba compiles the kernels on a cold start, so
+    that ships can fly (and bounce off each other's bounding spheres) from the first frame.
+    Arguments and result as refine_frame's; colliding pairs are at level 0, never certain."""
+    start = clock()
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    model_id, T = np.asarray(model_id, dtype=np.int64), np.asarray(T, dtype=np.float64)
+    k = len(pairs)
+    roots = [bank.node_offset[model_id[pairs[:, side]]].astype(np.int64) for side in (0, 1)]
+
+    def world(points, side):  # body-frame points of each pair's ship on `side` -> world
+        Ts = T[pairs[:, side]]
+        return np.einsum("kij,kj->ki", Ts[:, :3, :3], points) + Ts[:, :3, 3]
+
+    (ca, cb), (wa, wb) = ([world(arr[roots[side]], side) for side in (0, 1)] for arr in (bank.center, bank.witness))
+    ra, rb = bank.radius[roots[0]], bank.radius[roots[1]]
+    d = np.linalg.norm(cb - ca, axis=1)
+    colliding = d <= ra + rb
+    normal = np.divide(cb - ca, d[:, None], out=np.tile([1.0, 0.0, 0.0], (k, 1)), where=d[:, None] > 0)
+    mid = 0.5 * (np.maximum(-ra, d - rb) + np.minimum(ra, d + rb))  # the overlap's middle on the centre line
+    bound = np.minimum(bank.error[roots[0]] + bank.error[roots[1]], np.linalg.norm(wa - wb, axis=1))
+    bound[~colliding] = np.inf
+    point = np.where(colliding[:, None], ca + mid[:, None] * normal, np.nan)
+    normal[~colliding] = 0.0
+    ptr = np.zeros(k + 1, np.int64)
+    np.cumsum(colliding, out=ptr[1:])
+    n_levels = int(bank.max_level) + 1
+    return FrameNarrowResult(
+        pairs=pairs, colliding=colliding, level=np.zeros(k, np.int64), exact=~colliding, separation_bound=bound,
+        contact_point=point, contact_normal=normal, time_used=clock() - start,
+        level_histogram=np.bincount(np.zeros(int(colliding.sum()), np.int64), minlength=n_levels),
+        _spheres=(ptr, roots[0][colliding], roots[1][colliding], roots[0], roots[1]),  # roots: local id 0
+        _tris=(np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(k, np.int64),
+               np.zeros(k, np.int64)))
+
+
 def _transform(T, name) -> np.ndarray:
     T = np.asarray(T, dtype=np.float64)
     if T.shape != (4, 4) or not np.all(np.isfinite(T)):

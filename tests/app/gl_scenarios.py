@@ -16,7 +16,7 @@ SIZE = (1280, 720)
 
 
 def make_app(mode: str = "fly", ships: int = 6, warm_up=None):
-    """warm_up: a replacement for World.warm_up, run in the app's background thread."""
+    """warm_up: run in the app's background thread before World.warm_up (holds compiling back)."""
     import dataclasses
 
     from spaceship_sim.app.app import App, open_window
@@ -30,7 +30,8 @@ def make_app(mode: str = "fly", ships: int = 6, warm_up=None):
     world = World.from_config(cfg, user="keyboard" if mode == "fly" else "autopilot", warm=warm_up is None)
     window, ctx = open_window(SIZE, headless=True, caption="test")
     if warm_up is not None:
-        world.warm_up = warm_up
+        compile_kernels = world.warm_up
+        world.warm_up = lambda: (warm_up(), compile_kernels(notify=None))
     return App(window, ctx, world, mode=mode, pace=False, warm_in_background=warm_up is not None)
 
 
@@ -173,8 +174,9 @@ def overlay() -> dict:
 
 
 def warming() -> dict:
-    """While the kernels compile in the background the window shows the scene and says so,
-    and the world does not step; once they are ready it steps."""
+    """While the kernels compile in the background the window shows the scene and says so, and
+    the world steps on its numpy stages (bounding spheres only); once they are ready it switches
+    to the compiled ones."""
     import threading
 
     from spaceship_sim.app.renderer import BACKGROUND
@@ -186,13 +188,15 @@ def warming() -> dict:
     image = app.snapshot()
     bg = np.round(np.array(BACKGROUND) * 255)
     during = {"frame": app.world.frame, "status": app.model.status, "ready": app.ready(),
+              "compiled": app.world.compiled, "integrator": app.world.integrator.backend,
               "drawn": float(np.mean(np.any(np.abs(image - bg) > 12, axis=2)))}
     release.set()
     app.warming.join(10)
     for _ in range(3):
         app.frame()
     return {"during": during, "after": {"frame": app.world.frame, "status": app.model.status,
-                                       "ready": app.ready()}}
+                                       "ready": app.ready(), "compiled": app.world.compiled,
+                                       "integrator": app.world.integrator.backend}}
 
 
 if __name__ == "__main__":

@@ -90,9 +90,11 @@ def test_overlay_model_matches_frame_stats_of_a_real_run():
     assert not math.isnan(m["render_actual_ms"])
 
 
-def test_window_shows_the_scene_while_kernels_compile_and_steps_once_ready():
+def test_ships_fly_while_kernels_compile_then_switch_to_compiled_stages():
     out = scenario("warming")
     during, after = out["during"], out["after"]
-    assert not during["ready"] and during["frame"] == 0 and "compiling" in during["status"]
-    assert during["drawn"] > 0.01, "ships, stars and overlay are drawn before the world can step"
-    assert after["ready"] and after["frame"] == 3 and after["status"] == ""
+    assert not during["ready"] and "compiling" in during["status"] and "bounding spheres" in during["status"]
+    assert during["frame"] == 3 and not during["compiled"] and during["integrator"] == "numpy"
+    assert during["drawn"] > 0.01, "ships, stars and overlay are drawn from the first frame"
+    assert after["ready"] and after["frame"] == 6 and after["status"] == ""
+    assert after["compiled"] and after["integrator"] == "numba"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.clock import TickClock
-from spaceship_sim.narrowphase import TreeBank, TreeError, collide_pair, refine_frame
+from spaceship_sim.narrowphase import TreeBank, TreeError, collide_pair, refine_frame, refine_roots
 from spaceship_sim.narrowphase.kernels import complete_pairs, min_distance_all_pairs
 from spaceship_sim.narrowphase.reference import brute_force_pair, frontiers_ref, world_triangles
 
@@ -298,3 +298,20 @@ def test_inconsistent_tree_is_refused_naming_the_field(trees):
     bad = dataclasses.replace(t, leaf_tri_idx=t.leaf_tri_idx + len(t.faces))
     with pytest.raises(TreeError, match="leaf_tri_idx"):
         TreeBank.from_trees([bad])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_root_level_fallback_equals_compiled_level_0(trees, seed):
+    """refine_roots (numpy, for the first frames of a cold start) answers as refine_frame at level 0."""
+    rng = np.random.default_rng(seed)
+    bank, model_id, T, pairs = random_scene(trees, rng, 12, ["torus", "ico", "box_hand1"])
+    want = refine_frame(bank, model_id, T, pairs, deadline=np.inf, min_level=0, max_level=0)
+    got = refine_roots(bank, model_id, T, pairs)
+    assert want.colliding.any() and (~want.colliding).any()
+    for name in ("colliding", "level", "exact", "level_histogram"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+    assert np.allclose(got.separation_bound, want.separation_bound)
+    assert np.allclose(got.contact_point, want.contact_point, equal_nan=True)
+    assert np.allclose(got.contact_normal, want.contact_normal)
+    for g, w in zip(got.sphere_pairs, want.sphere_pairs):
+        assert np.array_equal(g, w)
