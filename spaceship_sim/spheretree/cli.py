@@ -7,6 +7,8 @@ import warnings
 from ..args import COMMAND_LINE, png_file
 from ..errors import InputError
 
+LOADING_LINE_BYTES = 1_000_000  # a mesh file this big takes seconds to read and check: say so first
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -39,9 +41,10 @@ def _load_meshes(names):
     out = []
     for n in names:
         p = Path(n)
-        looks_like_path = p.suffix or len(p.parts) > 1 or p.exists()
-        print(f"  loading {n}", file=sys.stderr)  # a big mesh takes seconds to read and check
-        out.append(load_mesh(p) if looks_like_path else load_mesh(check_model(n, COMMAND_LINE, "MESH")))
+        path = p if p.suffix or len(p.parts) > 1 or p.exists() else check_model(n, COMMAND_LINE, "MESH")
+        if path.is_file() and path.stat().st_size >= LOADING_LINE_BYTES:
+            print(f"  loading {n}", file=sys.stderr)  # small files load silently: bad input stays one line
+        out.append(load_mesh(path))
     return out
 
 
