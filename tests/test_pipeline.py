@@ -146,15 +146,15 @@ print('ok')
 def test_cold_world_steps_on_numpy_stages_then_switches_to_compiled_kernels():
     """A world made without warm-up flies at once (numpy integrator, brute-force broad phase,
     bounding spheres only); the step after warm_up() runs the compiled stages."""
-    w = small_world(arena={"size": 30.0}, ships={"count": 12})
+    w = small_world(arena={"size": 30.0}, ships={"count": 12, "initial_speed": 12.0})
     cold = World(w.config, w.models, w.trees, warm=False, notify=None)
     assert not cold.compiled and cold.integrator.backend == "numpy" and cold.broad.name == "brute_force"
     levels = []
-    for _ in range(20):
+    for _ in range(60):
         cold.step()
         cold.end_frame(0.0)
         levels += list(cold.last_narrow.level)
-    assert cold.frame == 20 and levels and set(levels) == {0}
+    assert cold.frame == 60 and levels and set(levels) == {0}
     assert cold.state.hash() != World(w.config, w.models, w.trees, warm=False, notify=None).state.hash()
     cold.warm_up(notify=None)
     cold.step()
