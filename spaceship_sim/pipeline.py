@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from .config import samples_per_frame
 from .dynamics import accel_bound, contain
 from .narrowphase import refine_frame, refine_roots
 from .response import respond
@@ -64,11 +65,6 @@ def centre_line(pos: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     d = pos[pairs[:, 1]] - pos[pairs[:, 0]]
     length = np.linalg.norm(d, axis=1, keepdims=True)
     return np.divide(d, length, out=np.zeros_like(d), where=length > 0)
-
-
-def samples_per_frame(frame_dt: float, min_resolution: float) -> int:
-    """Fewest equal samples per frame that are each no longer than min_resolution."""
-    return max(1, math.ceil(frame_dt / min_resolution - 1e-9))
 
 
 def detection_budget(target: float, render_predicted: float, spent: float, margin: float, samples_left: int,

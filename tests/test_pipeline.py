@@ -11,8 +11,8 @@ import pytest
 
 from spaceship_sim.cli import main
 from spaceship_sim.clock import WALL, TickClock
-from spaceship_sim.config import config_from_dict, load_config
-from spaceship_sim.pipeline import detection_budget, samples_per_frame
+from spaceship_sim.config import config_from_dict, load_config, samples_per_frame
+from spaceship_sim.pipeline import detection_budget
 from spaceship_sim.world import World
 
 REPO = Path(__file__).resolve().parents[1]
