@@ -29,7 +29,8 @@ class RandomMotion:
         self.rng = rng = np.random.default_rng(seed)
         self.radius = np.asarray(radius, np.float64)
         n = len(self.radius)
-        self.box, self.speed, self.accel_change, self.jump_rate = float(box), float(speed), accel_change, jump_rate
+        self.box, self.speed, self.accel = float(box), float(speed), float(accel)
+        self.accel_change, self.jump_rate = accel_change, jump_rate
         self.pos = rng.uniform(0.0, box, (n, 3))
         self.vel = self._random_vectors(n, speed)
         self.accel_bound = accel * rng.uniform(0.5, 1.0, n)
@@ -41,6 +42,16 @@ class RandomMotion:
         d = self.rng.normal(size=(m, 3))
         d /= np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-300)
         return d * (max_norm * self.rng.uniform(0.0, 1.0, (m, 1)))
+
+    def change_bounds(self, fraction: float) -> np.ndarray:
+        """New controls for a random `fraction` of the ships: acceleration bounds redrawn in
+        [0, accel] (raised or lowered) with an acceleration within them. Position and velocity
+        stay continuous, so nothing is invalidated; pass the new bounds at the next call, before
+        stepping (they bound the motion from that call on). Returns the (m,) int64 ships."""
+        ships = np.flatnonzero(self.rng.random(len(self.radius)) < fraction)
+        self.accel_bound[ships] = self.accel * self.rng.uniform(0.0, 1.0, len(ships))
+        self.acc[ships] = self._random_vectors(len(ships), 1.0) * self.accel_bound[ships, None]
+        return ships
 
     def step(self, dt: float) -> np.ndarray:
         """Advance dt [s]; returns the (m,) int64 ships whose motion jumped (to invalidate)."""

@@ -1,0 +1,169 @@
+"""Space-time broad phase internals: Hubbard's bound never late (ships inside their reach balls,
+unscheduled pairs apart), re-balls spread over calls, the hashed ship grid and the pair schedule
+against simple references. Agreement with brute force is in test_broadphase.py."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from spaceship_sim.broadphase import make_broadphase
+from spaceship_sim.broadphase.motion import RandomMotion, box_for_volume_fraction
+from spaceship_sim.broadphase.pair_schedule import SIZE, PairSchedule, heap_push
+from spaceship_sim.broadphase.ship_grid import ShipGrid
+
+RES = 1 / 60
+
+
+def meeting_ball_pairs(c, r, among=None):
+    """Set of pairs (i, j), i < j, whose balls (c, r) meet — all, or those with a ship in `among`."""
+    dx, dy, dz = (c[None, :, a] - c[:, None, a] for a in range(3))  # c_j - c_i, as the kernels
+    rr = r[:, None] + r[None, :]
+    meet = np.triu(dx * dx + dy * dy + dz * dz <= rr * rr, 1)
+    if among is not None:
+        chosen = np.zeros(len(r), bool)
+        chosen[among] = True
+        meet &= chosen[:, None] | chosen[None, :]
+    return set(zip(*(x.tolist() for x in np.nonzero(meet))))
+
+
+def scheduled_pairs(bp) -> dict:
+    a, b, wake = bp.schedule.live()
+    return dict(zip(zip(a.tolist(), b.tolist()), wake.tolist()))
+
+
+def assert_bound_holds(bp, motion, calls, sub, controls=0.0) -> int:
+    """Drive `bp` at RES, sampling the motion `sub` times finer in between, and check Hubbard's
+    guarantee at every fine time t: each ship not invalidated since its reach ball was made is
+    inside it until its horizon ends; a pair whose spheres overlap was due by t — scheduled with
+    a wake-up <= t, or unscheduled with a horizon end <= t. After each call every unscheduled
+    pair's balls are apart. Returns how many overlapping pairs were checked."""
+    ref = make_broadphase("brute_force", motion.radius, min_resolution=RES)
+    bp.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound)
+    checked = 0
+    for _ in range(calls):
+        wake = scheduled_pairs(bp)
+        assert meeting_ball_pairs(bp.ball_c, bp.ball_r) <= set(wake), "balls meet but the pair is not scheduled"
+        c, r, end = bp.ball_c.copy(), bp.ball_r.copy(), bp.ship_end.copy()
+        jumped = np.zeros(len(motion.radius), bool)
+        for _sub in range(sub):
+            jumped[motion.step(RES / sub)] = True
+            inside = np.linalg.norm(motion.pos - c, axis=1) + motion.radius <= r
+            assert np.all(inside | jumped | (end < motion.t)), "a ship left its reach ball before its horizon end"
+            for i, j in ref.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound).tolist():
+                if jumped[i] or jumped[j]:
+                    continue  # a discontinuity since the prediction: re-predicted at the next call
+                due = wake.get((i, j), min(end[i], end[j]))
+                assert due <= motion.t, f"pair {i},{j} overlaps at {motion.t} but sleeps until {due}"
+                checked += 1
+        if controls:
+            motion.change_bounds(controls)
+        bp.invalidate(jumped)
+        bp.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound)
+    return checked
+
+
+def test_space_time_never_late():
+    rng = np.random.default_rng(7)
+    radius = rng.uniform(0.3, 2.0, 150)
+    motion = RandomMotion(radius, box_for_volume_fraction(radius, 0.2), speed=10.0, accel=30.0, seed=7,
+                          accel_change=0.5, jump_rate=0.02)
+    bp = make_broadphase("space_time", radius, min_resolution=RES)
+    assert assert_bound_holds(bp, motion, 300, 8, controls=0.05) > 500
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 50), seed=st.integers(0, 2**31 - 1), fraction=st.floats(0.02, 0.4),
+       speed=st.floats(0.0, 30.0), accel=st.floats(0.0, 60.0), jump=st.floats(0.0, 0.1),
+       controls=st.floats(0.0, 0.3), horizon_calls=st.integers(2, 40), adaptive=st.booleans())
+def test_bound_property(n, seed, fraction, speed, accel, jump, controls, horizon_calls, adaptive):
+    radius = np.random.default_rng(seed).uniform(0.1, 2.0, n)
+    motion = RandomMotion(radius, box_for_volume_fraction(radius, fraction), speed, accel, seed=seed,
+                          accel_change=0.3, jump_rate=jump)
+    bp = make_broadphase("space_time", radius, min_resolution=RES, horizon_calls=horizon_calls, adaptive=adaptive)
+    assert_bound_holds(bp, motion, 40, 5, controls=controls)
+
+
+def test_reballs_spread_evenly_over_calls():
+    """Each call re-balls about its share n·Δt/H of the ships, never all of them: horizons end on
+    per-ship phases, and a crowd invalidated in one call is spread again at its next re-ball."""
+    n, h = 4000, 16 * RES
+    radius = np.full(n, 0.5)
+    motion = RandomMotion(radius, box=3000.0, speed=1.0, accel=1.0, seed=5)  # sparse and slow: few bounces
+    bp = make_broadphase("space_time", radius, min_resolution=RES, horizon=h, adaptive=False)
+    share, crowd = n * RES / h, 40
+    beyond_share = []
+    for call in range(120):
+        jumped = np.arange(n) if call == crowd else motion.step(RES)
+        bp.invalidate(jumped)
+        bp.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound)
+        beyond_share.append(bp.last_stats["ships_reballed"] - len(jumped))
+    assert beyond_share[0] == n and beyond_share[crowd] == 0  # first call: everyone; the crowd: all invalidated
+    steady = [x for call, x in enumerate(beyond_share) if call not in (0, 1, crowd, crowd + 1)]
+    assert 0.8 * share - 10 <= min(steady) and max(steady) <= 1.2 * share + 10, (share, min(steady), max(steady))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(1, 120), spread=st.floats(1.0, 1e4), big=st.booleans(),
+       rounds=st.integers(1, 6))
+def test_ship_grid_matches_brute_force(seed, n, spread, big, rounds):
+    """Moves of a few ships (some changing the largest radius enough to rebuild) then the
+    moved ships' query: every meeting pair with a moved ship, each once."""
+    rng = np.random.default_rng(seed)
+    c = rng.uniform(-spread, spread, (n, 3))
+    r = rng.uniform(0.0, 5.0, n) * (rng.random(n) < 0.9)  # some zero radii
+    if big:
+        r[rng.integers(n)] = 3 * spread  # its query box holds more cells than ships: the scan
+    ball = np.column_stack([c, r])
+    c, r = ball[:, :3], ball[:, 3]
+    grid = ShipGrid(n)
+    grid.move(np.arange(n), ball)
+    for _ in range(rounds):
+        ships = np.flatnonzero(rng.random(n) < 0.3)
+        c[ships] += rng.normal(0.0, spread / 10, (len(ships), 3))
+        r[ships] = rng.uniform(0.0, 5.0, len(ships)) * rng.choice([0.1, 1.0, 10.0])
+        grid.move(ships, ball)
+        a, b = grid.pairs(ships, ball)
+        got = list(zip(a.tolist(), b.tolist()))
+        assert len(got) == len(set(got))
+        assert set(got) == meeting_ball_pairs(c, r, ships)
+    assert not grid.batch.any()
+
+
+def assert_schedule_consistent(s: PairSchedule, model: dict, n: int):
+    """Heap ordered and indexed, every live pair in both its ships' lists, as the model says."""
+    size, heap, wake = s.size, s.heap, s.wake
+    assert all(wake[heap[(k - 1) // 2]] <= wake[heap[k]] for k in range(1, size))
+    assert all(s.hpos[heap[k]] == k for k in range(size))
+    a, b, w = s.live()
+    assert dict(zip(zip(a.tolist(), b.tolist()), w.tolist())) == model
+    for ship in range(n):
+        ends = sorted(tuple(sorted((int(s.pa[p]), int(s.pb[p])))) for p in s.of_ship(ship))
+        assert ends == sorted(k for k in model if ship in k)
+
+
+@settings(max_examples=40, deadline=None)
+@given(ops=st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 11), min_size=1, max_size=5)), max_size=40),
+       seed=st.integers(0, 2**31 - 1))
+def test_pair_schedule_matches_model(ops, seed):
+    """Adds (all new pairs among some ships) and drops (all pairs of some ships), with random
+    wake-ups in between, against a dict; starts tiny so it grows."""
+    n, rng = 12, np.random.default_rng(seed)
+    s, model = PairSchedule(n, cap=2), {}
+    for add, ships in ops:
+        ships = sorted(set(ships))
+        if add:
+            new = [(i, j) for i in ships for j in ships if i < j and (i, j) not in model]
+            s.add(np.array([p[0] for p in new], np.int64), np.array([p[1] for p in new], np.int64))
+            model.update({p: -np.inf for p in new})
+        else:
+            s.drop(np.array(ships, np.int64))
+            model = {k: w for k, w in model.items() if not set(k) & set(ships)}
+        assert_schedule_consistent(s, model, n)
+        # new wake-ups: re-push every live pair so later drops remove from a varied heap
+        ids = s.heap[: s.size].copy()
+        s.wake[ids] = rng.uniform(0.0, 10.0, len(ids))
+        s.counts[SIZE] = 0
+        for p in ids:
+            s.counts[SIZE] = heap_push(s.heap, s.hpos, s.wake, s.counts[SIZE], p)
+        model = {(int(s.pa[p]), int(s.pb[p])): float(s.wake[p]) for p in ids}
+        assert_schedule_consistent(s, model, n)
