@@ -5,8 +5,10 @@ accelerations bounded per ship (|a| <= --accel), bouncing off the walls and occa
 changing velocity abruptly (--jump-rate, standing in for new controls and collision responses:
 both invalidate the ship). Every method sees exactly the same frames, interleaved frame by frame,
 one find_pairs call per frame at dt = --dt. Printed per method: mean / median / p99 / max
-ms per frame after --warmup frames, ratios against brute force and fcl measured in the same
-run, and whether its pairs equal brute force's on the --check-frames frames it was run on.
+ms per frame after --warmup frames and max / median, by the wall clock and by the thread's CPU
+time (on a loaded machine the wall clock also counts preemption by other processes), ratios
+against brute force and fcl measured in the same run, and whether its pairs equal brute force's
+on the --check-frames frames it was run on.
 
 fcl (python-fcl, when it imports): DynamicAABBTreeCollisionManager over fcl.Sphere objects;
 each frame sets every object's translation from Python, updates the manager and collides it
@@ -111,6 +113,19 @@ def fcl_available() -> bool:
     return True
 
 
+def clocked(fn):
+    """fn() with the wall-clock and the thread CPU time it took [s]. On a loaded machine the wall
+    clock also counts the time the OS gave to other processes; the CPU time is only this work."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    out = fn()
+    return out, time.perf_counter() - wall, time.thread_time() - cpu
+
+
+def broad_phase_frame(bp, motion, jumped):
+    bp.invalidate(jumped)
+    return bp.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound)
+
+
 def bench_count(n: int, args, use_fcl: bool) -> dict:
     from ..broadphase import make_broadphase  # lazy: numba; registration stays light
     from ..broadphase.motion import RandomMotion, box_for_volume_fraction
@@ -125,6 +140,7 @@ def bench_count(n: int, args, use_fcl: bool) -> dict:
     total = args.warmup + args.frames
     check = set(np.linspace(args.warmup, total - 1, min(args.check_frames, args.frames)).astype(int).tolist())
     times = {m: [] for m in [*METHODS, "brute_force", "fcl", "fcl_transforms"]}
+    cpu = {m: [] for m in [*METHODS, "fcl"]}
     agree = {m: True for m in [*METHODS, "fcl"]}
     found = invalidated = 0
     for f in range(total):
@@ -132,14 +148,13 @@ def bench_count(n: int, args, use_fcl: bool) -> dict:
         invalidated += len(jumped)
         out = {}
         for name, bp in methods.items():
-            t0 = time.perf_counter()
-            bp.invalidate(jumped)
-            out[name] = bp.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound)
-            times[name].append(time.perf_counter() - t0)
+            out[name], wall, busy = clocked(lambda: broad_phase_frame(bp, motion, jumped))
+            times[name].append(wall)
+            cpu[name].append(busy)
         if fclbp is not None:
-            t0 = time.perf_counter()
-            cand = fclbp.candidates(motion.pos)
-            times["fcl"].append(time.perf_counter() - t0)
+            cand, wall, busy = clocked(lambda: fclbp.candidates(motion.pos))
+            times["fcl"].append(wall)
+            cpu["fcl"].append(busy)
             times["fcl_transforms"].append(fclbp.transform_time)
             if f in check:
                 out["fcl"] = fclbp.pairs(cand, motion.pos, radius)
@@ -152,30 +167,55 @@ def bench_count(n: int, args, use_fcl: bool) -> dict:
                 agree[name] &= bool(np.array_equal(pairs, truth))
     for name in [*METHODS, "fcl", "fcl_transforms"]:
         times[name] = times[name][args.warmup:]
-    return dict(n=n, box=box, times=times, agree=agree, pairs_per_frame=found / total,
+    for name in cpu:
+        cpu[name] = cpu[name][args.warmup:]
+    return dict(n=n, box=box, times=times, cpu=cpu, agree=agree, pairs_per_frame=found / total,
                 invalidated_per_frame=invalidated / total, stats={m: methods[m].last_stats for m in METHODS})
+
+
+SPREAD_HEADER = f"{'mean':>9s} {'median':>9s} {'p99':>9s} {'max':>9s} {'max/med':>8s}"
+
+
+def spread(t: np.ndarray) -> str:
+    """mean, median, p99, max [ms] and max / median of per-frame times t [ms]."""
+    return (f"{t.mean():9.3f} {np.median(t):9.3f} {np.percentile(t, 99):9.3f} {t.max():9.3f} "
+            f"{t.max() / np.median(t):8.2f}")
+
+
+def vs_fcl(ms: dict) -> str:
+    """How many times faster than fcl each method is, by mean, p99 and max."""
+    f = ms["fcl"]
+    return "; ".join(f"{m} {f.mean() / ms[m].mean():.2f}x mean, {np.percentile(f, 99) / np.percentile(ms[m], 99):.2f}x "
+                     f"p99, {f.max() / ms[m].max():.2f}x max" for m in METHODS)
+
+
+def label(name: str) -> str:
+    return "fcl DynamicAABBTree" if name == "fcl" else name
 
 
 def report(res: dict, args) -> None:
     ms = {m: np.asarray(t) * 1e3 for m, t in res["times"].items() if len(t)}
+    cpu = {m: np.asarray(t) * 1e3 for m, t in res["cpu"].items() if len(t)}
     brute, fcl_ms = ms["brute_force"].mean(), ms["fcl"].mean() if "fcl" in ms else None
     print(f"\nn = {res['n']}: box {res['box']:.1f} m, volume fraction {args.fraction:g}, speed <= {args.speed:g} m/s, "
           f"|a| <= {args.accel:g} m/s^2, dt {args.dt * 1e3:.2f} ms, {args.frames} frames; "
           f"{res['pairs_per_frame']:.0f} overlapping pairs and {res['invalidated_per_frame']:.1f} invalidated "
           f"ships per frame")
-    print(f"  {'method':22s} {'mean':>9s} {'median':>9s} {'p99':>9s} {'max':>9s}   {'brute/x':>8s} "
-          f"{'fcl/x':>7s}  equals brute force")
+    print(f"  {'wall clock [ms]':22s} {SPREAD_HEADER}   {'brute/x':>8s} {'fcl/x':>7s}  equals brute force")
     for name in [*METHODS, "fcl", "brute_force"]:
         if name not in ms:
             continue
         t = ms[name]
-        vs_fcl = f"{fcl_ms / t.mean():7.2f}" if fcl_ms is not None else f"{'-':>7s}"
+        fcl_x = f"{fcl_ms / t.mean():7.2f}" if fcl_ms is not None else f"{'-':>7s}"
         same = "reference" if name == "brute_force" else ("yes" if res["agree"][name] else "NO")
-        label = "fcl DynamicAABBTree" if name == "fcl" else name
         note = f" ({len(t)} frames)" if name == "brute_force" else ""
-        print(f"  {label:22s} {t.mean():9.3f} {np.median(t):9.3f} {np.percentile(t, 99):9.3f} {t.max():9.3f}   "
-              f"{brute / t.mean():8.1f} {vs_fcl}  {same}{note}")
+        print(f"  {label(name):22s} {spread(t)}   {brute / t.mean():8.1f} {fcl_x}  {same}{note}")
+    print(f"  {'thread CPU time [ms]':22s} {SPREAD_HEADER}   (leaves out time the OS gave other processes)")
+    for name in cpu:
+        print(f"  {label(name):22s} {spread(cpu[name])}")
     if fcl_ms is not None:
+        print(f"  vs fcl, wall clock: {vs_fcl(ms)}")
+        print(f"  vs fcl, CPU time:   {vs_fcl(cpu)}")
         tf = ms["fcl_transforms"].mean()
         print(f"  fcl split: setting transforms {tf:.3f} ms, update + collide {fcl_ms - tf:.3f} ms; "
               + ", ".join(f"{m} is {(fcl_ms - tf) / ms[m].mean():.2f}x faster than fcl without its transforms"

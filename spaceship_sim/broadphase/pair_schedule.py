@@ -1,16 +1,18 @@
 """The pair schedule of the space-time broad phase: ship pairs with wake-up times.
 
-Pairs live in an indexed min-heap ordered by wake time (so any pair can be removed in
-O(log P)), and in a doubly linked list per ship (so a ship's pairs can be dropped without a
-search). Pair ids freed by drops are reused. All kernels are numba, int64/float64 throughout.
+A pair is either asleep, in an indexed min-heap ordered by wake time (so any pair can be removed
+in O(log P)), or due at the next call, in the due list (new pairs, and pairs overlapping now:
+they are tested at every call, so they skip the heap's O(log P) round trip). Every pair is also
+in a doubly linked list per ship, so a ship's pairs can be dropped without a search. Pair ids
+freed by drops are reused. All kernels are numba, int64/float64 throughout.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-# counts[]: heap size (= live pairs), ids ever handed out, free ids stacked in `free`
-SIZE, TOP, N_FREE = 0, 1, 2
+# counts[]: heap size, ids ever handed out, free ids stacked in `free`, pairs in the due list
+SIZE, TOP, N_FREE, N_DUE = 0, 1, 2, 3
 
 
 @njit(cache=True)
@@ -116,21 +118,42 @@ def _unlink(p, pa, pb, head, nxt, prv):
 
 
 @njit(cache=True)
-def drop_pairs(ships, pa, pb, head, nxt, prv, wake, heap, hpos, free, counts):
+def make_due(p, wake, due, dpos, counts):
+    """Append pair p (in no heap) to the due list."""
+    wake[p] = -np.inf
+    dpos[p] = counts[N_DUE]
+    due[counts[N_DUE]] = p
+    counts[N_DUE] += 1
+
+
+@njit(cache=True)
+def _remove_due(p, due, dpos, counts):
+    counts[N_DUE] -= 1
+    last = due[counts[N_DUE]]
+    due[dpos[p]] = last
+    dpos[last] = dpos[p]
+    dpos[p] = -1
+
+
+@njit(cache=True)
+def drop_pairs(ships, pa, pb, head, nxt, prv, wake, heap, hpos, due, dpos, free, counts):
     """Remove every scheduled pair of these ships; their ids go on the free stack."""
     for s in ships:
         p = head[s]
         while p >= 0:
             after = nxt[p, _end(pa, p, s)]
             _unlink(p, pa, pb, head, nxt, prv)
-            counts[SIZE] = _heap_remove(heap, hpos, wake, counts[SIZE], p)
+            if dpos[p] >= 0:
+                _remove_due(p, due, dpos, counts)
+            else:
+                counts[SIZE] = _heap_remove(heap, hpos, wake, counts[SIZE], p)
             free[counts[N_FREE]] = p
             counts[N_FREE] += 1
             p = after
 
 
 @njit(cache=True)
-def add_pairs(new_a, new_b, pa, pb, head, nxt, prv, wake, heap, hpos, free, counts):
+def add_pairs(new_a, new_b, pa, pb, head, nxt, prv, wake, due, dpos, free, counts):
     """Schedule pairs (new_a[k], new_b[k]) due at once (room for them assumed)."""
     for k in range(len(new_a)):
         if counts[N_FREE] > 0:
@@ -142,18 +165,17 @@ def add_pairs(new_a, new_b, pa, pb, head, nxt, prv, wake, heap, hpos, free, coun
         pa[p], pb[p] = new_a[k], new_b[k]
         _link(p, new_a[k], 0, pa, head, nxt, prv)
         _link(p, new_b[k], 1, pa, head, nxt, prv)
-        wake[p] = -np.inf
-        counts[SIZE] = heap_push(heap, hpos, wake, counts[SIZE], p)
+        make_due(p, wake, due, dpos, counts)
 
 
 class PairSchedule:
     """Arrays of the schedule for n ships; grows on demand, pair ids stay valid."""
 
-    GROWN = ("pa", "pb", "wake", "heap", "hpos", "free", "buf", "out")
+    GROWN = ("pa", "pb", "wake", "heap", "hpos", "due", "dpos", "free", "buf", "out")
 
     def __init__(self, n: int, cap: int = 1024):
         self.head = np.full(n, -1, np.int64)
-        self.counts = np.zeros(3, np.int64)
+        self.counts = np.zeros(4, np.int64)
         self.cap = 0
         self.nxt = self.prv = np.zeros((0, 2), np.int64)
         for name in self.GROWN:
@@ -162,7 +184,8 @@ class PairSchedule:
 
     @property
     def size(self) -> int:
-        return int(self.counts[SIZE])
+        """Live pairs: asleep or due."""
+        return int(self.counts[SIZE] + self.counts[N_DUE])
 
     def reserve(self, need: int) -> None:
         """Make room for `need` live pairs."""
@@ -171,24 +194,24 @@ class PairSchedule:
         cap = max(need, 2 * self.cap)
         for name in self.GROWN:
             old = getattr(self, name)
-            setattr(self, name, np.concatenate([old, np.zeros(cap - self.cap, old.dtype)]))
+            setattr(self, name, np.concatenate([old, np.full(cap - self.cap, -1 if name == "dpos" else 0, old.dtype)]))
         for name in ("nxt", "prv"):
             setattr(self, name, np.concatenate([getattr(self, name), np.full((cap - self.cap, 2), -1, np.int64)]))
         self.cap = cap
 
     def drop(self, ships) -> None:
         drop_pairs(ships, self.pa, self.pb, self.head, self.nxt, self.prv, self.wake, self.heap, self.hpos,
-                   self.free, self.counts)
+                   self.due, self.dpos, self.free, self.counts)
 
     def add(self, a, b) -> None:
         """Pairs a[k] < b[k], not scheduled yet, due at once."""
         self.reserve(self.size + len(a))
-        add_pairs(a, b, self.pa, self.pb, self.head, self.nxt, self.prv, self.wake, self.heap, self.hpos,
+        add_pairs(a, b, self.pa, self.pb, self.head, self.nxt, self.prv, self.wake, self.due, self.dpos,
                   self.free, self.counts)
 
     def live(self):
-        """(a, b, wake) of every scheduled pair (copies)."""
-        ids = self.heap[: self.size]
+        """(a, b, wake) of every scheduled pair (copies); due pairs have wake -inf."""
+        ids = np.concatenate([self.heap[: self.counts[SIZE]], self.due[: self.counts[N_DUE]]])
         return self.pa[ids].copy(), self.pb[ids].copy(), self.wake[ids].copy()
 
     def of_ship(self, s: int) -> list[int]:

@@ -46,7 +46,7 @@ import numpy as np
 from numba import njit
 
 from .base import BroadPhase, EMPTY_PAIRS, overlap_sphere_sphere, pairs_from_keys
-from .pair_schedule import SIZE, PairSchedule, heap_pop, heap_push
+from .pair_schedule import N_DUE, SIZE, PairSchedule, heap_pop, heap_push, make_due
 from .ship_grid import ShipGrid
 
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
@@ -77,28 +77,37 @@ def _wake_delay(pos, vel, accel, radius, i, j):
 
 
 @njit(cache=True)
-def _st_step(t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, counts, buf, out):
-    """Pop every pair due by t, test it exactly, re-predict it, push it back.
+def _test_pair(p, t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, counts, out, k):
+    """Exact test of pair p (in no heap, no list) at t: overlapping, it joins the due list and
+    out[k]; apart, it sleeps until its predicted wake-up. Returns the new count of out."""
+    i, j = pa[p], pb[p]
+    if overlap_sphere_sphere(pos, radius, i, j):
+        make_due(p, wake, due, dpos, counts)
+        out[k] = p
+        return k + 1
+    wake[p] = t + _wake_delay(pos, vel, accel, radius, i, j)
+    counts[SIZE] = heap_push(heap, hpos, wake, counts[SIZE], p)
+    return k
+
+
+@njit(cache=True)
+def _st_step(t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, counts, buf, out):
+    """Test every pair due by t: the due list, and the heap's pairs whose wake-up has come
+    (collected first, so a pair put to sleep until t is not tested twice in a row).
 
     Returns (pairs examined, pairs overlapping); overlapping pair ids in out[:k].
     """
-    size, m = counts[SIZE], 0
-    while size > 0 and wake[heap[0]] <= t:
+    m = counts[N_DUE]
+    buf[:m] = due[:m]
+    counts[N_DUE] = 0
+    while counts[SIZE] > 0 and wake[heap[0]] <= t:
         buf[m] = heap[0]
         m += 1
-        size = heap_pop(heap, hpos, wake, size)
+        counts[SIZE] = heap_pop(heap, hpos, wake, counts[SIZE])
     k = 0
     for q in range(m):
-        p = buf[q]
-        i, j = pa[p], pb[p]
-        if overlap_sphere_sphere(pos, radius, i, j):
-            out[k] = p
-            k += 1
-            wake[p] = t  # due again at the next call
-        else:
-            wake[p] = t + _wake_delay(pos, vel, accel, radius, i, j)
-        size = heap_push(heap, hpos, wake, size, p)
-    counts[SIZE] = size
+        dpos[buf[q]] = -1
+        k = _test_pair(buf[q], t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, counts, out, k)
     return m, k
 
 
@@ -192,8 +201,8 @@ class SpaceTime(BroadPhase):
         due = _due_ships(t, accel, self.a_ref, self.ship_end, self.dirty)
         added = self._reball(t, due, pos, vel, accel) if len(due) else 0
         s = self.schedule
-        m, k = _st_step(t, pos, vel, self.a_ref, self.radius, s.pa, s.pb, s.wake, s.heap, s.hpos, s.counts,
-                        s.buf, s.out)
+        m, k = _st_step(t, pos, vel, self.a_ref, self.radius, s.pa, s.pb, s.wake, s.heap, s.hpos, s.due, s.dpos,
+                        s.counts, s.buf, s.out)
         ids = s.out[:k]
         pairs = pairs_from_keys(s.pa[ids] * self.n + s.pb[ids], self.n) if k else EMPTY_PAIRS.copy()
         self.last_stats = {"pairs_examined": int(m), "pairs_scheduled": s.size, "pairs_found": len(pairs),

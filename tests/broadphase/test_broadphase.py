@@ -210,3 +210,21 @@ def test_sweep_prune_is_coherent():
     motion.step(RES)
     bp.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound)
     assert 0 < bp.last_stats["swaps"] < 2 * len(radius)
+
+
+def test_bench_reports_spread_and_fcl_ratio():
+    """The bench prints every method's p99, max and max/median (wall clock and CPU time) and the
+    ratio against fcl, and exits 0 when every method equals brute force."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "spaceship_sim.cli", "bench", "broadphase", "--n", "60",
+                          "--frames", "6", "--warmup", "1", "--check-frames", "3"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("max/med") == 2  # wall clock and CPU tables
+    rows = [line.split() for line in out.stdout.splitlines() if line.strip().startswith("space_time ")]
+    assert len(rows) == 2 and all(len(r) >= 6 for r in rows)
+    assert "NO" not in out.stdout
+    fcl = "fcl DynamicAABBTree" in out.stdout
+    assert ("vs fcl, wall clock: space_time" in out.stdout) == fcl

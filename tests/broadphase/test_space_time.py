@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.broadphase import make_broadphase
 from spaceship_sim.broadphase.motion import RandomMotion, box_for_volume_fraction
-from spaceship_sim.broadphase.pair_schedule import SIZE, PairSchedule, heap_push
+from spaceship_sim.broadphase.pair_schedule import N_DUE, SIZE, PairSchedule, heap_push, make_due
 from spaceship_sim.broadphase.ship_grid import ShipGrid
 
 RES = 1 / 60
@@ -130,23 +130,42 @@ def test_ship_grid_matches_brute_force(seed, n, spread, big, rounds):
 
 
 def assert_schedule_consistent(s: PairSchedule, model: dict, n: int):
-    """Heap ordered and indexed, every live pair in both its ships' lists, as the model says."""
-    size, heap, wake = s.size, s.heap, s.wake
+    """Heap ordered and indexed, due list indexed, every live pair in both its ships' lists, as
+    the model says (due pairs with wake-up -inf)."""
+    size, heap, wake, n_due = s.counts[SIZE], s.heap, s.wake, s.counts[N_DUE]
     assert all(wake[heap[(k - 1) // 2]] <= wake[heap[k]] for k in range(1, size))
-    assert all(s.hpos[heap[k]] == k for k in range(size))
+    assert all(s.hpos[heap[k]] == k and s.dpos[heap[k]] == -1 for k in range(size))
+    assert all(s.dpos[s.due[k]] == k and wake[s.due[k]] == -np.inf for k in range(n_due))
     a, b, w = s.live()
+    assert len(a) == s.size == len(model)
     assert dict(zip(zip(a.tolist(), b.tolist()), w.tolist())) == model
     for ship in range(n):
         ends = sorted(tuple(sorted((int(s.pa[p]), int(s.pb[p])))) for p in s.of_ship(ship))
         assert ends == sorted(k for k in model if ship in k)
 
 
+def shuffle_schedule(s: PairSchedule, rng) -> dict:
+    """Put a random half of the live pairs to sleep with random wake-ups, the rest due, so
+    later drops remove from a varied heap and due list. Returns the new model."""
+    a, b, _ = s.live()
+    ids = np.concatenate([s.heap[: s.counts[SIZE]], s.due[: s.counts[N_DUE]]])
+    s.counts[SIZE] = s.counts[N_DUE] = 0
+    s.dpos[ids] = -1
+    for p in ids:
+        if rng.random() < 0.5:
+            make_due(p, s.wake, s.due, s.dpos, s.counts)
+        else:
+            s.wake[p] = rng.uniform(0.0, 10.0)
+            s.counts[SIZE] = heap_push(s.heap, s.hpos, s.wake, s.counts[SIZE], p)
+    return {(int(s.pa[p]), int(s.pb[p])): float(s.wake[p]) for p in ids}
+
+
 @settings(max_examples=40, deadline=None)
 @given(ops=st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 11), min_size=1, max_size=5)), max_size=40),
        seed=st.integers(0, 2**31 - 1))
 def test_pair_schedule_matches_model(ops, seed):
-    """Adds (all new pairs among some ships) and drops (all pairs of some ships), with random
-    wake-ups in between, against a dict; starts tiny so it grows."""
+    """Adds (all new pairs among some ships, due) and drops (all pairs of some ships), with the
+    pairs shuffled between heap and due list in between, against a dict; starts tiny so it grows."""
     n, rng = 12, np.random.default_rng(seed)
     s, model = PairSchedule(n, cap=2), {}
     for add, ships in ops:
@@ -159,11 +178,5 @@ def test_pair_schedule_matches_model(ops, seed):
             s.drop(np.array(ships, np.int64))
             model = {k: w for k, w in model.items() if not set(k) & set(ships)}
         assert_schedule_consistent(s, model, n)
-        # new wake-ups: re-push every live pair so later drops remove from a varied heap
-        ids = s.heap[: s.size].copy()
-        s.wake[ids] = rng.uniform(0.0, 10.0, len(ids))
-        s.counts[SIZE] = 0
-        for p in ids:
-            s.counts[SIZE] = heap_push(s.heap, s.hpos, s.wake, s.counts[SIZE], p)
-        model = {(int(s.pa[p]), int(s.pb[p])): float(s.wake[p]) for p in ids}
+        model = shuffle_schedule(s, rng)
         assert_schedule_consistent(s, model, n)
