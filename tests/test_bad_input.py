@@ -175,6 +175,8 @@ CASES = [
     flag("dynamics-n-10-million", ("bench", "dynamics", "--n", "10000000"), "--n", "would need about 12 GB"),
     flag("dynamics-tolerance-nan", ("bench", "dynamics", "--tolerance", "nan"), "--tolerance", "must be finite"),
     flag("dynamics-frames-zero", ("bench", "dynamics", "--frames", "0"), "--frames", "must be in 1.."),
+    flag("dynamics-n-zero", ("bench", "dynamics", "--n", "0"), "--n", "must be in 1.."),
+    flag("dynamics-tolerance-negative", ("bench", "dynamics", "--tolerance", "-1"), "--tolerance", "must be in (0,"),
     toml("dynamics-config-samples", "[sim]\nmin_temporal_resolution = 1e-6\n", "sim.min_temporal_resolution",
          "detection samples per frame", command=("bench", "dynamics")),
     flag("broadphase-n-garbage", ("bench", "broadphase", "--n", "0,abc"), "--n", "expected comma-separated integers"),

@@ -2,10 +2,7 @@
 import argparse
 import re
 
-import pytest
-
 from spaceship_sim.bench import bench_dynamics
-from spaceship_sim.errors import InputError
 
 
 def parse(*argv):
@@ -21,12 +18,3 @@ def test_bench_prints_both_backends_and_their_agreement(capsys):
     assert "numba, 1 thread" in out and "numpy reference" in out and "target 2 ms/frame" in out
     diff = float(re.search(r"after 2 frames: (\S+)", out).group(1))
     assert diff < 1e-9
-
-
-def test_bench_rejects_bad_arguments():
-    args = parse("--n", "0")
-    with pytest.raises(InputError, match="--n"):
-        args.func(args)
-    args = parse("--tolerance", "-1")
-    with pytest.raises(InputError, match="--tolerance"):
-        args.func(args)
