@@ -13,19 +13,24 @@ from the current state. A pair that overlaps at a sample time therefore woke at 
 
 Scaling (n = 10,000 cannot schedule n² pairs). Each ship i has its own horizon: at time t_i it
 gets a "reach ball" centred halfway along its straight flight, x + v·S/2, of radius
-ρ = r + |v|·S/2 + A·S²/2, which holds the ship until its horizon ends at e_i = t_i + S. Only pairs whose reach balls meet are scheduled; any
-other pair cannot touch before min(e_i, e_j). At the first call with t >= e_i (or when ship i
-is invalidated) the ship is "re-balled": its pairs are dropped, it gets a new ball from its
-current state, and a hashed grid of all ships' balls (ship_grid.py) gives its new partners,
-scheduled due at once. So every unscheduled pair always has disjoint current balls.
+ρ = r + |v|·S/2 + A·S²/2, which holds the ship until its horizon ends at e_i = t_i + S. Only
+pairs whose reach balls meet are scheduled; any other pair cannot touch before min(e_i, e_j).
+At the first call with t >= e_i (or when ship i is invalidated) the ship is "re-balled": its
+pairs are dropped, it gets a new ball from its current state, and a uniform grid of all ships'
+balls (ship_grid.py) gives its new partners, scheduled due at once. So every unscheduled pair
+always has disjoint current balls.
 
 Staggering (a real-time broad phase must not pay for all ships in one frame). Horizons end on
-a per-ship phase: e_i is the first time after t + (spacing of calls) of the form (k + φ_i)·H,
-φ_i = frac(i·golden ratio), which spreads the ends evenly over every interval of length H
-whatever the ships' history: each call re-balls about n·Δt/H ships, and a crowd of ships
-invalidated in the same frame is spread again at its next re-ball instead of expiring together.
-H trades re-balls per call (n·Δt/H) against the schedule's size (grows like H³ once reach
-exceeds ship spacing): it aims at `horizon_calls` calls per horizon and shrinks while more than
+a per-ship phase φ_i in a cycle u(t) that advances by 1 every H seconds: e_i is the first time
+after t + (spacing of calls) with u(e_i) - φ_i a whole number. The phases are the ships' ranks
+in the grid's cell order, (rank + ½)/n, so the ends are spread evenly over every cycle whatever
+the ships' history: each call re-balls n·Δt/H ships, a crowd invalidated in the same frame is
+spread again at its next re-ball instead of expiring together, and the ships re-balled in one
+call are neighbours (a slab of the grid), whose queries share cache lines. Ranks are refreshed
+every few horizons as ships drift; that only nudges phases. A new H changes the cycle's rate,
+not its count, so it does not reshuffle the ends either. H trades re-balls per call (n·Δt/H)
+against the schedule's size (grows like H³ once reach exceeds ship spacing): it aims at
+`horizon_calls` calls per horizon (growing ×1.2) and shrinks (×0.7) while more than
 `max_pairs_per_ship` pairs per ship are scheduled, adapted once per horizon.
 
 Invalidation (velocity jumps, new controls, a larger acceleration bound than predictions
@@ -49,7 +54,7 @@ from .base import BroadPhase, EMPTY_PAIRS, overlap_sphere_sphere, pairs_from_key
 from .pair_schedule import N_DUE, SIZE, PairSchedule, heap_pop, heap_push, make_due
 from .ship_grid import ShipGrid
 
-GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+T0, U0, PERIOD, LEAD = 0, 1, 2, 3  # cycle[]: u(t) = U0 + (t - T0) / PERIOD; ends come after LEAD
 BALL_SLACK = 1e-9  # reach balls grow by this × (radius + |centre|): rounding must never make one too small
 
 
@@ -129,14 +134,16 @@ def _due_ships(t, accel, a_ref, ship_end, dirty):
 
 
 @njit(cache=True)
-def _new_balls(ships, t, lead, period, phase, pos, vel, accel, radius, ball, ship_end, a_ref, dirty):
-    """Each ship's new horizon end (its next phase time after `lead`) and the reach ball holding
-    it until then: centred halfway along the straight flight x + v·τ, so the drift term is
-    |v|·span/2. The ship's bound becomes its reference."""
+def _new_balls(ships, t, cycle, phase, pos, vel, accel, radius, ball, ship_end, a_ref, dirty):
+    """Each ship's new horizon end (its next phase time after cycle[LEAD]) and the reach ball
+    holding it until then: centred halfway along the straight flight x + v·τ, so the drift term
+    is |v|·span/2. The ship's bound becomes its reference."""
+    t0, u0, period = cycle[T0], cycle[U0], cycle[PERIOD]
+    u_lead = u0 + (cycle[LEAD] - t0) / period
     for i in ships:
         dirty[i] = False
         a_ref[i] = accel[i]
-        end = (math.floor(lead / period - phase[i]) + 1.0 + phase[i]) * period
+        end = t0 + (math.floor(u_lead - phase[i]) + 1.0 + phase[i] - u0) * period
         ship_end[i] = end
         span = max(end - t, 0.0)
         far = 0.0
@@ -166,22 +173,41 @@ class SpaceTime(BroadPhase):
                  max_pairs_per_ship=4.0):
         super().__init__(radius, min_resolution=min_resolution)
         self.horizon_calls, self.max_pairs = int(horizon_calls), float(max_pairs_per_ship)
-        self.horizon = float(horizon) if horizon is not None else self.horizon_calls * self.min_resolution
-        if not (np.isfinite(self.horizon) and self.horizon > 0):
+        horizon = float(horizon) if horizon is not None else self.horizon_calls * self.min_resolution
+        if not (np.isfinite(horizon) and horizon > 0):
             raise ValueError(f"horizon must be > 0 and finite, got {horizon}")
+        self.cycle = np.array([0.0, 0.0, horizon, 0.0])
         self.adaptive = adaptive
         self.call_dt = self.min_resolution  # running mean of the spacing of calls [s]
         self.prev_t = None
         self.calls = 0
         self.rephase_calls = 4 * self.horizon_calls  # ships drift: phases re-ranked this often
         n = self.n
-        self.phase = (np.arange(n) * GOLDEN) % 1.0
+        self.phase = np.full(n, 0.5)  # until the first grid ranks the ships
         self.dirty = np.zeros(n, bool)
         self.ship_end = np.full(n, -np.inf)  # each ship's horizon end e_i [s]
         self.a_ref = np.zeros(n)  # acceleration bound its ball and predictions assume
         self.ball = np.zeros((n, 4))  # reach balls: centre x, y, z [m], radius [m]
         self.grid = ShipGrid(n)
         self.schedule = PairSchedule(n)
+
+    @property
+    def horizon(self) -> float:
+        """The period H of the horizon cycle [s]."""
+        return float(self.cycle[PERIOD])
+
+    def _set_horizon(self, t, horizon):
+        """New period from t on; the cycle's count u(t) carries on, so phases keep their order in
+        time. A shorter period brings the ends already set forward in proportion (safe: a ball
+        holds its ship until any earlier time), which puts them on the new cycle at once. A longer
+        one leaves them (they cannot be delayed), so for about a horizon the calls keep roughly the
+        old, higher rate of re-balls; growing by ×1.2 at a time keeps that transient mild."""
+        old = self.cycle[PERIOD]
+        self.cycle[U0] += (t - self.cycle[T0]) / old
+        self.cycle[T0], self.cycle[PERIOD] = t, horizon
+        if horizon < old:
+            pending = self.ship_end > t
+            self.ship_end[pending] = t + (self.ship_end[pending] - t) * (horizon / old)
 
     @property
     def ball_c(self):
@@ -217,10 +243,10 @@ class SpaceTime(BroadPhase):
         self.calls += 1
         if self.adaptive and self.calls % self.horizon_calls == 0:
             if self.schedule.size > self.max_pairs * self.n:
-                self.horizon *= 0.7
+                horizon = 0.7 * self.horizon
             else:
-                self.horizon = min(1.4 * self.horizon, self.horizon_calls * self.call_dt)
-            self.horizon = max(self.horizon, 2 * self.call_dt)
+                horizon = min(1.2 * self.horizon, self.horizon_calls * self.call_dt)
+            self._set_horizon(t, max(horizon, 2 * self.call_dt))
 
     def _reball(self, t, ships, pos, vel, accel) -> int:
         """New reach balls for these ships from the current state; their pairs dropped, their
@@ -238,9 +264,9 @@ class SpaceTime(BroadPhase):
         return len(a)
 
     def _new_balls(self, t, ships, pos, vel, accel):
-        # ends at least one call spacing away: not due again at once
-        _new_balls(ships, t, t + self.call_dt, self.horizon, self.phase, pos, vel, accel, self.radius, self.ball,
-                   self.ship_end, self.a_ref, self.dirty)
+        self.cycle[LEAD] = t + self.call_dt  # ends at least one call spacing away: not due again at once
+        _new_balls(ships, t, self.cycle, self.phase, pos, vel, accel, self.radius, self.ball, self.ship_end,
+                   self.a_ref, self.dirty)
 
     def _first_phases(self, t, ships, pos, vel, accel):
         """Rank the ships in a first grid before any end is set: re-ranking later only nudges

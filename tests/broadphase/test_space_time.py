@@ -4,6 +4,7 @@ against simple references. Agreement with brute force is in test_broadphase.py."
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.broadphase import make_broadphase
@@ -83,23 +84,49 @@ def test_bound_property(n, seed, fraction, speed, accel, jump, controls, horizon
     assert_bound_holds(bp, motion, 40, 5, controls=controls)
 
 
-def test_reballs_spread_evenly_over_calls():
-    """Each call re-balls about its share n·Δt/H of the ships, never all of them: horizons end on
-    per-ship phases, and a crowd invalidated in one call is spread again at its next re-ball."""
-    n, h = 4000, 16 * RES
-    radius = np.full(n, 0.5)
-    motion = RandomMotion(radius, box=3000.0, speed=1.0, accel=1.0, seed=5)  # sparse and slow: few bounces
-    bp = make_broadphase("space_time", radius, min_resolution=RES, horizon=h, adaptive=False)
-    share, crowd = n * RES / h, 40
-    beyond_share = []
-    for call in range(120):
+def reballs_beyond_invalidated(bp, motion, calls, crowd=None):
+    """Drive bp at RES (whole fleet invalidated at call `crowd`); per call, the ships re-balled
+    beyond those invalidated and the horizon then."""
+    n = len(motion.radius)
+    beyond, horizons = [], []
+    for call in range(calls):
         jumped = np.arange(n) if call == crowd else motion.step(RES)
         bp.invalidate(jumped)
         bp.find_pairs(motion.t, motion.pos, motion.vel, motion.accel_bound)
-        beyond_share.append(bp.last_stats["ships_reballed"] - len(jumped))
-    assert beyond_share[0] == n and beyond_share[crowd] == 0  # first call: everyone; the crowd: all invalidated
-    steady = [x for call, x in enumerate(beyond_share) if call not in (0, 1, crowd, crowd + 1)]
-    assert 0.8 * share - 10 <= min(steady) and max(steady) <= 1.2 * share + 10, (share, min(steady), max(steady))
+        beyond.append(bp.last_stats["ships_reballed"] - len(jumped))
+        horizons.append(bp.horizon)
+    return np.array(beyond), np.array(horizons)
+
+
+def test_reballs_spread_evenly_over_calls():
+    """Each call re-balls its share n·Δt/H of the ships, never all of them: horizons end on
+    per-ship phases, a crowd invalidated in one call is spread again at its next re-ball, and
+    re-ranking the phases (every 4 horizons: 64 calls) keeps the spread."""
+    n, h, crowd = 4000, 16 * RES, 40
+    radius = np.full(n, 0.5)
+    motion = RandomMotion(radius, box=3000.0, speed=1.0, accel=1.0, seed=5)  # sparse and slow: few bounces
+    bp = make_broadphase("space_time", radius, min_resolution=RES, horizon=h, adaptive=False)
+    beyond, _ = reballs_beyond_invalidated(bp, motion, 150, crowd)
+    share = n * RES / h
+    assert beyond[0] == n and beyond[crowd] == 0  # first call: everyone; the crowd: all invalidated
+    steady = np.delete(beyond, [0, 1, crowd, crowd + 1])  # the call after those: nobody is due yet
+    assert 0.8 * share - 10 <= steady.min() and steady.max() <= 1.2 * share + 10, (share, steady.min(), steady.max())
+
+
+@pytest.mark.parametrize("start, max_pairs", [(4 * RES, 100.0), (16 * RES, 0.02)])
+def test_reballs_stay_spread_while_the_horizon_adapts(start, max_pairs):
+    """The horizon growing to its cap (×1.2 per horizon) or shrinking under too many pairs
+    (×0.7): each call still re-balls at most about its share at the shortest horizon of the last
+    32 calls (a longer horizon brings some ships twice for a while), never a crowd."""
+    n = 3000
+    radius = np.full(n, 0.5)
+    motion = RandomMotion(radius, box_for_volume_fraction(radius, 0.01), speed=5.0, accel=5.0, seed=6)
+    bp = make_broadphase("space_time", radius, min_resolution=RES, horizon=start, max_pairs_per_ship=max_pairs)
+    beyond, horizons = reballs_beyond_invalidated(bp, motion, 200)
+    assert horizons.max() / horizons.min() > 2  # it did adapt
+    shortest = np.array([horizons[max(0, c - 32):c + 1].min() for c in range(len(horizons))])
+    excess = beyond[2:] - (1.5 * n * RES / shortest[2:] + 10)
+    assert excess.max() <= 0, excess.max()
 
 
 @settings(max_examples=40, deadline=None)
