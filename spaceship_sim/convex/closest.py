@@ -1,0 +1,402 @@
+"""Closest features of convex polytopes with coherence: Lin–Canny's Voronoi-region walk.
+
+A feature is a vertex, an edge or a face of one body, coded as ``3 * index + kind`` (kind 0 vertex,
+1 edge, 2 face; global indices of a `PolytopeSet`). For a pair of features the walk computes their
+closest points p_a, p_b and checks Lin–Canny's criterion: p_b lies in the Voronoi region of the
+feature of A and p_a in that of the feature of B. Then (p_a, p_b) is the closest pair of the two
+convex bodies and the walk stops. Otherwise one feature steps to the neighbour across the Voronoi
+plane p violates (vertex -> edge, edge -> end vertex or face, face -> the boundary feature holding
+the closest point): a step lowers the distance, or keeps it and lowers the feature's dimension.
+
+Interpenetration is found in two ways: the two features touch (distance within `tol`), or a point
+of B lies in a face's prism below the face (a local minimum of the walk) and inside every face plane
+of A. I-COLLIDE walks pseudo-Voronoi regions inside the bodies for the second case; testing the
+point against all face planes (Mirtich's V-Clip rule) finds the same answer with no extra structure.
+If the point is outside some plane, the walk jumps to the face it is furthest above.
+
+Guard against cycling (degenerate configurations, round-off at region boundaries): every test
+has a tolerance, and a walk longer than `max_iter` steps falls back to the brute-force search over
+all face pairs (counted in the kernels' return value).
+
+Coherence is state the caller owns: the feature pair found for a body pair, passed back next frame
+(`feats` in `walk_pairs`; `Closest.features` for `closest_features`), e.g. in a dict keyed by
+the body pair, and dropped when the pair leaves the broad phase.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from .polytope import PolytopeSet
+
+SEPARATED, PENETRATING, CAPPED = 0, 1, 2
+NO_STEP, LOCAL_MIN, INSIDE = -1, -2, -3
+TOL_REL = 1e-9     # tolerance of every test, relative to the sum of the two bodies' radii
+MAX_ITER = 200     # walk steps before the brute-force fallback
+_V, _E, _F = 0, 1, 2
+# indices into the kernel tuple S = PolytopeSet.kernel_args()
+_VERTS, _FSTART, _FVERTS, _FEDGES, _FNORMAL, _FOFFSET, _EDGES, _EFACES, _VSTART, _VNBRS, _VEDGES, \
+    _VRANGE, _FRANGE = range(13)
+
+
+@njit(cache=True)
+def _dd(a, b, c, d):
+    """(a - b) . (c - d) for (3,) arrays."""
+    return (a[0] - b[0]) * (c[0] - d[0]) + (a[1] - b[1]) * (c[1] - d[1]) + (a[2] - b[2]) * (c[2] - d[2])
+
+
+@njit(cache=True)
+def _dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@njit(cache=True)
+def _to_world(R, t, v, out):
+    """out (3,) = R v + t: a body-frame point to the world."""
+    for i in range(3):
+        out[i] = R[i, 0] * v[0] + R[i, 1] * v[1] + R[i, 2] * v[2] + t[i]
+
+
+@njit(cache=True)
+def _to_body(R, t, p):
+    """R^T (p - t): a world point (3,) into the body frame."""
+    q = np.empty(3)
+    for i in range(3):
+        q[i] = R[0, i] * (p[0] - t[0]) + R[1, i] * (p[1] - t[1]) + R[2, i] * (p[2] - t[2])
+    return q
+
+
+@njit(cache=True)
+def _segment_params(p1, q1, p2, q2):
+    """Parameters (s, t) in [0, 1] of the closest points of segments p1q1 and p2q2 (Ericson 5.1.9);
+    a segment may be a single point (p == q)."""
+    a, e = _dd(q1, p1, q1, p1), _dd(q2, p2, q2, p2)
+    b, c, f = _dd(q1, p1, q2, p2), _dd(q1, p1, p1, p2), _dd(q2, p2, p1, p2)
+    if a <= 1e-300 and e <= 1e-300:
+        return 0.0, 0.0
+    if a <= 1e-300:
+        return 0.0, min(max(f / e, 0.0), 1.0)
+    if e <= 1e-300:
+        return min(max(-c / a, 0.0), 1.0), 0.0
+    denom = a * e - b * b
+    s = min(max((b * f - c * e) / denom, 0.0), 1.0) if denom > 1e-14 * a * e else 0.0
+    t = (b * s + f) / e
+    if t < 0.0:
+        return min(max(-c / a, 0.0), 1.0), 0.0
+    if t > 1.0:
+        return min(max((b - c) / a, 0.0), 1.0), 1.0
+    return s, t
+
+
+@njit(cache=True)
+def _where(i, s, k):
+    """Sub-feature of a k-corner feature holding the point at parameter s of its side i:
+    2 * j for corner j, 2 * i + 1 for the inside of side i."""
+    if k == 1 or s <= 0.0:
+        return 2 * i
+    if s >= 1.0:
+        return 2 * ((i + 1) % k)
+    return 2 * i + 1
+
+
+@njit(cache=True)
+def _inside_polygon(Q, m, n, x):
+    """Whether x (3,), on the plane of the convex polygon Q[:m] (normal n), lies inside it."""
+    for j in range(m):
+        a, b = Q[j], Q[(j + 1) % m]
+        e0, e1, e2 = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+        u0, u1, u2 = e1 * n[2] - e2 * n[1], e2 * n[0] - e0 * n[2], e0 * n[1] - e1 * n[0]  # e x n: outward
+        if (x[0] - a[0]) * u0 + (x[1] - a[1]) * u1 + (x[2] - a[2]) * u2 > 1e-12 * (e0 * e0 + e1 * e1 + e2 * e2):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _project_into(P, k, Q, m, nQ, best, out, oP, oQ):
+    """Corners of P[:k] projecting inside the face Q[:m], and sides of P crossing it.
+
+    Improves on squared distance `best`: writes the points to out[oP:oP+3] and out[oQ:oQ+3] and
+    returns (best, where on P, where on Q = -1 the face's inside); where on P is -2 if no better."""
+    wP = -2
+    x = np.empty(3)
+    for i in range(k):
+        sd = _dot(P[i], nQ) - _dot(Q[0], nQ)
+        x[:] = P[i] - sd * nQ
+        if sd * sd < best and _inside_polygon(Q, m, nQ, x):
+            best, wP = sd * sd, 2 * i
+            out[oP:oP + 3], out[oQ:oQ + 3] = P[i], x
+    for i in range(k if k >= 3 else k - 1):  # sides: none for a vertex, one for an edge
+        d0 = _dot(P[i], nQ) - _dot(Q[0], nQ)
+        d1 = _dot(P[(i + 1) % k], nQ) - _dot(Q[0], nQ)
+        if d0 * d1 < 0.0:
+            x[:] = P[i] + (d0 / (d0 - d1)) * (P[(i + 1) % k] - P[i])
+            if _inside_polygon(Q, m, nQ, x):
+                out[oP:oP + 3], out[oQ:oQ + 3] = x, x
+                return 0.0, 2 * i + 1
+    return best, wP
+
+
+@njit(cache=True)
+def _closest_polygons(P, k, nP, Q, m, nQ, out):
+    """Closest points of two features given as convex point sets: a vertex (1 corner), an edge (2)
+    or a face (>= 3 corners, counter-clockwise about its unit normal), all (3,) rows, same frame.
+
+    Writes the point on P to out[0:3] and on Q to out[3:6]; returns (squared distance, where on P,
+    where on Q) with `where` as in `_where`, -1 for a face's inside."""
+    best, wP, wQ = np.inf, 0, 0
+    for i in range(1 if k <= 2 else k):
+        for j in range(1 if m <= 2 else m):
+            a0, a1, b0, b1 = P[i], P[(i + 1) % k], Q[j], Q[(j + 1) % m]
+            s, t = _segment_params(a0, a1, b0, b1)
+            pa, pb = a0 + s * (a1 - a0), b0 + t * (b1 - b0)
+            d2 = _dd(pa, pb, pa, pb)
+            if d2 < best:
+                best, wP, wQ = d2, _where(i, s, k), _where(j, t, m)
+                out[0:3], out[3:6] = pa, pb
+    if m >= 3:
+        best, w = _project_into(P, k, Q, m, nQ, best, out, 0, 3)
+        if w != -2:
+            wP, wQ = w, -1
+    if k >= 3 and best > 0.0:
+        best, w = _project_into(Q, m, P, k, nP, best, out, 3, 0)
+        if w != -2:
+            wP, wQ = -1, w
+    return best, wP, wQ
+
+
+@njit(cache=True)
+def _feature_points(S, R, t, feat, out, normal):
+    """World corners of a feature into out[:k] (and a face's world normal); returns k."""
+    kind, idx = feat % 3, feat // 3
+    V = S[_VERTS]
+    if kind == _V:
+        _to_world(R, t, V[idx], out[0])
+        return 1
+    if kind == _E:
+        _to_world(R, t, V[S[_EDGES][idx, 0]], out[0])
+        _to_world(R, t, V[S[_EDGES][idx, 1]], out[1])
+        return 2
+    start, end = S[_FSTART][idx], S[_FSTART][idx + 1]
+    for c in range(start, end):
+        _to_world(R, t, V[S[_FVERTS][c]], out[c - start])
+    n = S[_FNORMAL][idx]
+    for i in range(3):
+        normal[i] = R[i, 0] * n[0] + R[i, 1] * n[1] + R[i, 2] * n[2]
+    return end - start
+
+
+@njit(cache=True)
+def _subfeature(S, feat, where):
+    """The feature holding a point: `where` (see `_where`) on feature `feat`, -1 keeps feat."""
+    kind, idx = feat % 3, feat // 3
+    if where < 0 or kind == _V:
+        return feat
+    if kind == _E:
+        return feat if where == 1 else 3 * S[_EDGES][idx, where // 2]
+    c = S[_FSTART][idx] + where // 2
+    return 3 * S[_FVERTS][c] if where % 2 == 0 else 3 * S[_FEDGES][c] + 1
+
+
+@njit(cache=True)
+def _step_vertex(S, v, q, tol):
+    """Vertex v's Voronoi region: planes through v normal to its edges; q (3,) body frame.
+    Returns the edge across the most violated plane, or NO_STEP."""
+    V = S[_VERTS]
+    best, new = tol, NO_STEP
+    for s in range(S[_VSTART][v], S[_VSTART][v + 1]):
+        w = V[S[_VNBRS][s]]
+        viol = _dd(q, V[v], w, V[v]) / np.sqrt(_dd(w, V[v], w, V[v]))
+        if viol > best:
+            best, new = viol, 3 * S[_VEDGES][s] + 1
+    return new
+
+
+@njit(cache=True)
+def _step_edge(S, e, q, where, tol):
+    """Edge e's Voronoi region: the wedge between its faces' normals, between the planes normal to
+    it through its ends. `where` locates the closest point on e (0 tail, 1 inside, 2 head)."""
+    V, E = S[_VERTS], S[_EDGES]
+    tail, head = V[E[e, 0]], V[E[e, 1]]
+    d = head - tail
+    length = np.sqrt(_dot(d, d))
+    past_tail, past_head = -(_dot(q, d) - _dot(tail, d)) / length, (_dot(q, d) - _dot(head, d)) / length
+    if where == 0 and past_tail > tol:
+        return 3 * E[e, 0]
+    if where == 2 and past_head > tol:
+        return 3 * E[e, 1]
+    left, right = S[_EFACES][e, 0], S[_EFACES][e, 1]
+    u_left = np.cross(d, S[_FNORMAL][left])        # outward from the left face across e
+    u_right = np.cross(S[_FNORMAL][right], d)      # the edge runs head -> tail in the right face
+    over_left = (_dot(tail, u_left) - _dot(q, u_left)) / np.sqrt(_dot(u_left, u_left))
+    over_right = (_dot(tail, u_right) - _dot(q, u_right)) / np.sqrt(_dot(u_right, u_right))
+    if max(over_left, over_right) > tol:
+        return 3 * (left if over_left >= over_right else right) + 2
+    if max(past_tail, past_head) > tol:
+        return 3 * E[e, 0] if past_tail >= past_head else 3 * E[e, 1]
+    return NO_STEP
+
+
+@njit(cache=True)
+def _step_face(S, f, q, where, tol):
+    """Face f's Voronoi region: the prism over f bounded by planes normal to f through its edges,
+    above f's plane. Outside the prism: step to the boundary feature holding the closest point
+    (`where`) or else across the most violated side; below the plane: LOCAL_MIN."""
+    V, n = S[_VERTS], S[_FNORMAL][f]
+    start, end = S[_FSTART][f], S[_FSTART][f + 1]
+    best, worst = tol, -1
+    for c in range(start, end):
+        a, b = V[S[_FVERTS][c]], V[S[_FVERTS][start + (c - start + 1) % (end - start)]]
+        u = np.cross(b - a, n)
+        viol = (_dot(q, u) - _dot(a, u)) / np.sqrt(_dot(u, u))
+        if viol > best:
+            best, worst = viol, c
+    if worst >= 0:
+        return _subfeature(S, 3 * f + 2, where) if where >= 0 else 3 * S[_FEDGES][worst] + 1
+    if _dot(q, n) - S[_FOFFSET][f] < -tol:
+        return LOCAL_MIN
+    return NO_STEP
+
+
+@njit(cache=True)
+def _highest_face(S, body, q):
+    """(face, signed distance) of the face plane of `body` that q (3,), body frame, is furthest above."""
+    best, face = -np.inf, -1
+    for f in range(S[_FRANGE][body], S[_FRANGE][body + 1]):
+        sd = _dot(q, S[_FNORMAL][f]) - S[_FOFFSET][f]
+        if sd > best:
+            best, face = sd, f
+    return face, best
+
+
+@njit(cache=True)
+def _feature_step(S, R, t, body, feat, p, where, tol):
+    """Next feature of `body` given the other body's closest point p (3,), world frame:
+    NO_STEP when p is in feat's Voronoi region, INSIDE when p is inside the body."""
+    q = _to_body(R, t, p)
+    kind, idx = feat % 3, feat // 3
+    if kind == _V:
+        return _step_vertex(S, idx, q, tol)
+    if kind == _E:
+        return _step_edge(S, idx, q, where, tol)
+    new = _step_face(S, idx, q, where, tol)
+    if new != LOCAL_MIN:
+        return new
+    face, height = _highest_face(S, body, q)
+    return INSIDE if height <= tol else 3 * face + 2
+
+
+@njit(cache=True)
+def _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts):
+    """Lin–Canny walk from features (fa, fb); closest points left in pts[0:3] (A), pts[3:6] (B).
+    Returns (status, distance, fa, fb, steps); status CAPPED after max_iter steps."""
+    for it in range(max_iter):
+        kA = _feature_points(S, rot[a], pos[a], fa, PA, nA)
+        kB = _feature_points(S, rot[b], pos[b], fb, PB, nB)
+        d2, wA, wB = _closest_polygons(PA, kA, nA, PB, kB, nB, pts)
+        if d2 <= tol * tol:
+            return PENETRATING, 0.0, fa, fb, it
+        new = _feature_step(S, rot[a], pos[a], a, fa, pts[3:6], wA, tol)
+        if new == NO_STEP:
+            new = _feature_step(S, rot[b], pos[b], b, fb, pts[0:3], wB, tol)
+            if new == NO_STEP:
+                return SEPARATED, np.sqrt(d2), fa, fb, it
+            if new == INSIDE:
+                return PENETRATING, 0.0, fa, fb, it
+            fb = new
+        elif new == INSIDE:
+            return PENETRATING, 0.0, fa, fb, it
+        else:
+            fa = new
+    return CAPPED, np.nan, fa, fb, max_iter
+
+
+@njit(cache=True)
+def _first_vertex_inside(S, rot, pos, inner, outer, tol):
+    """Whether the first vertex of body `inner` lies inside body `outer` (within tol)."""
+    p = np.empty(3)
+    _to_world(rot[inner], pos[inner], S[_VERTS][S[_VRANGE][inner]], p)
+    return _highest_face(S, outer, _to_body(rot[outer], pos[outer], p))[1] <= tol
+
+
+@njit(cache=True)
+def _brute(S, rot, pos, a, b, tol, PA, PB, nA, nB, pts):
+    """Reference: minimum over all face pairs (covers every vertex-face and edge-edge pair), and
+    containment of one body in the other. Returns (status, distance, fa, fb) like `_walk`."""
+    best, fa, fb = np.inf, -1, -1
+    tmp = np.empty(6)
+    for f in range(S[_FRANGE][a], S[_FRANGE][a + 1]):
+        kA = _feature_points(S, rot[a], pos[a], 3 * f + 2, PA, nA)
+        for g in range(S[_FRANGE][b], S[_FRANGE][b + 1]):
+            kB = _feature_points(S, rot[b], pos[b], 3 * g + 2, PB, nB)
+            d2, wA, wB = _closest_polygons(PA, kA, nA, PB, kB, nB, tmp)
+            if d2 < best:
+                best, pts[:] = d2, tmp
+                fa, fb = _subfeature(S, 3 * f + 2, wA), _subfeature(S, 3 * g + 2, wB)
+    if best <= tol * tol or _first_vertex_inside(S, rot, pos, a, b, tol) \
+            or _first_vertex_inside(S, rot, pos, b, a, tol):
+        return PENETRATING, 0.0, fa, fb
+    return SEPARATED, np.sqrt(best), fa, fb
+
+
+@njit(cache=True)
+def walk_pairs(S, radius, rot, pos, pairs, feats, max_iter, brute, dist, status, points):
+    """Closest features of many body pairs (the fast path, or `brute` force for reference).
+
+    S : PolytopeSet.kernel_args(); radius : (B,) float64; rot : (B, 3, 3), pos : (B, 3) float64,
+    body -> world; pairs : (P, 2) int; feats : (P, 2) int64 feature codes, in: last frame's (-1: none,
+    start from each body's first vertex), out: this frame's. Outputs: dist (P,) float64 (0 when
+    penetrating), status (P,) int8 (SEPARATED / PENETRATING), points (P, 2, 3) float64 world
+    closest points (undefined when penetrating). Returns (walk steps, brute-force fallbacks)."""
+    m = 3
+    for f in range(len(S[_FSTART]) - 1):
+        m = max(m, S[_FSTART][f + 1] - S[_FSTART][f])
+    PA, PB, nA, nB, pts = np.empty((m, 3)), np.empty((m, 3)), np.empty(3), np.empty(3), np.empty(6)
+    steps = fallbacks = 0
+    for p in range(len(pairs)):
+        a, b = pairs[p, 0], pairs[p, 1]
+        tol = TOL_REL * (radius[a] + radius[b])
+        fa = feats[p, 0] if feats[p, 0] >= 0 else 3 * S[_VRANGE][a]
+        fb = feats[p, 1] if feats[p, 1] >= 0 else 3 * S[_VRANGE][b]
+        st = CAPPED
+        if not brute:
+            st, d, fa, fb, it = _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts)
+            steps += it
+        if st == CAPPED:
+            fallbacks += not brute
+            st, d, fa, fb = _brute(S, rot, pos, a, b, tol, PA, PB, nA, nB, pts)
+        feats[p, 0], feats[p, 1], dist[p], status[p] = fa, fb, d, st
+        points[p, 0], points[p, 1] = pts[0:3], pts[3:6]
+    return steps, fallbacks
+
+
+@dataclass(frozen=True)
+class Closest:
+    """One pair's answer: distance [body units] (0 when penetrating), the closest feature pair
+    (codes, pass back as `start` next frame), world closest points (2, 3) (undefined when penetrating)."""
+
+    distance: float
+    penetrating: bool
+    features: tuple[int, int]
+    points: np.ndarray
+    steps: int
+    fell_back: bool
+
+
+def closest_features(pset: PolytopeSet, rot, pos, a: int, b: int, start=None,
+                     brute: bool = False, max_iter: int = MAX_ITER) -> Closest:
+    """Closest features of bodies a and b of `pset` at poses rot (B, 3, 3), pos (B, 3) (body ->
+    world), walking from `start` (last frame's `Closest.features`; None: cold start)."""
+    feats = np.array([start if start is not None else (-1, -1)], np.int64)
+    dist, status, points = np.empty(1), np.empty(1, np.int8), np.empty((1, 2, 3))
+    steps, fallbacks = walk_pairs(pset.kernel_args(), pset.radius, np.ascontiguousarray(rot, float),
+                                  np.ascontiguousarray(pos, float), np.array([[a, b]], np.int64), feats,
+                                  max_iter, brute, dist, status, points)
+    return Closest(float(dist[0]), bool(status[0] == PENETRATING), (int(feats[0, 0]), int(feats[0, 1])),
+                   points[0], int(steps), bool(fallbacks))
+
+
+def feature_name(code: int) -> str:
+    """'vertex 3', 'edge 7', 'face 2' (global indices)."""
+    return f"{('vertex', 'edge', 'face')[code % 3]} {code // 3}"
