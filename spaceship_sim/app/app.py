@@ -22,6 +22,11 @@ from .overlay_model import OverlayModel, collision_changes
 
 
 
+def _pyglet_headless() -> bool:
+    import pyglet
+    return bool(pyglet.options.headless)
+
+
 class AppError(InputError):
     """The app cannot start here (no display, GL too old): an InputError naming what to fix."""
 
@@ -139,6 +144,10 @@ class App:
         self.first_step_at: float | None = None   # ... when the first simulated frame was shown
         self.compiled_at: float | None = None     # ... when the world first ran its compiled kernels
         self.view_proj = np.eye(4)
+        self.headless = _pyglet_headless()
+        self.screenshot_requested = False
+        self.last_screenshot: str | None = None  # path F12 wrote last
+        self.title_at = -1.0                     # perf_counter of the last title change
         self.warming = threading.Thread(target=world.warm_up, daemon=True) if warm_in_background else None
         self.warm_start = time.perf_counter()
         if self.warming is not None:
@@ -180,6 +189,12 @@ class App:
             self.camera.toggle()
         elif name == "tree_level":  # none, 0, 1, ..., deepest sphere level, none, ...
             c.tree_level = c.tree_level + 1 if c.tree_level + 1 < c.level_limit else -1
+        elif name == "overlay":
+            c.overlay_visible = not c.overlay_visible
+        elif name == "fullscreen" and not self.headless:
+            self.window.set_fullscreen(not self.window.fullscreen)
+        elif name == "screenshot":
+            self.screenshot_requested = True
 
     # --- controls <-> world --------------------------------------------------------------
     def _sync_controls_from_world(self) -> None:
@@ -201,6 +216,9 @@ class App:
             self._applied = now
         self.options.tree_level = None if c.tree_level < 0 else c.tree_level
         self.options.show_hits, self.options.show_bounds = c.show_hits, c.show_bounds
+        if c.follow_pair != self.camera.follow:  # a table row was clicked: look at that pair
+            self.camera.follow = c.follow_pair
+            self.camera.mode = "action" if c.follow_pair is not None else self.camera.home
         c.camera_mode = self.camera.mode
 
     # --- frame loop --------------------------------------------------------------------------
@@ -217,16 +235,19 @@ class App:
         stats = self.world.step() if stepping else None
         state, narrow = self.world.state, self.world.last_narrow
         hits = narrow.pairs[narrow.colliding] if narrow is not None and len(narrow.pairs) else None
+        self.camera.aspect = self.window.width / max(self.window.height, 1)
         self.camera.update(state.pos, state.quat, state.radius, self.world.config.arena.size,
                            self.world.config.sim.frame_dt, hits)
         render_start = time.perf_counter()
         size = self.window.get_framebuffer_size()
-        self.view_proj = self.renderer.render(self.ctx.screen, size, state, self.camera, narrow, self.options)
+        self.view_proj, labels = self.renderer.render(self.ctx.screen, size, state, self.camera, narrow, self.options)
         if self.split_timing:  # an extra GPU sync: only when asked, it costs a flush
             self.ctx.finish()
         scene_time = time.perf_counter() - render_start
-        self.overlay.width, self.overlay.height = self.window.get_size()
-        self.overlay.draw(self.model, self.controls)
+        if self.controls.overlay_visible:
+            self.overlay.width, self.overlay.height = self.window.get_size()
+            self.model.frames_run = self.world.frame
+            self.overlay.draw(self.model, self.controls, self._screen_labels(labels))
         self.ctx.finish()  # wait for the GPU so the measured time is the real render cost
         render_time = time.perf_counter() - render_start
         if stats is not None:
@@ -242,6 +263,31 @@ class App:
         if stats is not None:
             self.first_step_at = self.first_step_at or time.perf_counter()
             self.loop_times.append(time.perf_counter() - start)
+        self._window_chores(render_time)
+
+    def _screen_labels(self, labels) -> list:
+        """Scene labels [(world point, text, rgb)] -> [(x, y, text, rgb)] in window pixels."""
+        if not labels:
+            return []
+        from .camera import project
+
+        w, h = self.window.get_size()
+        px, front = project(np.array([p for p, _, _ in labels]), self.view_proj, w, h)
+        return [(x + 6, y - 6, text, rgb) for (x, y), ok, (_, text, rgb) in zip(px, front, labels) if ok]
+
+    def _window_chores(self, render_time: float) -> None:
+        """F12's screenshot (the frame just drawn, before the flip) and the title: frame time and
+        mode, a few times a second (each caption change is a round trip to the window system)."""
+        if self.screenshot_requested:
+            self.screenshot_requested = False
+            self.last_screenshot = time.strftime("spaceship-sim-%Y%m%d-%H%M%S") + f"-{self.world.frame}.png"
+            save_png(self.last_screenshot, self.snapshot())
+        now = time.perf_counter()
+        if not self.headless and now - self.title_at > 0.5:
+            self.title_at = now
+            ms = 1e3 * (self.frame_times[-1] if self.frame_times else render_time)
+            self.window.set_caption(f"spaceship-sim {self.mode}: {ms:.1f} ms/frame, camera {self.camera.mode}"
+                                    + (", paused" if self.controls.paused else ""))
 
     def ready(self) -> bool:
         """Whether the world's kernels are compiled (until then it steps on numpy references)."""

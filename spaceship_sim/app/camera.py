@@ -68,6 +68,9 @@ class Camera:
         self.yaw, self.pitch, self.distance = 0.6, 0.35, 60.0
         self.eye = self.target = self.up = None  # smoothed pose; None snaps on the next update
         self.far = 2000.0
+        self.aspect = 16 / 9  # width / height of the view (the app sets it): framing needs the narrower angle
+        self.follow: tuple[int, int] | None = None  # the action camera's pair, when one was picked
+        self.subject: tuple[int, int] | None = None  # the pair the action camera looks at now
 
     def toggle(self) -> None:
         """C key: the home mode (chase, or the demo's action camera) <-> free orbit."""
@@ -103,8 +106,8 @@ class Camera:
             return pos[0] - fwd * 4.0 * r + up * 1.5 * r, pos[0] + fwd * 2.0 * r, up
         if self.mode == "action":
             self.yaw += 0.15 * dt
-            target, span = action_focus(pos, radius, colliding)
-            self.distance = max(30.0, 2.5 * span)
+            target, span, self.subject = action_focus(pos, radius, colliding, self.follow, self.subject)
+            self.distance = framing_distance(span, self.fovy, self.aspect)
         else:
             target = pos[0]
         offset = self.distance * np.array([math.cos(self.pitch) * math.cos(self.yaw),
@@ -118,18 +121,34 @@ class Camera:
         return perspective(self.fovy, aspect, 0.5, self.far)
 
 
-def action_focus(pos: np.ndarray, radius: np.ndarray, colliding: np.ndarray | None = None):
-    """Midpoint and span [m] of the first colliding pair ((k, 2) ship indices) if any, else of
-    the pair closest to touching (smallest gap between bounding spheres; brute force over
-    pairs, fine for the few ships of a demo)."""
+def framing_distance(span: float, fovy_deg: float, aspect: float, margin: float = 1.3) -> float:
+    """Distance [m] from which a sphere of diameter `span` [m] fills 1/margin of the narrower
+    of the view's two angles."""
+    half = math.atan(math.tan(math.radians(fovy_deg) / 2) * min(1.0, aspect))
+    return margin * span / 2 / math.sin(half)
+
+
+def action_focus(pos: np.ndarray, radius: np.ndarray, colliding: np.ndarray | None = None,
+                 follow: tuple[int, int] | None = None, current: tuple[int, int] | None = None):
+    """Midpoint, span [m] (diameter of a sphere holding both bounding spheres) and the pair
+    (i, j) the action camera looks at: `follow` if given, else a colliding pair ((k, 2) ship
+    indices; `current` if it is one of them), else the pair closest to touching (smallest gap
+    between bounding spheres), or `current` while its gap is within 20% + 2 m of that one: the
+    camera does not swing between pairs at nearly the same distance. Brute force over pairs,
+    fine for the few ships of a demo."""
     n = len(pos)
     if n < 2:
-        return pos[0].copy(), float(radius[0]) * 4
-    if colliding is not None and len(colliding):
-        i, j = (int(x) for x in colliding[0])
+        return pos[0].copy(), float(radius[0]) * 4, (0, 0)
+    if follow is not None and max(follow) < n:
+        i, j = follow
+    elif colliding is not None and len(colliding):
+        hits = [tuple(int(x) for x in pair) for pair in colliding]
+        i, j = current if current in hits else hits[0]
     else:
         d = np.linalg.norm(pos[:, None] - pos[None], axis=2) - radius[:, None] - radius[None]
         d[np.diag_indices(n)] = np.inf
-        i, j = np.unravel_index(np.argmin(d), d.shape)
+        i, j = (int(x) for x in np.unravel_index(np.argmin(d), d.shape))
+        if current is not None and max(current) < n and d[current] <= 1.2 * d[i, j] + 2.0:
+            i, j = current
     span = float(np.linalg.norm(pos[i] - pos[j]) + radius[i] + radius[j])
-    return (pos[i] + pos[j]) / 2, span
+    return (pos[i] + pos[j]) / 2, span, (i, j)

@@ -1,42 +1,22 @@
-"""Vertex data the renderer uploads: low-poly spheres, rings, stars, tree levels and hits in the world frame.
+"""Vertex data the renderer uploads: rings, stars, tree levels and the collision story in the world frame.
 
-Plain numpy, no GL: every array here is float32 and ready for a vertex buffer.
+Plain numpy, no GL.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+# colliding spheres by tree level 0, 1, 2, ... (deeper levels repeat the last), and the exact
+# (triangle) level: saturated, apart from the muted hull colours, and the same in the overlay
+LEVEL_COLORS = ((0.0, 0.85, 1.0), (0.2, 1.0, 0.35), (1.0, 0.9, 0.1), (1.0, 0.5, 0.0))
+EXACT_COLOR = (1.0, 0.15, 0.65)
 
-def icosphere(subdivisions: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Unit sphere: (v, 3) float64 vertices on the unit sphere and (f, 3) int32 outward faces.
 
-    subdivisions=0 is the icosahedron (20 faces); each subdivision quadruples the faces.
-    """
-    p = (1 + 5 ** 0.5) / 2
-    v = [(-1, p, 0), (1, p, 0), (-1, -p, 0), (1, -p, 0), (0, -1, p), (0, 1, p),
-         (0, -1, -p), (0, 1, -p), (p, 0, -1), (p, 0, 1), (-p, 0, -1), (-p, 0, 1)]
-    f = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4),
-         (11, 10, 2), (10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8),
-         (3, 8, 9), (4, 9, 5), (2, 4, 11), (6, 2, 10), (8, 6, 7), (9, 8, 1)]
-    verts = [np.array(x, float) / np.linalg.norm(x) for x in v]
-    faces = f
-    for _ in range(subdivisions):
-        midpoint: dict[tuple[int, int], int] = {}
-
-        def mid(a: int, b: int) -> int:
-            key = (min(a, b), max(a, b))
-            if key not in midpoint:  # shared edges get one new vertex
-                m = verts[a] + verts[b]
-                verts.append(m / np.linalg.norm(m))
-                midpoint[key] = len(verts) - 1
-            return midpoint[key]
-
-        new = []
-        for a, b, c in faces:
-            ab, bc, ca = mid(a, b), mid(b, c), mid(c, a)
-            new += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
-        faces = new
-    return np.array(verts), np.array(faces, np.int32)
+def level_color(level: int, exact_level: int) -> tuple[float, float, float]:
+    """RGB of a pair at `level` (exact_level: the triangle level, tree depth + 1)."""
+    return EXACT_COLOR if level >= exact_level else LEVEL_COLORS[min(level, len(LEVEL_COLORS) - 1)]
 
 
 def rings(segments: int = 48) -> np.ndarray:
@@ -72,33 +52,77 @@ def level_spheres(state, R, trees, level: int) -> np.ndarray:
     return np.concatenate(out).astype(np.float32) if out else np.zeros((0, 4), np.float32)
 
 
-def hit_geometry(state, R, trees, models, narrow):
-    """Colliding spheres (k, 4) [world centre, radius] and colliding triangles (t*3, 3) world
-    vertices of the current narrow-phase result; None when there is none."""
+@dataclass
+class Hits:
+    """The collision story of one narrow-phase result, in the world frame.
+
+    spheres   : (k, 4) float64 [cx, cy, cz, r], colliding spheres of every colliding pair at its level
+    levels    : (k,) int, the level of each sphere's pair (colour)
+    triangles : (t * 3, 3) float64, intersecting triangles' vertices (pairs at the exact level)
+    segments  : (s, 2, 3) float64, per colliding pair with sphere pairs: the two surface witness
+                points of the sphere pair that bounds the separation best
+    labels    : list of (point (3,), text, level): the bound, at the segment's middle (or at the
+                contact point when triangles intersect)
+    """
+    spheres: np.ndarray
+    levels: np.ndarray
+    triangles: np.ndarray
+    segments: np.ndarray
+    labels: list
+
+
+def hit_geometry(state, R, trees, models, narrow) -> Hits | None:
+    """What to draw for the colliding pairs of `narrow` (a FrameNarrowResult); None when there
+    is no candidate pair. R: (n, 3, 3) ship rotations."""
     if narrow is None or len(narrow.pairs) == 0:
         return None
-    spheres, tris = [], []
-    sphere_pairs = _or_empty(getattr(narrow, "sphere_pairs", None))
-    tri_pairs = _or_empty(getattr(narrow, "tri_pairs", None))
+    spheres, levels, tris, segments, labels = [], [], [], [], []
+    sphere_pairs, tri_pairs = narrow.sphere_pairs, narrow.tri_pairs
     for k in np.flatnonzero(np.asarray(narrow.colliding)):
-        ships = narrow.pairs[k]
+        ships, level = narrow.pairs[k], int(narrow.level[k])
+        nodes = np.asarray(sphere_pairs[k]).reshape(-1, 2)
+        faces = np.asarray(tri_pairs[k]).reshape(-1, 2)
         for side in (0, 1):
             i = int(ships[side])
+            pose = (R[i], state.pos[i])
             tree = trees[state.model_id[i]]
-            if k < len(sphere_pairs) and len(sphere_pairs[k]):
-                nodes = np.unique(np.asarray(sphere_pairs[k])[:, side])
-                c = tree.center[nodes] @ R[i].T + state.pos[i]
-                spheres.append(np.c_[c, tree.radius[nodes]])
-            if k < len(tri_pairs) and len(tri_pairs[k]):
-                mesh = models[state.model_id[i]]
-                faces = mesh.faces[np.unique(np.asarray(tri_pairs[k])[:, side])]
-                tris.append(mesh.vertices[faces].reshape(-1, 3) @ R[i].T + state.pos[i])
-    return (np.concatenate(spheres) if spheres else np.zeros((0, 4)),
-            np.concatenate(tris) if tris else np.zeros((0, 3)))
+            used = np.unique(nodes[:, side])
+            spheres.append(np.c_[_to_world(tree.center[used], pose), tree.radius[used]])
+            levels.append(np.full(len(used), level))
+            mesh = models[state.model_id[i]]
+            tris.append(_to_world(mesh.vertices[mesh.faces[np.unique(faces[:, side])]].reshape(-1, 3), pose))
+        name = f"{ships[0]}-{ships[1]}"
+        bound = float(narrow.separation_bound[k])
+        if bound == 0.0 or len(nodes) == 0:  # intersecting triangles: the ships touch
+            labels.append((np.asarray(narrow.contact_point[k], np.float64), f"{name} touching", level))
+            continue
+        segment = _witness_segment(state, R, trees, ships, nodes)
+        segments.append(segment)
+        labels.append((segment.mean(0), f"{name} sep <= {bound:.2f} m", level))
+    return Hits(np.concatenate(spheres) if spheres else np.zeros((0, 4)),
+                np.concatenate(levels) if levels else np.zeros(0, int),
+                np.concatenate(tris) if tris else np.zeros((0, 3)),
+                np.array(segments).reshape(-1, 2, 3), labels)
 
 
-def _or_empty(per_pair):
-    return [] if per_pair is None else per_pair
+def _to_world(points: np.ndarray, pose) -> np.ndarray:
+    R, pos = pose
+    return points @ R.T + pos
+
+
+def _witness_segment(state, R, trees, ships, nodes: np.ndarray) -> np.ndarray:
+    """(2, 3) world witness points of the colliding sphere pair (rows of `nodes`: local node
+    ids of ship A, of ship B) whose bound min(e_a + e_b, |w_a - w_b|) is smallest: the pair the
+    narrow phase's separation bound comes from."""
+    ends, errors = [], []
+    for side in (0, 1):
+        i = int(ships[side])
+        tree = trees[state.model_id[i]]
+        ends.append(_to_world(tree.witness[nodes[:, side]], (R[i], state.pos[i])))
+        errors.append(tree.error[nodes[:, side]])
+    bound = np.minimum(errors[0] + errors[1], np.linalg.norm(ends[0] - ends[1], axis=1))
+    best = int(np.argmin(bound))
+    return np.stack([ends[0][best], ends[1][best]])
 
 
 def in_frustum(centers: np.ndarray, radii: np.ndarray, view_proj: np.ndarray) -> np.ndarray:

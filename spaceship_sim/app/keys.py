@@ -14,20 +14,21 @@ FLIGHT = {
 }
 COMMANDS = {
     "P": "pause", "N": "step", "R": "reset", "C": "camera", "T": "tree_level",
+    "F1": "overlay", "F11": "fullscreen", "F12": "screenshot",
 }
 # help panel lines: (keys, what they do)
 HELP = [
-    ("W / S", "thrust forward / back"),
-    ("A / D", "yaw left / right"),
-    ("Up / Down", "pitch up / down"),
-    ("Q / E", "roll left / right"),
+    ("W S / A D", "thrust fwd, back / yaw"),
+    ("Up Down / Q E", "pitch / roll"),
     ("Space", "brake"),
-    ("P", "pause / resume"),
-    ("N", "single step"),
+    ("P / N", "pause / single step"),
     ("R", "reset"),
     ("C", "chase / orbit camera"),
     ("T", "next tree level drawn"),
     ("drag, wheel", "orbit: turn, zoom"),
+    ("table row", "camera on that pair"),
+    ("F1 / F11", "overlay / fullscreen"),
+    ("F12", "screenshot (PNG)"),
     ("Esc", "quit"),
 ]
 

@@ -21,10 +21,14 @@ OpenGL.ERROR_CHECKING = False
 from imgui_bundle import imgui, implot  # noqa: E402
 from imgui_bundle.python_backends import pyglet_backend  # noqa: E402
 
+from .geometry import level_color
 from .keys import HELP
-from .overlay_model import SERIES, OverlayModel, panel_rects
+from .overlay_model import SERIES, OverlayModel, PairRow, panel_rects, sort_rows, table_columns
 
 BROADPHASES = ("space_time", "sweep_prune", "brute_force")
+PANEL_ALPHA = 0.6  # panel backgrounds: text stays readable over ships and stars, the scene shows through
+
+
 @dataclass
 class Controls:
     """What the controls panel edits; the app applies changes to the world and renderer."""
@@ -40,7 +44,9 @@ class Controls:
     step_requested: bool = False
     camera_mode: str = "chase"
     title: str = "fly"
-    backgrounds: bool = False       # opaque panel backgrounds: readable, but costly fill under software GL
+    backgrounds: bool = True        # semi-transparent panel backgrounds
+    overlay_visible: bool = True    # F1
+    follow_pair: tuple[int, int] | None = None  # pair picked in the table: the action camera's subject
 
 
 IMGUI_VS = """
@@ -75,7 +81,11 @@ class ModernglImguiRenderer(pyglet_backend.PygletProgrammablePipelineRenderer):
 
     def _texture(self, gl_id: int):
         if gl_id not in self.textures:  # textures are made by the base class (PyOpenGL)
-            self.textures[gl_id] = self.ctx.external_texture(gl_id, (1, 1), 4, 0, "f1")
+            texture = self.ctx.external_texture(gl_id, (1, 1), 4, 0, "f1")
+            # the font is drawn at 1:1 pixels: nearest sampling looks the same and costs a
+            # fraction of bilinear under software GL (panel backgrounds sample it too)
+            texture.filter = (moderngl.NEAREST, moderngl.NEAREST)
+            self.textures[gl_id] = texture
         return self.textures[gl_id]
 
     def render(self, draw_data) -> None:
@@ -115,7 +125,10 @@ class Overlay:
         imgui.style_colors_dark()
         self.impl = ModernglImguiRenderer(window, ctx)
         self.width, self.height = window.get_size()
+        self.placed_for: tuple[int, int] | None = None  # window size the panels were placed for
         self.backgrounds = None
+        self.sort = (3, False)  # table order: COLUMNS index, descending (closest pairs first)
+        self.rows_drawn = 0     # pair-table rows of the last frame (tests read it)
 
     def wants_keyboard(self) -> bool:
         return imgui.get_io().want_capture_keyboard
@@ -123,17 +136,27 @@ class Overlay:
     def wants_mouse(self) -> bool:
         return imgui.get_io().want_capture_mouse
 
-    def draw(self, model: OverlayModel, controls: Controls) -> None:
-        """Build and render one ImGui frame into the current framebuffer."""
+    def draw(self, model: OverlayModel, controls: Controls, labels=()) -> None:
+        """Build and render one ImGui frame into the current framebuffer.
+        labels: (x, y, text, rgb) scene annotations [window pixels from the top-left]."""
         self.impl.process_inputs()
         self._set_backgrounds(controls.backgrounds)
         imgui.new_frame()
+        self._replace = imgui.Cond_.always if self.placed_for != (self.width, self.height) else imgui.Cond_.once
+        self.placed_for = (self.width, self.height)  # a resized window gets its panels placed anew
+        self._labels(labels)
         self._timing(model)
-        self._collisions(model)
+        self._collisions(model, controls)
         self._controls(controls)
         self._help(controls)
         imgui.render()
         self.impl.render(imgui.get_draw_data())
+
+    def _labels(self, labels) -> None:
+        draw = imgui.get_background_draw_list()  # under the panels
+        for x, y, text, rgb in labels:
+            draw.add_text(imgui.ImVec2(x + 1, y + 1), imgui.get_color_u32(imgui.ImVec4(0, 0, 0, 1)), text)
+            draw.add_text(imgui.ImVec2(x, y), imgui.get_color_u32(imgui.ImVec4(*rgb, 1)), text)
 
     def _set_backgrounds(self, on: bool) -> None:
         """Panel and plot backgrounds on or off. Off by default: a blended 1000x600 panel
@@ -147,24 +170,25 @@ class Overlay:
 
     def _begin(self, name: str) -> None:
         x, y, w, h = panel_rects(self.width, self.height)[name]
-        imgui.set_next_window_pos(imgui.ImVec2(x, y), imgui.Cond_.once)
-        imgui.set_next_window_size(imgui.ImVec2(w, h), imgui.Cond_.once)
-        imgui.set_next_window_bg_alpha(0.8)
+        imgui.set_next_window_pos(imgui.ImVec2(x, y), self._replace)
+        imgui.set_next_window_size(imgui.ImVec2(w, h), self._replace)
+        imgui.set_next_window_bg_alpha(PANEL_ALPHA)
         imgui.begin(name, None, 0 if self.backgrounds else imgui.WindowFlags_.no_background)
 
     def _timing(self, m: OverlayModel) -> None:
         self._begin("Frame timing")
         if m.status:
             imgui.text_colored(imgui.ImVec4(1.0, 0.8, 0.2, 1.0), m.status)
-        imgui.text(f"frame {m.frame}   target {m.target_ms:.1f} ms" + ("   OVERRUN" if m.overrun else ""))
+        imgui.text(f"frame {m.frames_run}   target {m.target_ms:.1f} ms   within target {m.within_target:.0%}"
+                   + ("   OVERRUN" if m.overrun else ""))
         imgui.text(f"render: predicted {m.render_predicted_ms:.2f} ms, actual {m.render_actual_ms:.2f} ms")
         imgui.text(f"detection: budget {m.budget_ms:.2f} ms, used {m.detection_used_ms:.2f} ms")
         frames, series = m.arrays()
         if implot.begin_plot("##frame times", imgui.ImVec2(-1, -1)):
             implot.setup_axes("frame", "ms", implot.AxisFlags_.auto_fit, 0)
-            implot.setup_legend(implot.Location_.north, implot.LegendFlags_.horizontal)
+            implot.setup_legend(implot.Location_.north, implot.LegendFlags_.horizontal | implot.LegendFlags_.outside)
             if math.isfinite(m.target_ms):  # fixed range: start-up spikes (numba compile) would squash the plot
-                implot.setup_axis_limits(implot.ImAxis_.y1, -m.target_ms, 2.5 * m.target_ms, implot.Cond_.always)
+                implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, 2.5 * m.target_ms, implot.Cond_.always)
             if len(frames):
                 for name in SERIES:
                     implot.plot_line(name, frames, series[name])
@@ -174,32 +198,68 @@ class Overlay:
             implot.end_plot()
         imgui.end()
 
-    def _collisions(self, m: OverlayModel) -> None:
+    def _collisions(self, m: OverlayModel, c: Controls) -> None:
         self._begin("Collisions")
         imgui.text(f"candidate pairs {m.candidate_pairs}, colliding {m.colliding_pairs}")
-        if implot.begin_plot("##levels", imgui.ImVec2(-1, 100)):
-            implot.setup_axes("level reached", "pairs", implot.AxisFlags_.auto_fit, 0)
-            # counts start at 0 and the axis shows at least 0..1 (auto-fit centres an empty plot on 0)
-            implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, 1.1 * max([1, *m.level_hist]), imgui.Cond_.always)
-            if m.level_hist:
-                k = len(m.level_hist) - 1  # last level is the exact (triangle) level
-                implot.setup_axis_ticks(implot.ImAxis_.x1, [float(i) for i in range(k + 1)],
-                                        [str(i) for i in range(k)] + ["exact"])
-                implot.plot_bars("pairs", np.array(m.level_hist, np.float64))
-            implot.end_plot()
-        flags = imgui.TableFlags_.borders | imgui.TableFlags_.scroll_y
-        if imgui.begin_table("pairs", 5, flags):
-            for name in ("ships", "level", "exact", "sep. bound [m]", "distance [m]"):
-                imgui.table_setup_column(name)
-            imgui.table_headers_row()
-            for r in m.pairs[:200]:
-                imgui.table_next_row()
-                for cell in (f"{r.ship_a}-{r.ship_b}", str(r.level), "yes" if r.exact else "no",
-                             f"{r.sep_bound:.3f}", "-" if math.isnan(r.distance) else f"{r.distance:.3f}"):
-                    imgui.table_next_column()
-                    imgui.text(cell)
-            imgui.end_table()
+        imgui.text(f"sep. bound now {_metres(m.sep_bound_min)}, median {_metres(m.median_sep_bound)}")
+        if imgui.is_item_hovered():
+            imgui.set_tooltip(f"smallest separation bound of this frame; median over the last "
+                              f"{len(m.sep_bounds)} frames with a colliding pair")
+        self._level_histogram(m)
+        self._pair_table(m.pairs, c, exact_level=len(m.level_hist) - 1)
         imgui.end()
+
+    def _level_histogram(self, m: OverlayModel) -> None:
+        if not implot.begin_plot("##levels", imgui.ImVec2(-1, 90)):
+            return
+        implot.setup_axes("level reached", "pairs", implot.AxisFlags_.auto_fit, 0)
+        # counts start at 0 and the axis shows at least 0..1 (auto-fit centres an empty plot on 0)
+        implot.setup_axis_limits(implot.ImAxis_.y1, 0.0, 1.1 * max([1, *m.level_hist]), imgui.Cond_.always)
+        if m.level_hist:
+            k = len(m.level_hist) - 1  # last level is the exact (triangle) level
+            implot.setup_axis_ticks(implot.ImAxis_.x1, [float(i) for i in range(k + 1)],
+                                    [str(i) for i in range(k)] + ["exact"])
+            for level, count in enumerate(m.level_hist):  # each bar in its level's sphere colour
+                spec = implot.Spec(fill_color=imgui.ImVec4(*level_color(level, k), 1.0))
+                implot.plot_bars(f"##{level}", np.array([level], np.float64), np.array([count], np.float64),
+                                 0.67, spec)
+        implot.end_plot()
+
+    def _pair_table(self, rows: list[PairRow], c: Controls, exact_level: int) -> None:
+        """One row per colliding pair, sortable by any column; clicking a row makes the action
+        camera follow that pair (clicking it again lets it go)."""
+        columns = table_columns(rows)
+        flags = (imgui.TableFlags_.borders | imgui.TableFlags_.scroll_y | imgui.TableFlags_.sortable
+                 | imgui.TableFlags_.sizing_fixed_fit | imgui.TableFlags_.row_bg)
+        self.rows_drawn = 0
+        if not imgui.begin_table("pairs", len(columns), flags):
+            return
+        imgui.table_setup_scroll_freeze(0, 1)
+        for i, (name, _, _) in enumerate(columns):
+            imgui.table_setup_column(name, imgui.TableColumnFlags_.default_sort if i == self.sort[0] else 0)
+        imgui.table_headers_row()
+        specs = imgui.table_get_sort_specs()
+        if specs is not None and specs.specs_count:
+            spec = specs.get_specs(0)
+            self.sort = (spec.column_index, spec.get_sort_direction() == imgui.SortDirection.descending)
+        for r in sort_rows(rows, min(self.sort[0], len(columns) - 1), self.sort[1])[:200]:
+            imgui.table_next_row()
+            for i, (_, _, cell) in enumerate(columns):
+                imgui.table_next_column()
+                if i == 0:
+                    self._pair_cell(r, c, cell(r), exact_level)
+                else:
+                    imgui.text(cell(r))
+            self.rows_drawn += 1
+        imgui.end_table()
+
+    def _pair_cell(self, r: PairRow, c: Controls, text: str, exact_level: int) -> None:
+        pair = (r.ship_a, r.ship_b)
+        imgui.push_style_color(imgui.Col_.text, imgui.ImVec4(*level_color(r.level, exact_level), 1.0))
+        clicked, _ = imgui.selectable(text, c.follow_pair == pair, imgui.SelectableFlags_.span_all_columns)
+        imgui.pop_style_color()
+        if clicked:
+            c.follow_pair = None if c.follow_pair == pair else pair
 
     def _controls(self, c: Controls) -> None:
         self._begin("Controls")
@@ -225,5 +285,9 @@ class Overlay:
         if c.title == "demo":
             imgui.text("demo: the autopilot flies every ship")
         for keys, what in HELP:
-            imgui.text(f"{keys:<12} {what}")
+            imgui.text(f"{keys:<14} {what}")
         imgui.end()
+
+
+def _metres(x: float) -> str:
+    return f"{x:.3f} m" if math.isfinite(x) else "-"

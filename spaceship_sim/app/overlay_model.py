@@ -21,14 +21,24 @@ SERIES = {
     "slack": lambda s: s.slack,
 }
 
-TIMING_RECT = (8, 8, 420, 280)   # x, y, width, height of the timing panel [px]
+MARGIN = 8  # [px] between panels and the window's edges
 
 
 def panel_rects(width: int, height: int) -> dict[str, tuple[int, int, int, int]]:
-    """Where each panel opens (x, y, w, h) [px, from the top-left] in a window of that size.
-    Compact: under software GL every overlay pixel costs render time."""
-    return {"Frame timing": TIMING_RECT, "Collisions": (width - 388, 8, 380, 280),
-            "Controls": (8, height - 278, 330, 270), "Keys": (width - 298, height - 270, 290, 262)}
+    """Where each panel sits (x, y, w, h) [px, from the top-left] in a window of that size.
+
+    The chase view's ship (its bounding sphere) spans y from 0.39 to 0.82 of the height and
+    x within the centre +- 0.21 of the height (tests/app/test_overlay_model.py projects it):
+    the top panels end above it, the bottom ones stay beside it. Compact: under software GL
+    every overlay pixel costs render time."""
+    top_w = min(420, (width - 3 * MARGIN) // 2)
+    top_h = min(270, int(0.37 * height) - MARGIN)
+    side_w = min(330, int(width / 2 - 0.215 * height) - MARGIN - 4)  # beside the ship
+    low_h = min(262, height - top_h - 3 * MARGIN)
+    return {"Frame timing": (MARGIN, MARGIN, top_w, top_h),
+            "Collisions": (width - top_w - MARGIN, MARGIN, top_w, top_h),
+            "Controls": (MARGIN, height - low_h - MARGIN, side_w, low_h),
+            "Keys": (width - side_w - MARGIN, height - low_h - MARGIN, side_w, low_h)}
 
 
 @dataclass(frozen=True)
@@ -40,6 +50,28 @@ class PairRow:
     exact: bool           # answered by triangle tests
     sep_bound: float      # separation-distance upper bound [m]
     distance: float       # exact separation [m] where the narrow phase provides it, else nan
+
+
+# pair table columns: header, sort key, cell text
+COLUMNS = (
+    ("ships", lambda r: (r.ship_a, r.ship_b), lambda r: f"{r.ship_a}-{r.ship_b}"),
+    ("level", lambda r: r.level, lambda r: str(r.level)),
+    ("exact", lambda r: r.exact, lambda r: "yes" if r.exact else "no"),
+    ("sep. bound [m]", lambda r: r.sep_bound, lambda r: f"{r.sep_bound:.3f}"),
+    ("distance [m]", lambda r: r.distance, lambda r: f"{r.distance:.3f}"),
+)
+
+
+def table_columns(rows: list[PairRow]) -> list[tuple]:
+    """The COLUMNS that have data: distance only when some row has one (the narrow phase
+    reports no exact distance today)."""
+    has_distance = any(math.isfinite(r.distance) for r in rows)
+    return [c for c in COLUMNS if c[0] != "distance [m]" or has_distance]
+
+
+def sort_rows(rows: list[PairRow], column: int, descending: bool = False) -> list[PairRow]:
+    """Rows ordered by COLUMNS[column]'s key (a stable sort: ties keep their order)."""
+    return sorted(rows, key=COLUMNS[column][1], reverse=descending)
 
 
 class OverlayModel:
@@ -57,6 +89,9 @@ class OverlayModel:
         self.level_hist: list[int] = []
         self.pairs: list[PairRow] = []
         self.sep_bound_min = math.nan
+        self.sep_bounds: deque[float] = deque(maxlen=history)  # finite per-frame minima [m]
+        self.frames_timed = self.frames_within = 0  # running, over the whole run
+        self.frames_run = 0  # frames the world has stepped (the app sets it before drawing)
         self.status = ""  # a line shown above the timing figures (e.g. while kernels compile)
 
     def update(self, stats, narrow=None) -> None:
@@ -74,7 +109,22 @@ class OverlayModel:
         self.overrun = bool(stats.overrun)
         self.level_hist = [int(x) for x in stats.level_hist]
         self.sep_bound_min = stats.sep_bound_min
+        if math.isfinite(stats.sep_bound_min):
+            self.sep_bounds.append(stats.sep_bound_min)
+        self.frames_timed += 1
+        self.frames_within += stats.frame_time <= stats.target
         self.pairs = pair_rows(narrow)
+
+    @property
+    def within_target(self) -> float:
+        """Share of the frames so far that kept to the target frame time (nan before any)."""
+        return self.frames_within / self.frames_timed if self.frames_timed else math.nan
+
+    @property
+    def median_sep_bound(self) -> float:
+        """Median over the recent frames with a colliding pair of their smallest separation
+        bound [m] (nan when none collided)."""
+        return float(np.median(self.sep_bounds)) if self.sep_bounds else math.nan
 
     def arrays(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Plot data: frame numbers (k,) float64 and each series (k,) float64 [ms]."""

@@ -1,8 +1,8 @@
 """moderngl renderer (GL 3.3 core): starfield, instanced lit ships, sphere-tree levels,
-colliding spheres and triangles, broad-phase bounds.
+colliding spheres and triangles, separation-bound segments, broad-phase bounds.
 
 Ship meshes are uploaded once per model and drawn instanced (one draw call per model);
-sphere-tree nodes and bounds are instanced unit spheres / rings. Imports moderngl, so only
+sphere-tree nodes are instanced ray-cast sphere impostors, bounds instanced rings. Imports moderngl, so only
 the app commands import this module.
 """
 from __future__ import annotations
@@ -15,16 +15,18 @@ import numpy as np
 
 from ..state import quat_to_matrix
 from . import geometry
-from .geometry import hit_geometry, level_spheres
+from .geometry import hit_geometry, level_color, level_spheres
 from .camera import gl_bytes
 
 BACKGROUND = (0.02, 0.02, 0.05)
-USER_COLOR = (0.35, 0.75, 1.0)
-MODEL_COLORS = [(0.80, 0.80, 0.78), (0.85, 0.65, 0.35), (0.55, 0.80, 0.50), (0.75, 0.55, 0.85)]
-HIT_SHIP_COLOR = (1.0, 0.35, 0.25)
-TREE_COLOR = (0.3, 0.8, 1.0, 0.18)
-HIT_SPHERE_COLOR = (1.0, 0.2, 0.1, 0.45)
-HIT_TRIANGLE_COLOR = (1.0, 1.0, 0.1)
+USER_COLOR = (0.35, 0.65, 1.0)
+# muted per-model hull colours (steel, sand, sage, lavender): the saturated level colours of
+# colliding spheres stand out against every one of them
+MODEL_COLORS = [(0.72, 0.74, 0.78), (0.80, 0.68, 0.50), (0.55, 0.70, 0.58), (0.68, 0.62, 0.80)]
+HIT_SHIP_TINT = (1.0, 0.45, 0.4)  # colliding ships: model colour times this
+TREE_ALPHA = 0.22                 # spheres of the tree level drawn
+HIT_SPHERE_ALPHA = 0.5            # colliding spheres (seen through the hulls)
+SEGMENT_COLOR = (1.0, 1.0, 1.0)
 BOUND_COLOR = (0.4, 0.4, 0.5, 0.5)
 CANDIDATE_BOUND_COLOR = (1.0, 0.85, 0.2, 0.9)
 
@@ -40,40 +42,86 @@ void main() {
     v_color = in_color;
     gl_Position = view_proj * world;
 }"""
-# Flat shading from screen-space derivatives of the world position: vertices stay shared
-# (indexed drawing, ~6x fewer vertex-shader runs than un-shared flat-shaded triangles,
-# which matters under software GL).
+# Per-pixel key + fill + rim lighting on face normals from screen-space derivatives of the
+# world position: vertices stay shared (indexed drawing, ~6x fewer vertex-shader runs than
+# un-shared flat-shaded triangles, which matters under software GL). The lights move with the
+# camera (key above-left of the viewer, fill below-right), so every view shows the faces
+# inside a concavity in different shades; a sky term darkens faces looking down into pockets
+# and the rim outlines the silhouette against dark space.
 SHIP_FS = """
 #version 330
-uniform vec3 light_dir;
+uniform vec3 eye; uniform vec3 key_dir; uniform vec3 fill_dir; uniform vec3 sky_dir;
 in vec3 v_world; in vec3 v_color;
 out vec4 f_color;
 void main() {
     vec3 n = normalize(cross(dFdx(v_world), dFdy(v_world)));
-    float diffuse = max(dot(n, light_dir), 0.0);
-    float fill = 0.25 * max(dot(n, -light_dir), 0.0);   // dim back light keeps shadows readable
-    f_color = vec4(v_color * (0.22 + 0.78 * diffuse + fill), 1.0);
+    vec3 v = normalize(eye - v_world);
+    if (dot(n, v) < 0.0) n = -n;
+    float key = max(dot(n, key_dir), 0.0);
+    float fill = max(dot(n, fill_dir), 0.0);
+    float sky = 0.5 + 0.5 * dot(n, sky_dir);
+    float rim = pow(1.0 - max(dot(n, v), 0.0), 3.0);
+    float spec = pow(max(dot(n, normalize(key_dir + v)), 0.0), 40.0);
+    vec3 c = v_color * (0.08 + 0.17 * sky + 0.70 * key + 0.22 * fill) + 0.25 * spec + vec3(0.30, 0.40, 0.55) * rim;
+    f_color = vec4(c, 1.0);
 }"""
-# instanced unit sphere / rings: per instance centre, radius, rgba
-BLOB_VS = """
+# Spheres as ray-cast impostors: one camera-facing quad per sphere covering its silhouette,
+# the fragment shader intersects the view ray with the sphere (smooth at any size for four
+# vertices; a tessellated sphere would cost thousands of vertices per sphere under software GL).
+SPHERE_VS = """
+#version 330
+uniform mat4 view;
+uniform mat4 proj;
+in vec2 in_corner; in vec4 in_sphere; in vec4 in_rgba;
+out vec3 v_ray; flat out vec4 v_center; flat out vec4 v_rgba;
+void main() {
+    vec3 c = (view * vec4(in_sphere.xyz, 1.0)).xyz;
+    float r = in_sphere.w, d = length(c);
+    v_center = vec4(c, r); v_rgba = in_rgba;
+    if (d < 1.02 * r) { gl_Position = vec4(2.0, 2.0, 2.0, 1.0); return; }  // eye inside: skip
+    vec3 n = c / d;
+    vec3 u = normalize(abs(n.y) < 0.99 ? cross(n, vec3(0.0, 1.0, 0.0)) : cross(n, vec3(1.0, 0.0, 0.0)));
+    vec3 w = cross(u, n);
+    float s = r * d / sqrt(d * d - r * r);  // silhouette radius in the plane through c facing the eye
+    v_ray = c + s * (in_corner.x * u + in_corner.y * w);
+    gl_Position = proj * vec4(v_ray, 1.0);
+}"""
+SPHERE_FS = """
+#version 330
+uniform mat4 proj;
+uniform vec3 key_view;   // key light direction in view space
+in vec3 v_ray; flat in vec4 v_center; flat in vec4 v_rgba;
+out vec4 f_color;
+void main() {
+    vec3 dir = normalize(v_ray), c = v_center.xyz;
+    float b = dot(dir, c), disc = b * b - dot(c, c) + v_center.w * v_center.w;
+    if (disc < 0.0) discard;
+    vec3 hit = (b - sqrt(disc)) * dir;
+    vec3 n = (hit - c) / v_center.w;
+    float facing = max(dot(n, -dir), 0.0);
+    float light = 0.55 + 0.45 * max(dot(n, key_view), 0.0);
+    // glass look: more opaque towards the rim, so the hull inside stays visible
+    float alpha = v_rgba.a * (0.6 + 0.8 * pow(1.0 - facing, 2.0));
+    f_color = vec4(v_rgba.rgb * light + 0.3 * pow(1.0 - facing, 3.0), min(alpha, 1.0));
+    vec4 clip = proj * vec4(hit, 1.0);
+    gl_FragDepth = 0.5 + 0.5 * clip.z / clip.w;
+}"""
+# rings (broad-phase bounds): per instance centre, radius, rgba
+RING_VS = """
 #version 330
 uniform mat4 view_proj;
 in vec3 in_pos; in vec4 in_sphere; in vec4 in_rgba;
-out vec3 v_normal; out vec4 v_rgba;
+out vec4 v_rgba;
 void main() {
-    v_normal = in_pos; v_rgba = in_rgba;
+    v_rgba = in_rgba;
     gl_Position = view_proj * vec4(in_sphere.xyz + in_sphere.w * in_pos, 1.0);
+    gl_PointSize = 3.0;  // drawn as POINTS with radius 0: the ship markers
 }"""
-BLOB_FS = """
+RING_FS = """
 #version 330
-uniform vec3 light_dir;
-uniform float shade;
-in vec3 v_normal; in vec4 v_rgba;
+in vec4 v_rgba;
 out vec4 f_color;
-void main() {
-    float d = max(dot(normalize(v_normal), light_dir), 0.0);
-    f_color = vec4(v_rgba.rgb * mix(1.0, 0.45 + 0.55 * d, shade), v_rgba.a);
-}"""
+void main() { f_color = v_rgba; }"""
 STAR_VS = """
 #version 330
 uniform mat4 rot_proj;   // projection * rotation part of the view: stars sit at infinity
@@ -83,23 +131,26 @@ void main() {
     v_bright = in_star.w;
     vec4 p = rot_proj * vec4(in_star.xyz, 0.0);
     gl_Position = p.xyww;            // on the far plane
-    gl_PointSize = 1.0 + 1.5 * in_star.w;
+    gl_PointSize = in_star.w > 0.9 ? 2.0 : 1.0;
 }"""
+# dim, slightly blue, mostly single pixels: a distant ship (lit, drawn with a marker) is
+# brighter and bigger than any star
 STAR_FS = """
 #version 330
 in float v_bright;
 out vec4 f_color;
-void main() { f_color = vec4(vec3(v_bright), 1.0); }"""
+void main() { f_color = vec4(vec3(0.75, 0.8, 1.0) * 0.55 * v_bright, 1.0); }"""
 FLAT_VS = """
 #version 330
 uniform mat4 view_proj;
+uniform float point_size;
 in vec3 in_pos;
-void main() { gl_Position = view_proj * vec4(in_pos, 1.0); }"""
+void main() { gl_Position = view_proj * vec4(in_pos, 1.0); gl_PointSize = point_size; }"""
 FLAT_FS = """
 #version 330
-uniform vec3 color;
+uniform vec4 color;
 out vec4 f_color;
-void main() { f_color = vec4(color, 1.0); }"""
+void main() { f_color = color; }"""
 
 
 @dataclass
@@ -116,20 +167,22 @@ class Renderer:
     def __init__(self, ctx: moderngl.Context, models, trees):
         """models: list[Mesh]; trees: list[SphereTree] (same order)."""
         self.ctx, self.models, self.trees = ctx, models, trees
-        self.light = np.array([0.5, 0.3, 0.8]) / np.linalg.norm([0.5, 0.3, 0.8])
+        self.exact_level = max(t.depth for t in trees) + 1
         self.ship_prog = ctx.program(vertex_shader=SHIP_VS, fragment_shader=SHIP_FS)
-        self.blob_prog = ctx.program(vertex_shader=BLOB_VS, fragment_shader=BLOB_FS)
+        self.sphere_prog = ctx.program(vertex_shader=SPHERE_VS, fragment_shader=SPHERE_FS)
+        self.ring_prog = ctx.program(vertex_shader=RING_VS, fragment_shader=RING_FS)
         self.star_prog = ctx.program(vertex_shader=STAR_VS, fragment_shader=STAR_FS)
         self.flat_prog = ctx.program(vertex_shader=FLAT_VS, fragment_shader=FLAT_FS)
         self.ship_meshes = [self._ship_vao(m) for m in models]
-        sphere_v, sphere_f = geometry.icosphere(1)
-        self.sphere = self._instanced(self.blob_prog, sphere_v[sphere_f].reshape(-1, 3).astype("f4"),
-                                      "4f 4f/i", ["in_sphere", "in_rgba"])
-        self.ring = self._instanced(self.blob_prog, geometry.rings(), "4f 4f/i", ["in_sphere", "in_rgba"])
+        corners = np.array([[-1, -1], [1, -1], [1, 1], [-1, -1], [1, 1], [-1, 1]], "f4")
+        self.sphere = _Instanced(ctx, self.sphere_prog, ctx.buffer(corners), None, 6, "4f 4f/i",
+                                 ["in_sphere", "in_rgba"], vertex_attr=("2f", "in_corner"))
+        self.ring = self._instanced(self.ring_prog, geometry.rings(), "4f 4f/i", ["in_sphere", "in_rgba"])
+        self.marker = self._instanced(self.ring_prog, np.zeros((1, 3), "f4"), "4f 4f/i", ["in_sphere", "in_rgba"])
         stars = geometry.starfield()
         self.stars = (ctx.vertex_array(self.star_prog, [(ctx.buffer(stars), "4f", "in_star")]), len(stars))
-        self.tri_buf = ctx.buffer(reserve=1 << 16, dynamic=True)
-        self.tri_vao = ctx.vertex_array(self.flat_prog, [(self.tri_buf, "3f", "in_pos")])
+        self.line_buf = ctx.buffer(reserve=1 << 16, dynamic=True)
+        self.line_vao = ctx.vertex_array(self.flat_prog, [(self.line_buf, "3f", "in_pos")])
 
     # --- setup -------------------------------------------------------------------------
     def _ship_vao(self, mesh):
@@ -146,9 +199,10 @@ class Renderer:
         return _Instanced(self.ctx, prog, vbo, index_buffer, n_vertices or len(vertices), inst_format, inst_attrs)
 
     # --- per frame -----------------------------------------------------------------------
-    def render(self, fbo, size, state, camera, narrow=None, options: SceneOptions | None = None) -> np.ndarray:
+    def render(self, fbo, size, state, camera, narrow=None, options: SceneOptions | None = None):
         """Draw the scene for `state` (ShipState) seen by `camera` into `fbo` of `size`
-        (width, height) pixels; returns the (4, 4) view-projection matrix used."""
+        (width, height) pixels. Returns the (4, 4) view-projection matrix used and the
+        labels to print over the scene: [(world point (3,), text, rgb)]."""
         options = options or SceneOptions()
         ctx = self.ctx
         fbo.use()
@@ -164,14 +218,24 @@ class Renderer:
         self.stars[0].render(moderngl.POINTS, vertices=self.stars[1])
 
         ctx.enable_only(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
-        for prog in (self.ship_prog, self.blob_prog, self.flat_prog):
+        for prog in (self.ship_prog, self.ring_prog, self.flat_prog):
             prog["view_proj"].write(gl_bytes(view_proj))
-        self.ship_prog["light_dir"].value = tuple(self.light)
-        self.blob_prog["light_dir"].value = tuple(self.light)
+        self._set_lights(view, camera.eye)
+        self.sphere_prog["proj"].write(gl_bytes(proj))
         R = quat_to_matrix(state.quat)
         self._draw_ships(state, R, narrow, camera.eye, geometry.in_frustum(state.pos, state.radius, view_proj))
-        self._draw_overlays(state, R, narrow, options)
-        return view_proj
+        return view_proj, self._draw_overlays(state, R, narrow, options)
+
+    def _set_lights(self, view: np.ndarray, eye) -> None:
+        """Key above-left of the viewer, fill below-right, sky: the camera's up (world frame)."""
+        side, up, back = view[0, :3], view[1, :3], view[2, :3]  # camera axes in the world
+        key = _unit(-0.5 * side + 0.6 * up + 0.65 * back)
+        self.ship_prog["key_dir"].value = tuple(key)
+        self.ship_prog["fill_dir"].value = tuple(_unit(0.7 * side - 0.35 * up + 0.45 * back))
+        self.ship_prog["sky_dir"].value = tuple(up)
+        self.ship_prog["eye"].value = tuple(eye)
+        self.sphere_prog["key_view"].value = tuple(view[:3, :3] @ key)
+        self.sphere_prog["view"].write(gl_bytes(view))
 
     def _draw_ships(self, state, R, narrow, eye, visible) -> None:
         model = np.zeros((state.n, 4, 4), np.float32)
@@ -179,7 +243,7 @@ class Renderer:
         color = np.array(MODEL_COLORS, np.float32)[state.model_id % len(MODEL_COLORS)]
         color[0] = USER_COLOR
         if narrow is not None and len(narrow.pairs):
-            color[np.unique(narrow.pairs[np.asarray(narrow.colliding)])] = HIT_SHIP_COLOR
+            color[np.unique(narrow.pairs[np.asarray(narrow.colliding)])] *= HIT_SHIP_TINT
         # column-major matrices per instance: transpose each ship's matrix before flattening
         inst = np.concatenate([model.transpose(0, 2, 1).reshape(-1, 16), color], 1)
         # front to back (by model's nearest ship, then within a model): early depth test
@@ -189,47 +253,66 @@ class Renderer:
         models = dict.fromkeys(state.model_id[order].tolist())
         for m in models:
             self.ship_meshes[m].render(inst[order[state.model_id[order] == m]])
+        # a marker at every centre (hidden inside near hulls): far ships stay visible among stars
+        self.ctx.enable(moderngl.PROGRAM_POINT_SIZE)
+        self.marker.render(np.c_[state.pos[order], np.zeros(len(order)), color[order], np.ones(len(order))],
+                           mode=moderngl.POINTS)
 
-    def _draw_overlays(self, state, R, narrow, options: SceneOptions) -> None:
+    def _draw_overlays(self, state, R, narrow, options: SceneOptions) -> list:
         ctx = self.ctx
-        hits = hit_geometry(state, R, self.trees, self.models, narrow) if options.show_hits else None
-        if hits is not None and len(hits[1]):  # colliding triangles, visible through everything
-            ctx.disable(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
-            self._draw_triangles(hits[1])
-        # back faces culled: translucent spheres cost half the fill (software GL is fill-bound)
-        ctx.enable_only(moderngl.DEPTH_TEST | moderngl.BLEND | moderngl.CULL_FACE)
+        ctx.enable_only(moderngl.DEPTH_TEST | moderngl.BLEND)
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
         ctx.depth_mask = False  # translucent: test against ships, do not occlude each other
-        self.blob_prog["shade"].value = 1.0
         if options.tree_level is not None:
             spheres = level_spheres(state, R, self.trees, options.tree_level)
-            self.sphere.render(np.c_[spheres, np.tile(TREE_COLOR, (len(spheres), 1))])
-        if hits is not None and len(hits[0]):
-            self.sphere.render(np.c_[hits[0], np.tile(HIT_SPHERE_COLOR, (len(hits[0]), 1))])
+            rgba = (*level_color(options.tree_level, self.exact_level), TREE_ALPHA)
+            self.sphere.render(np.c_[spheres, np.tile(rgba, (len(spheres), 1))])
         if options.show_bounds:
-            self.blob_prog["shade"].value = 0.0
-            ctx.disable(moderngl.CULL_FACE)
             rgba = np.tile(np.array(BOUND_COLOR, np.float32), (state.n, 1))
             if narrow is not None and len(narrow.pairs):
                 rgba[np.unique(narrow.pairs)] = CANDIDATE_BOUND_COLOR
             self.ring.render(np.c_[state.pos, state.radius, rgba], mode=moderngl.LINES)
+        hits = hit_geometry(state, R, self.trees, self.models, narrow) if options.show_hits else None
+        labels = self._draw_hits(hits) if hits is not None else []
         ctx.depth_mask = True
+        return labels
 
-    def _draw_triangles(self, tris: np.ndarray) -> None:
-        data = np.ascontiguousarray(tris, "f4")
-        if data.nbytes > self.tri_buf.size:
-            self.tri_buf.orphan(2 * data.nbytes)
-        self.tri_buf.write(data)
-        self.flat_prog["color"].value = HIT_TRIANGLE_COLOR
-        self.tri_vao.render(moderngl.TRIANGLES, vertices=len(data))
+    def _draw_hits(self, hits) -> list:
+        """Colliding spheres, triangles and bound segments, all seen through the hulls."""
+        self.ctx.disable(moderngl.DEPTH_TEST)
+        colors = {lv: level_color(lv, self.exact_level) for lv in set(hits.levels.tolist())}
+        rgba = np.array([(*colors[lv], HIT_SPHERE_ALPHA) for lv in hits.levels.tolist()]).reshape(-1, 4)
+        self.sphere.render(np.c_[hits.spheres, rgba])
+        exact = level_color(self.exact_level, self.exact_level)
+        self._draw_lines(hits.triangles, (*exact, 1.0), moderngl.TRIANGLES)
+        self._draw_lines(hits.segments.reshape(-1, 3), (*SEGMENT_COLOR, 1.0), moderngl.LINES)
+        self._draw_lines(hits.segments.reshape(-1, 3), (*SEGMENT_COLOR, 1.0), moderngl.POINTS, point_size=5.0)
+        return [(point, text, level_color(level, self.exact_level)) for point, text, level in hits.labels]
+
+    def _draw_lines(self, vertices: np.ndarray, rgba, mode, point_size: float = 1.0) -> None:
+        """Plain geometry in one colour: triangles, segments or points (world vertices (v, 3))."""
+        if len(vertices) == 0:
+            return
+        data = np.ascontiguousarray(vertices, "f4")
+        if data.nbytes > self.line_buf.size:
+            self.line_buf.orphan(2 * data.nbytes)
+        self.line_buf.write(data)
+        self.flat_prog["color"].value = tuple(rgba)
+        self.flat_prog["point_size"].value = point_size
+        self.line_vao.render(mode, vertices=len(data))
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v)
 
 
 class _Instanced:
     """A static mesh (optionally indexed) drawn once per row of a per-instance buffer that
     grows on demand."""
 
-    def __init__(self, ctx, prog, vbo, ibo, n_vertices, inst_format, inst_attrs):
+    def __init__(self, ctx, prog, vbo, ibo, n_vertices, inst_format, inst_attrs, vertex_attr=("3f", "in_pos")):
         self.ctx, self.prog, self.vbo, self.ibo, self.n_vertices = ctx, prog, vbo, ibo, n_vertices
+        self.vertex_attr = vertex_attr
         self.inst_format, self.inst_attrs = inst_format, inst_attrs
         self.row_bytes = 4 * sum(int(n) for n in re.findall(r"(\d+)f", inst_format))  # "4f 3f/i" -> 7 floats
         self.inst = self.vao = None
@@ -241,7 +324,7 @@ class _Instanced:
             self.vao.release()
         self.inst = self.ctx.buffer(reserve=rows * self.row_bytes, dynamic=True)
         self.capacity = rows
-        self.vao = self.ctx.vertex_array(self.prog, [(self.vbo, "3f", "in_pos"),
+        self.vao = self.ctx.vertex_array(self.prog, [(self.vbo, *self.vertex_attr),
                                                      (self.inst, self.inst_format, *self.inst_attrs)],
                                          index_buffer=self.ibo, index_element_size=4)
 

@@ -40,7 +40,7 @@ def screenshot() -> dict:
     around its projected centre that differ from the background; per region, the share of
     pixels the overlay changed (compared with the same frame rendered without overlay)."""
     app = make_app("fly")
-    from spaceship_sim.app.overlay_model import TIMING_RECT
+    from spaceship_sim.app.overlay_model import panel_rects
     from spaceship_sim.app.renderer import BACKGROUND
 
     app.camera.home = app.camera.mode = "orbit"  # see every ship, not only the one ahead
@@ -78,7 +78,7 @@ def screenshot() -> dict:
                 break
         ships.append({"ship": i, "x": float(x), "y": float(y), "radius_px": float(radii[i]),
                       "non_background": share(x, y, half), "control": control})
-    x0, y0, w, h = TIMING_RECT
+    x0, y0, w, h = panel_rects(*SIZE)["Frame timing"]
     changed = np.any(full != scene, axis=2)
     return {"ships": ships,
             "timing_panel_changed": float(changed[y0:y0 + h, x0:x0 + w].mean()),

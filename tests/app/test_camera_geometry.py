@@ -47,21 +47,22 @@ def test_chase_camera_sits_behind_the_ship_and_looks_along_its_nose():
 
 def test_action_focus_is_the_closest_pair():
     pos = np.array([[0.0, 0, 0], [100, 0, 0], [103, 0, 0], [300, 0, 0]])
-    centre, span = action_focus(pos, np.ones(4))
-    assert np.allclose(centre, [101.5, 0, 0]) and span == 5.0
-    centre, span = action_focus(pos, np.ones(4), colliding=np.array([[0, 3]]))  # a collision first
-    assert np.allclose(centre, [150, 0, 0]) and span == 302.0
+    centre, span, pair = action_focus(pos, np.ones(4))
+    assert np.allclose(centre, [101.5, 0, 0]) and span == 5.0 and pair == (1, 2)
+    centre, span, pair = action_focus(pos, np.ones(4), colliding=np.array([[0, 3]]))  # a collision first
+    assert np.allclose(centre, [150, 0, 0]) and span == 302.0 and pair == (0, 3)
+    hits = np.array([[0, 3], [1, 2]])
+    assert action_focus(pos, np.ones(4), hits, current=(1, 2))[2] == (1, 2)  # stays on its colliding pair
+    assert action_focus(pos, np.ones(4), hits, follow=(0, 1))[2] == (0, 1)   # a picked pair wins
 
 
-def test_icosphere_is_a_closed_outward_unit_sphere():
-    v, f = geometry.icosphere(1)
-    assert len(f) == 80 and np.allclose(np.linalg.norm(v, axis=1), 1)
-    tri = v[f]
-    normals = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
-    assert np.all(np.einsum("ij,ij->i", normals, tri.mean(1)) > 0)  # counter-clockwise from outside
-    edges = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
-    _, counts = np.unique(edges, axis=0, return_counts=True)
-    assert np.all(counts == 2)  # closed
+def test_action_camera_stays_on_a_pair_nearly_as_close_as_the_closest():
+    pos = np.array([[0.0, 0, 0], [10, 0, 0], [100, 0, 0], [111, 0, 0], [300, 0, 0]])
+    r = np.ones(5)  # gaps: 0-1 8 m, 2-3 9 m, others far
+    assert action_focus(pos, r)[2] == (0, 1)
+    assert action_focus(pos, r, current=(2, 3))[2] == (2, 3)   # 9 <= 1.2 * 8 + 2: no swing
+    pos[3, 0] = 130  # 2-3 now 28 m apart: the closer pair takes over
+    assert action_focus(pos, r, current=(2, 3))[2] == (0, 1)
 
 
 def test_rings_and_stars():
@@ -80,6 +81,8 @@ class _Tree:
         self.level_start = np.concatenate([[0], np.cumsum(per_level)])
         self.center = rng.normal(size=(self.level_start[-1], 3))
         self.radius = rng.random(self.level_start[-1]) + 0.1
+        self.witness = self.center + rng.normal(size=self.center.shape) * 0.1
+        self.error = rng.random(self.level_start[-1]) * 3
 
     def level(self, k):
         s = slice(self.level_start[k], self.level_start[k + 1])
@@ -121,16 +124,29 @@ def test_hit_geometry_places_colliding_nodes_and_triangles_in_the_world():
     s = _ships(rng, 3, 1)
     R = quat_to_matrix(s.quat)
     narrow = SimpleNamespace(pairs=np.array([[0, 2], [1, 2]]), colliding=np.array([True, False]),
+                             level=np.array([2, 1]), separation_bound=np.array([0.5, np.inf]),
+                             contact_point=np.zeros((2, 3)),
                              sphere_pairs=[np.array([[4, 5], [4, 6]]), np.zeros((0, 2), int)],
                              tri_pairs=[np.array([[1, 0]]), np.zeros((0, 2), int)])
-    spheres, tris = geometry.hit_geometry(s, R, trees, [mesh], narrow)
+    hits = geometry.hit_geometry(s, R, trees, [mesh], narrow)
     t = trees[0]
     expected_spheres = [[*(R[0] @ t.center[4] + s.pos[0]), t.radius[4]]] + \
         [[*(R[2] @ t.center[k] + s.pos[2]), t.radius[k]] for k in (5, 6)]
-    assert np.allclose(spheres, expected_spheres)
+    assert np.allclose(hits.spheres, expected_spheres) and list(hits.levels) == [2, 2, 2]
     expected_tris = np.concatenate([mesh.vertices[[3, 4, 5]] @ R[0].T + s.pos[0],
                                     mesh.vertices[[0, 1, 2]] @ R[2].T + s.pos[2]])
-    assert np.allclose(tris, expected_tris)
+    assert np.allclose(hits.triangles, expected_tris)
+    # the segment joins the witnesses of the sphere pair with the smallest min(e_a + e_b, |w_a - w_b|)
+    bounds = [min(t.error[4] + t.error[b], np.linalg.norm(R[0] @ t.witness[4] + s.pos[0]
+                                                          - R[2] @ t.witness[b] - s.pos[2])) for b in (5, 6)]
+    b = (5, 6)[int(np.argmin(bounds))]
+    expected_segment = [R[0] @ t.witness[4] + s.pos[0], R[2] @ t.witness[b] + s.pos[2]]
+    assert np.allclose(hits.segments, [expected_segment])
+    (point, text, level), = hits.labels
+    assert np.allclose(point, np.mean(expected_segment, 0)) and text == "0-2 sep <= 0.50 m" and level == 2
+    narrow.separation_bound[0] = 0.0  # intersecting triangles: a label at the contact, no segment
+    touching = geometry.hit_geometry(s, R, trees, [mesh], narrow)
+    assert len(touching.segments) == 0 and touching.labels[0][1] == "0-2 touching"
     assert geometry.hit_geometry(s, R, trees, [mesh], None) is None
 
 
@@ -152,3 +168,29 @@ def test_frustum_culling_never_drops_a_visible_sphere(seed):
     eye_vp = perspective(60, 1, 0.5, 500) @ look_at([0, 0, 0], [1, 0, 0], [0, 0, 1])
     assert not geometry.in_frustum(np.array([[-100.0, 0, 0]]), np.array([5.0]), eye_vp)[0]
     assert geometry.in_frustum(np.array([[100.0, 0, 0]]), np.array([5.0]), eye_vp)[0]
+
+
+def test_action_camera_frames_both_ships_of_the_followed_pair():
+    rng = np.random.default_rng(3)
+    pos = rng.uniform(-200, 200, (8, 3))
+    radius = rng.uniform(2, 12, 8)
+    quat = np.tile([1.0, 0, 0, 0], (8, 1))
+    directions = rng.normal(size=(500, 3))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    for width, height, pair in ((1280, 720, (2, 5)), (600, 800, (1, 7)), (800, 600, (0, 3))):
+        camera = Camera("action")
+        camera.follow, camera.aspect = pair, width / height
+        camera.update(pos, quat, radius, 400.0, 1 / 30, colliding=np.array([[4, 6]]))  # the followed pair wins
+        view_proj = camera.projection(width / height) @ camera.view()
+        surface = np.concatenate([pos[i] + radius[i] * directions for i in pair])
+        px, front = project(surface, view_proj, width, height)
+        assert front.all()
+        assert (px >= 0).all() and (px[:, 0] <= width).all() and (px[:, 1] <= height).all(), (width, height)
+        # the sphere holding both fills most of the view's narrower side: the pair is not a speck
+        i, j = pair
+        span = np.linalg.norm(pos[i] - pos[j]) + radius[i] + radius[j]
+        px, _ = project((pos[i] + pos[j]) / 2 + span / 2 * directions, view_proj, width, height)
+        extent = px.max(0) - px.min(0)
+        narrower = extent[0] / width if width < height else extent[1] / height
+        assert narrower > 0.6, (narrower, width, height)
+        assert (px >= 0).all() and (px[:, 0] <= width).all() and (px[:, 1] <= height).all()

@@ -8,7 +8,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spaceship_sim.app.overlay_model import SERIES, OverlayModel, PairRow, collision_changes, pair_rows
+from spaceship_sim.app.camera import Camera, project
+from spaceship_sim.app.overlay_model import (COLUMNS, SERIES, OverlayModel, PairRow, collision_changes, pair_rows,
+                                            panel_rects, sort_rows, table_columns)
 from spaceship_sim.stats import FrameStats
 
 times = st.floats(0.0, 0.05)
@@ -95,3 +97,52 @@ def test_collision_changes_pass_only_what_changed():
     assert collision_changes(old, (60.0, 1, 4, "space_time")) == {"target_frame_time": 1 / 60}
     assert collision_changes(old, (30.0, 2, 3, "brute_force")) == {"min_level": 2, "max_level": 3,
                                                                    "broadphase": "brute_force"}
+
+
+def test_running_share_within_target_and_median_separation_bound():
+    model = OverlayModel()
+    for i, (frame_time, sep) in enumerate([(0.02, math.inf), (0.05, 0.4), (0.01, 0.1), (0.03, 0.2)]):
+        s = FrameStats(frame=i, target=1 / 30, sep_bound_min=sep)
+        s.finish(frame_time)  # render time only: frame time = that
+        model.update(s)
+    assert model.frames_timed == 4 and model.within_target == 0.75  # 50 ms is over 33 ms
+    assert model.median_sep_bound == 0.2  # frames without a colliding pair (inf) left out
+    assert math.isnan(OverlayModel().within_target) and math.isnan(OverlayModel().median_sep_bound)
+
+
+def test_table_shows_distance_only_when_some_row_has_one_and_sorts_by_any_column():
+    rows = [PairRow(3, 7, 4, True, 0.0, math.nan), PairRow(0, 2, 1, False, 0.8, math.nan),
+            PairRow(1, 5, 2, False, 0.3, math.nan)]
+    headers = [c[0] for c in table_columns(rows)]
+    assert headers == ["ships", "level", "exact", "sep. bound [m]"]
+    with_distance = rows + [PairRow(4, 6, 4, True, 0.0, 0.01)]
+    assert [c[0] for c in table_columns(with_distance)] == [c[0] for c in COLUMNS]
+    assert [r.ship_a for r in sort_rows(rows, 0)] == [0, 1, 3]
+    assert [r.level for r in sort_rows(rows, 1, descending=True)] == [4, 2, 1]
+    assert [r.sep_bound for r in sort_rows(rows, 3)] == [0.0, 0.3, 0.8]
+    assert [c[2](rows[0]) for c in table_columns(rows)] == ["3-7", "4", "yes", "0.000"]
+
+
+def chase_ship_box(width: int, height: int) -> tuple[float, float, float, float]:
+    """Pixel box (x0, y0, x1, y1) of the chase camera's ship: its bounding sphere projected."""
+    camera = Camera("chase")
+    camera.update(np.zeros((1, 3)), np.array([[1.0, 0, 0, 0]]), np.array([5.0]), 100.0, 1 / 30)
+    directions = np.random.default_rng(0).normal(size=(4000, 3))
+    surface = 5.0 * directions / np.linalg.norm(directions, axis=1, keepdims=True)
+    px, _ = project(surface, camera.projection(width / height) @ camera.view(), width, height)
+    return (*px.min(0), *px.max(0))
+
+
+def test_panels_fit_the_window_without_overlapping_each_other_or_the_chase_ship():
+    for width, height in ((1280, 720), (800, 600), (1920, 1080), (1024, 768), (1600, 900)):
+        rects = panel_rects(width, height)
+        sx0, sy0, sx1, sy1 = chase_ship_box(width, height)
+        assert sx1 - sx0 > 0.3 * height  # the ship's box is big enough to mean something
+        for name, (x, y, w, h) in rects.items():
+            assert 0 <= x and x + w <= width and 0 <= y and y + h <= height, (name, width, height)
+            assert w >= 250 and h >= 200, (name, width, height)  # room for the panel's content
+            assert x + w < sx0 or x > sx1 or y + h < sy0 or y > sy1, (name, width, height)
+        boxes = list(rects.values())
+        for i, (x, y, w, h) in enumerate(boxes):
+            for X, Y, W, H in boxes[i + 1:]:
+                assert x + w <= X or X + W <= x or y + h <= Y or Y + H <= y, (width, height)
