@@ -129,6 +129,7 @@ class Overlay:
         self.backgrounds = None
         self.sort = (3, False)  # table order: COLUMNS index, descending (closest pairs first)
         self.rows_drawn = 0     # pair-table rows of the last frame (tests read it)
+        self.row_rects: dict[tuple[int, int], tuple[float, float, float, float]] = {}  # ... and where
 
     def wants_keyboard(self) -> bool:
         return imgui.get_io().want_capture_keyboard
@@ -200,7 +201,7 @@ class Overlay:
 
     def _collisions(self, m: OverlayModel, c: Controls) -> None:
         self._begin("Collisions")
-        imgui.text(f"candidate pairs {m.candidate_pairs}, colliding {m.colliding_pairs}")
+        imgui.text(f"candidate pairs {m.candidates_now}, colliding {len(m.pairs)}")
         imgui.text(f"sep. bound now {_metres(m.sep_bound_min)}, median {_metres(m.median_sep_bound)}")
         if imgui.is_item_hovered():
             imgui.set_tooltip(f"smallest separation bound of this frame; median over the last "
@@ -231,7 +232,7 @@ class Overlay:
         columns = table_columns(rows)
         flags = (imgui.TableFlags_.borders | imgui.TableFlags_.scroll_y | imgui.TableFlags_.sortable
                  | imgui.TableFlags_.sizing_fixed_fit | imgui.TableFlags_.row_bg)
-        self.rows_drawn = 0
+        self.rows_drawn, self.row_rects = 0, {}
         if not imgui.begin_table("pairs", len(columns), flags):
             return
         imgui.table_setup_scroll_freeze(0, 1)
@@ -257,6 +258,8 @@ class Overlay:
         pair = (r.ship_a, r.ship_b)
         imgui.push_style_color(imgui.Col_.text, imgui.ImVec4(*level_color(r.level, exact_level), 1.0))
         clicked, _ = imgui.selectable(text, c.follow_pair == pair, imgui.SelectableFlags_.span_all_columns)
+        (x0, y0), (x1, y1) = imgui.get_item_rect_min(), imgui.get_item_rect_max()
+        self.row_rects[pair] = (x0, y0, x1, y1)
         imgui.pop_style_color()
         if clicked:
             c.follow_pair = None if c.follow_pair == pair else pair

@@ -87,7 +87,8 @@ class OverlayModel:
         self.candidate_pairs = self.colliding_pairs = 0
         self.overrun = False
         self.level_hist: list[int] = []
-        self.pairs: list[PairRow] = []
+        self.pairs: list[PairRow] = []  # colliding pairs of the frame's last detection sample
+        self.candidates_now = 0         # candidate pairs of that sample (the stats sum over samples)
         self.sep_bound_min = math.nan
         self.sep_bounds: deque[float] = deque(maxlen=history)  # finite per-frame minima [m]
         self.frames_timed = self.frames_within = 0  # running, over the whole run
@@ -114,6 +115,7 @@ class OverlayModel:
         self.frames_timed += 1
         self.frames_within += stats.frame_time <= stats.target
         self.pairs = pair_rows(narrow)
+        self.candidates_now = 0 if narrow is None else len(narrow.pairs)
 
     @property
     def within_target(self) -> float:

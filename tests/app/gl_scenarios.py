@@ -199,5 +199,95 @@ def warming() -> dict:
                                        "integrator": app.world.integrator.backend}}
 
 
+def collision() -> dict:
+    """Two ships placed through each other (the others far away), one frame stepped, then
+    paused: per colliding sphere whose centre shows over the hull, how far its pixels moved
+    towards the level colour (0: not at all, 1: all the way) when the collision story is drawn;
+    the pair table's rows; clicking a row makes the camera follow that pair."""
+    app = make_app("fly", ships=6)
+    from pyglet.window import mouse
+
+    from spaceship_sim.app.camera import project
+    from spaceship_sim.app.geometry import level_color
+
+    state = app.world.state
+    state.pos[:] = [[0, 0, 0], [0, 0, 0], [0.3 * state.radius[1], 0, 0], [400, 0, 0], [0, 400, 0], [0, 0, 400]]
+    state.pos[0] = [-150, -150, 0]
+    state.vel[:] = 0.0
+    app.controls.follow_pair = (1, 2)  # as a click in the table would: the action camera on that pair
+    app.controls.max_level = 2  # as the controls panel would: spheres, not triangles, are the deepest answer
+    app.frame()
+    narrow = app.world.last_narrow
+    app.command("pause")
+    for _ in range(30):  # the camera settles on the pair
+        app.frame()
+    hit = np.flatnonzero(narrow.colliding)
+    level = int(narrow.level[hit[0]])
+    exact_level = app.world.max_level
+    colour = 255 * np.array(level_color(level, exact_level))
+    with_story = app.snapshot()
+    dump("collision.png", with_story)
+    app.options.show_hits = False
+    app.renderer.render(app.ctx.screen, SIZE, state, app.camera, narrow, app.options)
+    hull = app.snapshot()
+    from spaceship_sim.app.geometry import hit_geometry
+    from spaceship_sim.state import quat_to_matrix
+
+    hits = hit_geometry(state, quat_to_matrix(state.quat), app.world.trees, app.world.models, narrow)
+    px, front = project(hits.spheres[:, :3], app.view_proj, *SIZE)
+    bg = np.round(np.array(BACKGROUND_RGB()) * 255)
+    towards = []
+    for (x, y), ok in zip(px, front):
+        x, y = int(round(x)), int(round(y))
+        if not (ok and 0 <= x < SIZE[0] and 0 <= y < SIZE[1]) or under_panel(x, y):
+            continue
+        under = hull[y, x].astype(float)
+        if np.all(np.abs(under - bg) <= 12):  # not over the hull
+            continue
+        step = colour - under
+        towards.append(float((with_story[y, x] - under) @ step / max(step @ step, 1e-9)))
+    # control: hull pixels outside every sphere's disc are left as they were
+    right = app.camera.view()[0, :3]
+    edge, _ = project(hits.spheres[:, :3] + hits.spheres[:, 3:] * right, app.view_proj, *SIZE)
+    radius_px = np.linalg.norm(edge - px, axis=1)
+    ys, xs = np.nonzero(np.any(np.abs(hull - bg) > 12, axis=2))
+    clear = np.all(np.hypot(xs[:, None] - px[:, 0], ys[:, None] - px[:, 1]) > radius_px + 3, axis=1)
+    clear &= ~np.array([under_panel(x, y) for x, y in zip(xs, ys)])
+    outside = float(np.abs(with_story[ys[clear], xs[clear]].astype(float) - hull[ys[clear], xs[clear]]).mean())
+    # click the pair's row: follow it; click again: let go
+    app.controls.follow_pair = None
+    app.frame()
+    rows_drawn = app.overlay.rows_drawn
+    x0, y0, x1, y1 = app.overlay.row_rects[(1, 2)]
+    clicks = []
+    for _ in range(2):
+        x, y = (x0 + x1) / 2, SIZE[1] - (y0 + y1) / 2  # pyglet counts y from the bottom
+        app.window.dispatch_event("on_mouse_motion", x, y, 0, 0)
+        app.frame()
+        app.window.dispatch_event("on_mouse_press", x, y, mouse.LEFT, 0)
+        app.frame()
+        app.window.dispatch_event("on_mouse_release", x, y, mouse.LEFT, 0)
+        app.frame()
+        app.frame()  # the app applies the click before the next frame's camera update
+        clicks.append([app.controls.follow_pair, app.camera.mode])
+    return {"level": level, "exact_level": exact_level, "colliding": len(hit), "towards": towards,
+            "rows_drawn": rows_drawn, "model_pairs": len(app.model.pairs), "clicks": clicks,
+            "hull_share": float(np.mean(np.any(np.abs(hull - bg) > 12, axis=2))),
+            "hull_pixels_outside_spheres": int(clear.sum()), "change_outside_spheres": outside}
+
+
+def dump(name: str, image) -> None:
+    """Keep a scenario's image for a person to look at (SCENARIO_DUMP=folder)."""
+    import os
+    if os.environ.get("SCENARIO_DUMP"):
+        from spaceship_sim.app.app import save_png
+        save_png(Path(os.environ["SCENARIO_DUMP"]) / name, image)
+
+
+def BACKGROUND_RGB():
+    from spaceship_sim.app.renderer import BACKGROUND
+    return BACKGROUND
+
+
 if __name__ == "__main__":
     print(json.dumps(globals()[sys.argv[1]]()))

@@ -98,3 +98,15 @@ def test_ships_fly_while_kernels_compile_then_switch_to_compiled_stages():
     assert during["drawn"] > 0.01, "ships, stars and overlay are drawn from the first frame"
     assert after["ready"] and after["frame"] == 6 and after["status"] == ""
     assert after["compiled"] and after["integrator"] == "numba"
+
+
+def test_colliding_spheres_show_in_their_level_colour_over_the_hull_and_the_table_lists_each_pair():
+    out = scenario("collision")
+    assert out["colliding"] >= 1 and 1 <= out["level"] <= 2  # capped at level 2: spheres are the answer
+    towards = out["towards"]
+    assert len(towards) >= 3, out  # sphere centres over the hull, in view
+    # drawn over the hull (seen through it), tinted a good way towards the level's colour
+    assert min(towards) > 0.15 and sorted(towards)[len(towards) // 2] > 0.35, towards
+    assert out["hull_pixels_outside_spheres"] > 1000 and out["change_outside_spheres"] < 1.0  # only there
+    assert out["rows_drawn"] == out["colliding"] == out["model_pairs"]
+    assert out["clicks"] == [[[1, 2], "action"], [None, "chase"]]  # a row click follows the pair, again lets go
