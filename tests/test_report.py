@@ -1,0 +1,110 @@
+"""Run reports from bounded accumulators: summary.json figures, profile columns, files all or nothing."""
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+from spaceship_sim.bench.report import OUTPUTS, FrameLog, ProfileColumns, RunSummary
+from spaceship_sim.stats import FrameStats, Quantiles
+
+MAX_LEVEL = 4
+
+
+def random_frames(n: int, seed: int = 0) -> list[FrameStats]:
+    rng = np.random.default_rng(seed)
+    frames = []
+    for i in range(n):
+        hits = int(rng.integers(0, 3))
+        s = FrameStats(frame=i, target=1 / 30, t_integrate=rng.uniform(2e-4, 6e-4), t_broad=rng.lognormal(-8, 1),
+                       t_narrow=rng.lognormal(-7, 1.5), budget=rng.uniform(0, 0.03),
+                       detection_used=rng.uniform(0, 0.01), candidate_pairs=int(rng.integers(0, 40)),
+                       colliding_pairs=hits, exact_pairs=int(rng.integers(0, hits + 1)),
+                       level_hist=tuple(int(x) for x in rng.multinomial(hits, [0.2] * 5)),
+                       sep_bound_min=rng.uniform(0, 3) if hits else math.nan)
+        s.finish(rng.uniform(0.02, 0.034))
+        frames.append(s)
+    return frames
+
+
+def reference_summary(frames: list[FrameStats], skip: int) -> dict:
+    """summary.json's figures computed from every frame held at once (numpy)."""
+    fs = frames[skip:]
+    out = {}
+    for attr in ["frame_time", "t_narrow", "render_actual", "slack"]:
+        v = np.array([getattr(s, attr) for s in fs]) * 1e3
+        out[f"{attr}_ms"] = {"median": np.median(v), "p99": np.percentile(v, 99), "max": v.max()}
+    b = np.array([s.sep_bound_min for s in fs if not math.isnan(s.sep_bound_min)])
+    out["separation_bound_m"] = {"median": np.median(b), "p99": np.percentile(b, 99), "max": b.max()}
+    out["frames_over_target"] = sum(s.overrun for s in fs)
+    out["candidate_pairs_mean"] = np.mean([s.candidate_pairs for s in fs])
+    out["colliding_pairs_total"] = sum(s.colliding_pairs for s in fs)
+    out["exact_pairs_total"] = sum(s.exact_pairs for s in fs)
+    out["level_histogram"] = np.sum([s.level_hist for s in fs], axis=0).tolist()
+    return out
+
+
+def test_run_summary_matches_figures_from_every_frame():
+    frames = random_frames(3000)
+    acc = RunSummary(len(frames), skip=5, max_level=MAX_LEVEL)
+    for s in frames:
+        acc.add(s)
+    got, want = acc.to_dict(), reference_summary(frames, skip=5)
+    assert got["frames"] == 3000 and got["frames_summarized"] == 2995 and got["warmup_frames_skipped"] == 5
+    for key in ["frame_time_ms", "t_narrow_ms", "render_actual_ms", "slack_ms", "separation_bound_m"]:
+        for fig in ("median", "p99", "max"):
+            assert got[key][fig] == pytest.approx(want[key][fig], rel=Quantiles.RESOLUTION, abs=1e-9), (key, fig)
+    for key in ["frames_over_target", "colliding_pairs_total", "exact_pairs_total", "level_histogram"]:
+        assert got[key] == want[key], key
+    assert got["candidate_pairs_mean"] == pytest.approx(want["candidate_pairs_mean"])
+    assert got["fraction_within_target"] == 1 - want["frames_over_target"] / 2995
+
+
+def test_profile_has_one_column_per_frame_in_short_runs_and_keeps_spikes_in_long_ones():
+    short = random_frames(600)
+    cols = ProfileColumns(600, MAX_LEVEL)
+    for s in short:
+        cols.add(s)
+    assert cols.per_column == 1 and np.array_equal(cols.x(), np.arange(600))
+    assert np.allclose(cols.mean_ms("t_narrow"), [1e3 * s.t_narrow for s in short])
+    assert np.array_equal(cols.levels().T, [s.level_hist for s in short])
+
+    n = 200_000
+    cols = ProfileColumns(n, MAX_LEVEL)
+    assert cols.per_column == 100 and len(cols.count) == 2000
+    spike = FrameStats(target=1 / 30, t_narrow=0.5)
+    spike.finish(0.0)
+    calm = FrameStats(target=1 / 30, t_narrow=0.001)
+    calm.finish(0.0)
+    for i in range(n):
+        cols.add(spike if i == 123_456 else calm)
+    assert cols.frame_time_max.max() == 0.5 and np.argmax(cols.frame_time_max) == 1234
+    assert cols.mean_ms("t_narrow")[1234] == pytest.approx((500 + 99 * 1) / 100)
+    assert cols.frames == n and cols.over == 1
+
+
+def test_frame_log_writes_rows_as_they_come_and_moves_all_files_in_at_commit(tmp_path):
+    out = tmp_path / "run"
+    frames = random_frames(50)
+    log = FrameLog(out, 50, 5, MAX_LEVEL)
+    for s in frames:
+        log.add(s)
+    partial = list(out.glob(".partial-*/frames.csv"))
+    assert len(partial) == 1 and not any((out / name).exists() for name in OUTPUTS), "nothing in place before commit"
+    summary = log.commit("test", seed=1)
+    assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUTS), "three files, no partial folder left"
+    assert json.loads((out / "summary.json").read_text()) == json.loads(json.dumps(summary))
+    assert summary["seed"] == 1 and summary["rss_mb"]["end"] > 0
+    rows = list(csv.DictReader(open(out / "frames.csv")))
+    assert len(rows) == 50
+    for s, row in zip(frames, rows):
+        assert row["sep_bound_min"] == ("" if math.isnan(s.sep_bound_min) else repr(s.sep_bound_min))
+
+
+def test_frame_log_discarded_on_failure_leaves_no_folder(tmp_path):
+    out = tmp_path / "run"
+    log = FrameLog(out, 50, 5, MAX_LEVEL)
+    log.add(random_frames(1)[0])
+    log.discard()
+    assert not out.exists()
