@@ -123,8 +123,11 @@ def _project_into(P, k, Q, m, nQ, best, out, oP, oQ):
     x = np.empty(3)
     for i in range(k):
         sd = _dot(P[i], nQ) - _dot(Q[0], nQ)
-        x[:] = P[i] - sd * nQ
-        if sd * sd < best and _inside_polygon(Q, m, nQ, x):
+        if sd * sd >= best:
+            continue
+        for c in range(3):
+            x[c] = P[i, c] - sd * nQ[c]
+        if _inside_polygon(Q, m, nQ, x):
             best, wP = sd * sd, 2 * i
             out[oP:oP + 3], out[oQ:oQ + 3] = P[i], x
     for i in range(k if k >= 3 else k - 1):  # sides: none for a vertex, one for an edge
@@ -150,11 +153,13 @@ def _closest_polygons(P, k, nP, Q, m, nQ, out):
         for j in range(1 if m <= 2 else m):
             a0, a1, b0, b1 = P[i], P[(i + 1) % k], Q[j], Q[(j + 1) % m]
             s, t = _segment_params(a0, a1, b0, b1)
-            pa, pb = a0 + s * (a1 - a0), b0 + t * (b1 - b0)
-            d2 = _dd(pa, pb, pa, pb)
+            d2 = 0.0
+            for c in range(3):  # scalar: no temporary arrays in the hot loop
+                d2 += (a0[c] + s * (a1[c] - a0[c]) - b0[c] - t * (b1[c] - b0[c])) ** 2
             if d2 < best:
                 best, wP, wQ = d2, _where(i, s, k), _where(j, t, m)
-                out[0:3], out[3:6] = pa, pb
+                for c in range(3):
+                    out[c], out[3 + c] = a0[c] + s * (a1[c] - a0[c]), b0[c] + t * (b1[c] - b0[c])
     if m >= 3:
         best, w = _project_into(P, k, Q, m, nQ, best, out, 0, 3)
         if w != -2:
