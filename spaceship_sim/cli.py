@@ -25,6 +25,7 @@ BENCHES = [
     "spaceship_sim.bench.bench_broadphase",
     "spaceship_sim.bench.bench_narrowphase",
     "spaceship_sim.bench.bench_hubbard",
+    "spaceship_sim.bench.bench_multibody",
 ]
 
 
