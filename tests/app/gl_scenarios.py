@@ -15,8 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 SIZE = (1280, 720)
 
 
-def make_app(mode: str = "fly", ships: int = 6, warm_up=None):
-    """warm_up: run in the app's background thread before World.warm_up (holds compiling back)."""
+def make_app(mode: str = "fly", ships: int = 6, warm_up=None, headless: bool = True, size=SIZE):
+    """warm_up: run in the app's background thread before World.warm_up (holds compiling back).
+    headless=False: a real window (run under Xvfb)."""
     import dataclasses
 
     from spaceship_sim.app.app import App, open_window
@@ -28,7 +29,7 @@ def make_app(mode: str = "fly", ships: int = 6, warm_up=None):
     cfg = dataclasses.replace(cfg, ships=dataclasses.replace(cfg.ships, count=ships),
                               collision=dataclasses.replace(cfg.collision, broadphase="brute_force"))
     world = World.from_config(cfg, user="keyboard" if mode == "fly" else "autopilot", warm=warm_up is None)
-    window, ctx = open_window(SIZE, headless=True, caption="test")
+    window, ctx = open_window(size, headless=headless, caption="test")
     if warm_up is not None:
         compile_kernels = world.warm_up
         world.warm_up = lambda: (warm_up(), compile_kernels(notify=None))
@@ -274,6 +275,87 @@ def collision() -> dict:
             "rows_drawn": rows_drawn, "model_pairs": len(app.model.pairs), "clicks": clicks,
             "hull_share": float(np.mean(np.any(np.abs(hull - bg) > 12, axis=2))),
             "hull_pixels_outside_spheres": int(clear.sum()), "change_outside_spheres": outside}
+
+
+def window() -> dict:
+    """A real window under Xvfb, keys and resizes sent through the X server (xdotool): F1 hides
+    and shows the overlay, F12 writes a PNG into the folder named by argv[2], a resize to 800x600
+    renders at that size with the panels moved along, F11 toggles fullscreen; the title (read
+    back from the X server) shows frame time and mode."""
+    import os
+    import subprocess
+    import time
+
+    from spaceship_sim.app.overlay_model import panel_rects
+
+    app = make_app("fly", headless=False, size=(960, 540))
+    os.chdir(sys.argv[2])
+
+    def wid() -> str:
+        return str(app.window._window)  # the X window id (fullscreen makes a new window)
+
+    def xdo(*args) -> str:
+        r = subprocess.run(["xdotool", *args], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, f"xdotool {args}: {r.stderr}"
+        return r.stdout
+
+    def show():
+        """One frame; the image it drew (read before the flip)."""
+        app.frame()
+        image = app.snapshot()
+        app.window.flip()
+        return image
+
+    def until(done, limit_s: float = 10.0) -> bool:
+        """Frames until `done()`: X events arrive asynchronously (the wait is for delivery only)."""
+        start = time.perf_counter()
+        while not done() and time.perf_counter() - start < limit_s:
+            show()
+        return bool(done())
+
+    def press(key: str, done) -> bool:
+        xdo("windowfocus", "--sync", wid(), "key", key)
+        return until(done)
+
+    def overlay_share(image) -> float:
+        """Share of the panels' pixels that differ from the scene rendered alone."""
+        size = app.window.get_framebuffer_size()
+        app.renderer.render(app.ctx.screen, size, app.world.state, app.camera, app.world.last_narrow, app.options)
+        scene = app.snapshot()
+        changed = np.any(image != scene, axis=2)
+        return float(np.mean([changed[y:y + h, x:x + w].mean() for x, y, w, h in panel_rects(*size).values()]))
+
+    for _ in range(3):
+        show()
+    out = {"overlay_before": overlay_share(show())}
+    out["title"] = xdo("getwindowname", wid()).strip()
+    out["f1_hid"] = press("F1", lambda: not app.controls.overlay_visible)
+    out["overlay_hidden"] = overlay_share(show())
+    out["f1_showed"] = press("F1", lambda: app.controls.overlay_visible)
+    out["f12_wrote"] = press("F12", lambda: app.last_screenshot is not None)
+    from PIL import Image
+    shot = np.asarray(Image.open(app.last_screenshot).convert("RGB"))
+    out["screenshot"] = {"name": app.last_screenshot, "size": [shot.shape[1], shot.shape[0]],
+                         "title_bar_of_keys_panel": _title_bar(shot, "Keys")}
+    xdo("windowsize", wid(), "800", "600")
+    out["resized"] = until(lambda: app.window.get_framebuffer_size() == (800, 600))
+    image = show()
+    out["after_resize"] = {"image": list(image.shape), "overlay": overlay_share(image),
+                           "aspect": app.camera.aspect, "title_bar_of_keys_panel": _title_bar(image, "Keys")}
+    out["f11_fullscreen"] = press("F11", lambda: app.window.get_framebuffer_size() == (1280, 720))
+    out["f1_in_fullscreen"] = press("F1", lambda: not app.controls.overlay_visible)
+    out["f11_back"] = press("F11", lambda: app.window.get_framebuffer_size() != (1280, 720))
+    out["size_after_f11"] = list(app.window.get_framebuffer_size())
+    return out
+
+
+def _title_bar(image, panel: str) -> float:
+    """Share of a panel's title-bar pixels (where panel_rects puts it) that are not background."""
+    from spaceship_sim.app.overlay_model import panel_rects
+    x, y, w, _ = panel_rects(image.shape[1], image.shape[0])[panel]
+    bg = np.round(np.array(BACKGROUND_RGB()) * 255)
+    bar = image[y + 2:y + 16, x + 2:x + w - 2]
+    return float(np.mean(np.any(np.abs(bar - bg) > 12, axis=2)))
 
 
 def dump(name: str, image) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from functools import lru_cache
@@ -30,12 +31,12 @@ def gl_problem() -> str | None:
     return gl_probe()[0]
 
 
-def scenario(name: str) -> dict:
+def scenario(name: str, *args: str, prefix=()) -> dict:
     problem = gl_problem()
     if problem:
         pytest.skip(problem)
-    r = subprocess.run([sys.executable, str(HERE / "gl_scenarios.py"), name], capture_output=True, text=True,
-                       timeout=300, cwd=HERE.parents[1])
+    r = subprocess.run([*prefix, sys.executable, str(HERE / "gl_scenarios.py"), name, *args], capture_output=True,
+                       text=True, timeout=300, cwd=HERE.parents[1])
     assert r.returncode == 0, f"scenario {name} failed:\n{r.stderr[-4000:]}"
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -110,3 +111,22 @@ def test_colliding_spheres_show_in_their_level_colour_over_the_hull_and_the_tabl
     assert out["hull_pixels_outside_spheres"] > 1000 and out["change_outside_spheres"] < 1.0  # only there
     assert out["rows_drawn"] == out["colliding"] == out["model_pairs"]
     assert out["clicks"] == [[[1, 2], "action"], [None, "chase"]]  # a row click follows the pair, again lets go
+
+
+@pytest.mark.skipif(shutil.which("xvfb-run") is None or shutil.which("xdotool") is None,
+                    reason="needs xvfb-run and xdotool (apt packages xvfb, xdotool)")
+def test_window_keys_and_resize_sent_through_the_x_server(tmp_path):
+    out = scenario("window", str(tmp_path), prefix=("xvfb-run", "-a", "-s", "-screen 0 1280x720x24"))
+    assert out["title"].startswith("spaceship-sim fly: ") and "ms/frame" in out["title"], out["title"]
+    assert out["overlay_before"] > 0.9  # semi-transparent panels change every pixel they cover
+    assert out["f1_hid"] and out["overlay_hidden"] == 0.0  # F1: the overlay's pixels are gone
+    assert out["f1_showed"]
+    shot = out["screenshot"]  # F12: a timestamped PNG of the window with its overlay
+    assert out["f12_wrote"] and shot["name"].startswith("spaceship-sim-") and shot["name"].endswith(".png")
+    assert (tmp_path / shot["name"]).exists() and shot["size"] == [960, 540] and shot["title_bar_of_keys_panel"] > 0.9
+    assert out["resized"]  # xdotool windowsize: rendered at 800x600, panels placed for that size
+    after = out["after_resize"]
+    assert after["image"] == [600, 800, 3] and after["aspect"] == pytest.approx(800 / 600)
+    assert after["overlay"] > 0.9 and after["title_bar_of_keys_panel"] > 0.9
+    assert out["f11_fullscreen"] and out["f1_in_fullscreen"]  # F11: the screen's size, keys still arrive
+    assert out["f11_back"] and out["size_after_f11"] == [800, 600]
