@@ -33,7 +33,24 @@ class NonConvexWarning(UserWarning):
 
 
 @dataclass(frozen=True)
-class Polytope:
+class _Features:
+    """The feature arrays shared by `Polytope` (local indices) and `PolytopeSet` (global)."""
+
+    vertices: np.ndarray
+    face_start: np.ndarray
+    face_verts: np.ndarray
+    face_edges: np.ndarray
+    face_normal: np.ndarray
+    face_offset: np.ndarray
+    edges: np.ndarray
+    edge_faces: np.ndarray
+    vert_start: np.ndarray
+    vert_nbrs: np.ndarray
+    vert_edges: np.ndarray
+
+
+@dataclass(frozen=True)
+class Polytope(_Features):
     """One convex polytope, body frame, origin at its centre of mass.
 
     vertices : (V, 3) float64
@@ -47,17 +64,6 @@ class Polytope:
         reached along vert_edges[...] (same slots)
     """
 
-    vertices: np.ndarray
-    face_start: np.ndarray
-    face_verts: np.ndarray
-    face_edges: np.ndarray
-    face_normal: np.ndarray
-    face_offset: np.ndarray
-    edges: np.ndarray
-    edge_faces: np.ndarray
-    vert_start: np.ndarray
-    vert_nbrs: np.ndarray
-    vert_edges: np.ndarray
     volume: float
 
     @property
@@ -228,24 +234,13 @@ def _vertex_adjacency(n_verts: int, edges: np.ndarray):
 
 
 @dataclass(frozen=True)
-class PolytopeSet:
+class PolytopeSet(_Features):
     """Many polytopes in one set of arrays with global indices, for the numba kernels.
 
     Same fields as `Polytope` with every index global (vertex, edge and face numbers offset by the
     earlier bodies'), plus per body: vert_range / edge_range / face_range (B + 1,) int32 offsets and
     radius (B,) float64. Feature codes: 3 * index + kind, kind 0 vertex, 1 edge, 2 face."""
 
-    vertices: np.ndarray
-    face_start: np.ndarray
-    face_verts: np.ndarray
-    face_edges: np.ndarray
-    face_normal: np.ndarray
-    face_offset: np.ndarray
-    edges: np.ndarray
-    edge_faces: np.ndarray
-    vert_start: np.ndarray
-    vert_nbrs: np.ndarray
-    vert_edges: np.ndarray
     vert_range: np.ndarray
     edge_range: np.ndarray
     face_range: np.ndarray
