@@ -240,58 +240,6 @@ def _sweep(lo_a, hi_a, lo_b, hi_b):
     return out
 
 
-FIRST_PAIRS = 1  # deepest leaf pairs tried directly for a first contact before the full gather + sweep
-
-
-@njit(cache=True)
-def _first_hit(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb, R, t, r, lo, hi, fa, fb,
-               moved, moved_v, stamp, tvb_a, tcb_a, sel, max_pairs):
-    """First intersecting triangle pair (global ids) met walking the leaf pairs lo..hi, deepest
-    sphere overlap first, or (-1, -1). Each leaf pair's triangles are tested directly (bounding spheres first): a
-    contact usually shows in the first few leaf pairs, so no row-wide gathering is paid.
-    B's triangle centres (vertices) are moved into A's frame once per row: moved (moved_v)
-    [tri] == stamp."""
-    Z = np.int64(0)
-    xb = np.empty((1, 3))
-    # deepest overlaps first: that is where the surfaces most likely cross
-    depth = np.empty(hi - lo)
-    for j in range(lo, hi):
-        _to_a(R, t, r, cb, fb[j], xb, Z)
-        depth[j - lo] = np.sqrt(_dist2(ca, fa[j], xb, Z)) - ra[fa[j]] - rb[fb[j]]
-    for jj in np.argsort(depth)[:max_pairs]:
-        j = lo + jj
-        a, b = fa[j], fb[j]
-        _to_a(R, t, r, cb, b, xb, Z)
-        nb = 0
-        for q in range(tpb[b], tpb[b + 1]):
-            tri = tib[q]
-            if moved[tri] != stamp:
-                _to_a(R, t, r, tcb, tri, tcb_a, tri)
-                moved[tri] = stamp
-            rr = trb[tri] + ra[a]
-            if _dist2(tcb_a, tri, ca, a) <= rr * rr:
-                if moved_v[tri] != stamp:  # vertices only of triangles that may be tested
-                    Vt, Tt = tvb_a[tri], tvb[tri]
-                    for v in range(3):
-                        _to_a(R, t, r, Tt, v, Vt, v)
-                    moved_v[tri] = stamp
-                sel[nb] = tri
-                nb += 1
-        if nb == 0:
-            continue
-        for q in range(tpa[a], tpa[a + 1]):
-            ta = tia[q]
-            rr = tra[ta] + rb[b]
-            if _dist2(tca, ta, xb, Z) > rr * rr:
-                continue
-            for u in range(nb):
-                tb = sel[u]
-                rr = tra[ta] + trb[tb]
-                if _dist2(tca, ta, tcb_a, tb) <= rr * rr and intersect_triangle_triangle(tva[ta], tvb_a[tb]):
-                    return ta, tb
-    return -1, -1
-
-
 @njit(cache=True)
 def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb, R, t, rows, ptr, fa, fb, s, e,
                 first):
@@ -300,9 +248,9 @@ def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb
 
     Per row: gather the triangles of colliding leaves that can reach the other leaf's sphere
     (each once), move B's into A's frame, pair them by sweep and prune of their boxes, and test
-    the pairs whose boxes overlap. With `first`, only the first intersecting pair of a row is
-    wanted (a yes/no answer, like a boolean collide): see _first_hit. Returns (out_ptr (e-s+1,) int64, hit_a, hit_b (h,)
-    int64).
+    the pairs whose boxes overlap (every triangle pair once, where walking the leaf pairs would
+    repeat many). With `first`, only the first intersecting pair of a row is wanted (a yes/no
+    answer, like a boolean collide). Returns (out_ptr (e-s+1,) int64, hit_a, hit_b (h,) int64).
     """
     Z = np.int64(0)
     out_ptr = np.zeros(e - s + 1, np.int64)
@@ -314,23 +262,9 @@ def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb
     sel_b = np.empty(len(tvb), np.int64)
     tcb_a = np.empty((len(tvb), 3))  # B's triangle centres in A's frame, filled when first met
     xb = np.empty((1, 3))
-    tvb_a = np.empty((len(tvb), 3, 3)) if first else np.empty((0, 3, 3))
-    moved_v = np.zeros(len(tvb) if first else 0, np.int64)
     h = 0
     for i in range(s, e):
         r, stamp = rows[i], i + 1
-        if first:
-            ta, tb = _first_hit(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb, R, t, r, ptr[i],
-                                ptr[i + 1], fa, fb, moved, moved_v, stamp, tvb_a, tcb_a, sel_b, FIRST_PAIRS)
-            if ta >= 0:
-                if h == len(hits):
-                    hits = _grow2(hits, h + 1)
-                hits[h, 0], hits[h, 1] = ta, tb
-                h += 1
-                out_ptr[i - s + 1] = h
-                continue
-            # no contact among the deepest leaf pairs: the gather + sweep below tests every
-            # triangle pair once, where walking all leaf pairs would repeat many
         na = nb = 0
         for j in range(ptr[i], ptr[i + 1]):
             a, b = fa[j], fb[j]

@@ -308,6 +308,13 @@ def _per_row(ufunc, values, ptr) -> np.ndarray:
     return out
 
 
+def _witnesses(front: _Frontier) -> np.ndarray:
+    """Per entry: is it its row's top of stack (the witness: the deepest overlap found last)?"""
+    keep = np.zeros(len(front.fa), bool)
+    keep[front.ptr[1:][np.diff(front.ptr) > 0] - 1] = True
+    return keep
+
+
 def _top_groups(front: _Frontier) -> np.ndarray:
     """Per entry: does it sit at its row's deepest level (the witness and its siblings)?"""
     return front.fl == np.repeat(_per_row(np.maximum, front.fl, front.ptr), np.diff(front.ptr))
@@ -393,9 +400,9 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
             batch = leaves.take(np.arange(s, e))
             if all_contacts:
                 return triangles(all_leaves(batch), False)
-            # a first contact is likeliest among the witness's leaf pairs: test those first, and
-            # the whole leaf frontier only for rows where they meet nothing
-            near = triangles(batch.entries(_top_groups(batch)), True)
+            # a first contact is likeliest in the witness, the deepest overlap found: test its
+            # triangles, and the whole leaf frontier only for rows where they meet nothing
+            near = triangles(batch.entries(_witnesses(batch)), True)
             missed = np.flatnonzero(np.diff(near[0]) == 0)
             rest = triangles(all_leaves(batch.take(missed)), True)
             return _merge_hits(near, missed, rest)
