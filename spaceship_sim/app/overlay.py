@@ -160,14 +160,14 @@ class Overlay:
             draw.add_text(imgui.ImVec2(x, y), imgui.get_color_u32(imgui.ImVec4(*rgb, 1)), text)
 
     def _set_backgrounds(self, on: bool) -> None:
-        """Panel and plot backgrounds on or off. Off by default: a blended 1000x600 panel
-        costs several ms under llvmpipe, while text and lines over dark space stay readable."""
-        if on == self.backgrounds:
-            return
+        """Panel backgrounds on or off (the window flag in `_begin`). Plots never get their own
+        background: over a panel it would blend the same pixels twice, and every blended pixel
+        costs render time under software GL."""
+        if self.backgrounds is None:
+            clear = imgui.ImVec4(0, 0, 0, 0)
+            for col in (implot.Col_.frame_bg, implot.Col_.plot_bg, implot.Col_.legend_bg):
+                implot.get_style().set_color_(col, clear)
         self.backgrounds = on
-        clear = imgui.ImVec4(0, 0, 0, 0)
-        for col in (implot.Col_.frame_bg, implot.Col_.plot_bg, implot.Col_.legend_bg):
-            implot.get_style().set_color_(col, implot.AUTO_COL if on else clear)  # AUTO_COL: theme colour
 
     def _begin(self, name: str) -> None:
         x, y, w, h = panel_rects(self.width, self.height)[name]

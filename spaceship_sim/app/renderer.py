@@ -23,7 +23,7 @@ USER_COLOR = (0.35, 0.65, 1.0)
 # muted per-model hull colours (steel, sand, sage, lavender): the saturated level colours of
 # colliding spheres stand out against every one of them
 MODEL_COLORS = [(0.72, 0.74, 0.78), (0.80, 0.68, 0.50), (0.55, 0.70, 0.58), (0.68, 0.62, 0.80)]
-HIT_SHIP_TINT = (1.0, 0.45, 0.4)  # colliding ships: model colour times this
+HIT_SHIP_TINT = (1.0, 0.7, 0.65)  # colliding ships: model colour times this (a warm hint; the spheres tell the rest)
 TREE_ALPHA = 0.22                 # spheres of the tree level drawn
 HIT_SPHERE_ALPHA = 0.5            # colliding spheres (seen through the hulls)
 SEGMENT_COLOR = (1.0, 1.0, 1.0)
