@@ -170,7 +170,8 @@ def overlay() -> dict:
                       "target_ms": m.target_ms, "budget_ms": m.budget_ms,
                       "render_predicted_ms": m.render_predicted_ms, "render_actual_ms": m.render_actual_ms,
                       "level_hist": m.level_hist, "n_pairs": len(m.pairs),
-                      "n_history": len(m.frames)},
+                      "n_history": len(m.frames), "frames_run": m.frames_run},
+            "world_frame": app.world.frame,
             "narrow_colliding": int(np.sum(narrow.colliding)) if narrow is not None else 0}
 
 
@@ -255,6 +256,7 @@ def collision() -> dict:
     clear = np.all(np.hypot(xs[:, None] - px[:, 0], ys[:, None] - px[:, 1]) > radius_px + 3, axis=1)
     clear &= ~np.array([under_panel(x, y) for x, y in zip(xs, ys)])
     outside = float(np.abs(with_story[ys[clear], xs[clear]].astype(float) - hull[ys[clear], xs[clear]]).mean())
+    far_ship = _far_ship_against_stars(app)
     # click the pair's row: follow it; click again: let go
     app.controls.follow_pair = None
     app.frame()
@@ -274,7 +276,30 @@ def collision() -> dict:
     return {"level": level, "exact_level": exact_level, "colliding": len(hit), "towards": towards,
             "rows_drawn": rows_drawn, "model_pairs": len(app.model.pairs), "clicks": clicks,
             "hull_share": float(np.mean(np.any(np.abs(hull - bg) > 12, axis=2))),
-            "hull_pixels_outside_spheres": int(clear.sum()), "change_outside_spheres": outside}
+            "hull_pixels_outside_spheres": int(clear.sum()), "change_outside_spheres": outside,
+            "far_ship": far_ship}
+
+
+def _far_ship_against_stars(app) -> dict:
+    """The smallest of ships 3-5 put 1.5 km ahead of the camera (a pixel or two): the brightest
+    pixel around its projected centre, and the brightest star pixel anywhere (stars alone)."""
+    from spaceship_sim.app.camera import project
+
+    state = app.world.state
+    eye, target = np.asarray(app.camera.eye), np.asarray(app.camera.target)
+    k = 3 + int(np.argmin(state.radius[3:6]))
+    state.pos[k] = eye + 1500.0 * (target - eye) / np.linalg.norm(target - eye)
+    view_proj, _ = app.renderer.render(app.ctx.screen, SIZE, state, app.camera, None, app.options)
+    image = app.snapshot()
+    ((x, y),), _ = project(state.pos[k:k + 1], view_proj, *SIZE)
+    x, y = int(round(x)), int(round(y))
+    saved = state.pos.copy()
+    state.pos[:] = eye - 1e6 * (target - eye) / np.linalg.norm(target - eye)  # all behind: the sky alone
+    app.renderer.render(app.ctx.screen, SIZE, state, app.camera, None, app.options)
+    sky = app.snapshot()
+    state.pos[:] = saved
+    return {"ship_peak": int(image[y - 2:y + 3, x - 2:x + 3].max()), "star_peak": int(sky.max()),
+            "ship_px": [x, y], "radius": float(state.radius[k])}
 
 
 def window() -> dict:

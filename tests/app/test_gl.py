@@ -76,6 +76,7 @@ def test_overlay_model_matches_frame_stats_of_a_real_run():
     out = scenario("overlay")
     s, m = out["stats"], out["model"]
     assert m["frame"] == s["frame"] and m["n_history"] == 10
+    assert m["frames_run"] == out["world_frame"] == 10  # the counter shows the frames run
     assert m["series_last"]["frame"] == pytest.approx(1e3 * s["frame_time"])
     assert m["series_last"]["detection"] == pytest.approx(1e3 * s["t_narrow"])
     assert m["series_last"]["response"] == pytest.approx(1e3 * s["t_response"])
@@ -111,6 +112,8 @@ def test_colliding_spheres_show_in_their_level_colour_over_the_hull_and_the_tabl
     assert out["hull_pixels_outside_spheres"] > 1000 and out["change_outside_spheres"] < 1.0  # only there
     assert out["rows_drawn"] == out["colliding"] == out["model_pairs"]
     assert out["clicks"] == [[[1, 2], "action"], [None, "chase"]]  # a row click follows the pair, again lets go
+    far = out["far_ship"]  # a ship too far to make out still outshines every star
+    assert far["ship_peak"] > far["star_peak"] + 40, far
 
 
 @pytest.mark.skipif(shutil.which("xvfb-run") is None or shutil.which("xdotool") is None,
