@@ -283,7 +283,7 @@ class App:
 
         w, h = self.window.get_size()
         px, front = project(np.array([p for p, _, _ in labels]), self.view_proj, w, h)
-        return [(x + 6, y - 6, text, rgb) for (x, y), ok, (_, text, rgb) in zip(px, front, labels) if ok]
+        return [(x + 14, y - 8, text, rgb) for (x, y), ok, (_, text, rgb) in zip(px, front, labels) if ok]
 
     def _window_chores(self, render_time: float) -> None:
         """F12's screenshot (the frame just drawn, before the flip) and the title: frame time and

@@ -257,6 +257,7 @@ def collision() -> dict:
     clear &= ~np.array([under_panel(x, y) for x, y in zip(xs, ys)])
     outside = float(np.abs(with_story[ys[clear], xs[clear]].astype(float) - hull[ys[clear], xs[clear]]).mean())
     far_ship = _far_ship_against_stars(app)
+    impostor = _impostor_against_ray_casting(app)
     # click the pair's row: follow it; click again: let go
     app.controls.follow_pair = None
     app.frame()
@@ -277,7 +278,33 @@ def collision() -> dict:
             "rows_drawn": rows_drawn, "model_pairs": len(app.model.pairs), "clicks": clicks,
             "hull_share": float(np.mean(np.any(np.abs(hull - bg) > 12, axis=2))),
             "hull_pixels_outside_spheres": int(clear.sum()), "change_outside_spheres": outside,
-            "far_ship": far_ship}
+            "far_ship": far_ship, "impostor": impostor}
+
+
+def _impostor_against_ray_casting(app) -> dict:
+    """One sphere off the view axis drawn by the renderer's impostor, against the pixels whose
+    centre ray hits that sphere (numpy ray casting): the drawn disc should be that set."""
+    import moderngl
+
+    view, proj = app.camera.view(), app.camera.projection(SIZE[0] / SIZE[1])
+    centre_view = np.array([9.0, 5.0, -30.0])  # off-axis: the silhouette is an ellipse, not a circle
+    radius = 4.0
+    centre = np.linalg.inv(view) @ np.r_[centre_view, 1.0]
+    r = app.renderer
+    r.render(app.ctx.screen, SIZE, app.world.state, app.camera, None, app.options)  # sets the uniforms
+    app.ctx.screen.clear(0.0, 0.0, 0.0, 1.0)
+    app.ctx.enable_only(moderngl.NOTHING)
+    r.sphere.render(np.array([[*centre[:3], radius, 1.0, 1.0, 1.0, 1.0]]))
+    drawn = np.any(app.snapshot() > 0, axis=2)
+    ys, xs = np.mgrid[0:SIZE[1], 0:SIZE[0]]
+    ones = np.ones_like(xs, float)
+    ndc = np.stack([(xs + 0.5) / SIZE[0] * 2 - 1, 1 - (ys + 0.5) / SIZE[1] * 2, ones, ones], -1)
+    far = ndc @ np.linalg.inv(proj).T
+    rays = far[..., :3] / far[..., 3:]  # view-space points on the far plane: the eye is at the origin
+    rays /= np.linalg.norm(rays, axis=-1, keepdims=True)
+    b = rays @ centre_view
+    hit = b * b - centre_view @ centre_view + radius ** 2 >= 0
+    return {"drawn": int(drawn.sum()), "ray_cast": int(hit.sum()), "both": int((drawn & hit).sum())}
 
 
 def _far_ship_against_stars(app) -> dict:

@@ -112,6 +112,9 @@ def test_colliding_spheres_show_in_their_level_colour_over_the_hull_and_the_tabl
     assert out["hull_pixels_outside_spheres"] > 1000 and out["change_outside_spheres"] < 1.0  # only there
     assert out["rows_drawn"] == out["colliding"] == out["model_pairs"]
     assert out["clicks"] == [[[1, 2], "action"], [None, "chase"]]  # a row click follows the pair, again lets go
+    disc = out["impostor"]  # a sphere off the view axis: exactly the pixels whose rays hit it (smooth, no facets)
+    assert disc["ray_cast"] > 5000 and disc["both"] >= 0.995 * disc["ray_cast"], disc
+    assert disc["drawn"] - disc["both"] <= 0.005 * disc["ray_cast"], disc
     far = out["far_ship"]  # a ship too far to make out still outshines every star
     assert far["ship_peak"] > far["star_peak"] + 40, far
 
