@@ -8,7 +8,7 @@ import bisect
 import itertools
 import math
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from .clock import WALL
 
@@ -44,7 +44,6 @@ class FrameStats:
     # colliding pair (an empty field in frames.csv)
     sep_bound_min: float = float("nan")     # smallest
     sep_bound_median: float = float("nan")  # median (of the frame's last sample with a colliding pair)
-    extra: dict = field(default_factory=dict)  # stage-specific figures (broad-phase counters ...)
 
     @property
     def t_sim(self) -> float:
@@ -63,7 +62,6 @@ class FrameStats:
         bound without a colliding pair: empty, not NaN)."""
         d = asdict(self)
         hist = d.pop("level_hist")
-        d.pop("extra")
         for k in range(max_level + 1):
             d[f"level_{k}"] = hist[k] if k < len(hist) else 0
         for k in ("sep_bound_min", "sep_bound_median"):

@@ -173,7 +173,7 @@ class World:
             stats.budget = stats.detection_used + budget
             self.overrun_predictor.record(max(0.0, narrow.time_used - budget))
         stats.detection_used += narrow.time_used
-        hist = np.bincount(narrow.level[hit], minlength=self.max_level + 1)
+        hist = narrow.level_histogram
         old = np.asarray(stats.level_hist or np.zeros(len(hist), int))
         stats.level_hist = tuple(int(x) for x in old + hist)
         bounds = narrow.separation_bound[hit]
@@ -181,5 +181,3 @@ class World:
             lo = float(bounds.min())
             stats.sep_bound_min = lo if math.isnan(stats.sep_bound_min) else min(stats.sep_bound_min, lo)
             stats.sep_bound_median = float(np.median(bounds))
-        for k, v in getattr(self.broad, "last_stats", {}).items():
-            stats.extra[f"broad_{k}"] = v
