@@ -16,6 +16,11 @@ from pathlib import Path
 from .errors import InputError
 
 
+# The one list of each family of stages the config can name (their modules register the classes)
+BROADPHASE_NAMES = ("space_time", "sweep_prune", "brute_force")
+TREE_METHODS = ("medial", "octree")
+
+
 class ConfigError(InputError):
     """Invalid configuration; str() is one line naming file and key."""
 
@@ -109,8 +114,8 @@ class ScriptConfig:
 
 @dataclass(frozen=True)
 class CollisionConfig:
-    broadphase: str = _f("space_time", "broad phase [-]", choices=("space_time", "sweep_prune", "brute_force"))
-    tree_method: str = _f("medial", "sphere-tree builder [-]", choices=("medial", "octree"))
+    broadphase: str = _f("space_time", "broad phase [-]", choices=BROADPHASE_NAMES)
+    tree_method: str = _f("medial", "sphere-tree builder [-]", choices=TREE_METHODS)
     tree_branching: int = _f(8, "children per sphere-tree node [-]", lo=2, hi=64)
     tree_depth: int = _f(3, "sphere-tree levels below the root [-]", lo=1, hi=6)
     time_critical: bool = _f(True, "refine only as deep as the frame budget allows (else always exact) [-]")

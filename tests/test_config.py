@@ -1,4 +1,5 @@
 """Config loading: every error case gives one clear line naming file and key, exit code 2."""
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +86,13 @@ def test_console_script_exit_code(tmp_path):
 def test_config_is_frozen():
     with pytest.raises(AttributeError):
         Config().ships.count = 5  # type: ignore[misc]
+
+
+def test_stage_names_come_from_one_registry_each():
+    """The config's lists of broad phases and tree builders are the ones the stages implement."""
+    from spaceship_sim.broadphase import BROADPHASES
+    from spaceship_sim.config import BROADPHASE_NAMES, TREE_METHODS, CollisionConfig
+    from spaceship_sim.spheretree.params import METHODS
+    assert set(BROADPHASES) == set(BROADPHASE_NAMES) and METHODS == TREE_METHODS
+    meta = {f.name: f.metadata for f in dataclasses.fields(CollisionConfig)}
+    assert meta["broadphase"]["choices"] == BROADPHASE_NAMES and meta["tree_method"]["choices"] == TREE_METHODS

@@ -9,7 +9,7 @@ import re
 import time
 
 from ..args import COMMAND_LINE, MAX_FRAMES, integer, png_file
-from ..config import MAX_SHIPS, ConfigError, shipped_config
+from ..config import BROADPHASE_NAMES, MAX_SHIPS, ConfigError, shipped_config
 from ..errors import InputError
 
 T0 = time.perf_counter()  # for "first frame after ..." (close to process start: imported at CLI start)
@@ -42,7 +42,7 @@ def _common(p) -> None:
                    help="sphere-tree level to draw for every ship from the start, at most collision.tree_depth "
                         "(default: -1, none)")
     p.add_argument("--bounds", action="store_true", help="draw the broad-phase bounding spheres")
-    p.add_argument("--broadphase", choices=("space_time", "sweep_prune", "brute_force"),
+    p.add_argument("--broadphase", choices=BROADPHASE_NAMES,
                    help="override the config's broad phase")
     p.add_argument("--realtime", action="store_true",
                    help="hold the target frame rate when headless too (a window always does)")

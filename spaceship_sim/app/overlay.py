@@ -21,11 +21,11 @@ OpenGL.ERROR_CHECKING = False
 from imgui_bundle import imgui, implot  # noqa: E402
 from imgui_bundle.python_backends import pyglet_backend  # noqa: E402
 
+from ..config import BROADPHASE_NAMES
 from .geometry import level_color
 from .keys import HELP
 from .overlay_model import SERIES, OverlayModel, PairRow, panel_rects, sort_rows, table_columns
 
-BROADPHASES = ("space_time", "sweep_prune", "brute_force")
 PANEL_ALPHA = 0.6  # panel backgrounds: text stays readable over ships and stars, the scene shows through
 
 
@@ -269,8 +269,8 @@ class Overlay:
         _, c.target_fps = imgui.slider_float("target fps", c.target_fps, 10.0, 120.0, "%.0f")
         _, c.min_level = imgui.slider_int("min level", c.min_level, 0, c.level_limit)
         _, c.max_level = imgui.slider_int("max level", c.max_level, 0, c.level_limit)
-        _, i = imgui.combo("broad phase", BROADPHASES.index(c.broadphase), list(BROADPHASES))
-        c.broadphase = BROADPHASES[i]
+        _, i = imgui.combo("broad phase", BROADPHASE_NAMES.index(c.broadphase), list(BROADPHASE_NAMES))
+        c.broadphase = BROADPHASE_NAMES[i]
         _, c.tree_level = imgui.slider_int("tree level", c.tree_level, -1, c.level_limit - 1,
                                            "none" if c.tree_level < 0 else "%d")
         _, c.show_hits = imgui.checkbox("colliding spheres/triangles", c.show_hits)
