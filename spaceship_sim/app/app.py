@@ -11,6 +11,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 
 import numpy as np
 
@@ -18,6 +19,8 @@ from ..errors import InputError
 from .camera import Camera
 from .keys import resolve
 from .overlay_model import OverlayModel, collision_changes
+
+TIMING_HISTORY = 10_000  # frames of per-frame times kept for --stats (5.5 min at 30 Hz)
 
 
 
@@ -136,10 +139,12 @@ class App:
         self._sync_controls_from_world()
         self.flight_keys, self.command_keys = resolve(key)
         self.mouse_left = mouse.LEFT
-        self.frame_times: list[float] = []   # FrameStats.frame_time of each stepped frame [s]
-        self.render_times: list[float] = []  # measured render time (scene + overlay) of those frames [s]
-        self.scene_times: list[float] = []   # its scene part [s]
-        self.loop_times: list[float] = []    # wall time of each loop iteration that stepped [s]
+        # per stepped frame, the last TIMING_HISTORY of them (memory stays flat in long sessions) [s]:
+        self.frame_times: deque[float] = deque(maxlen=TIMING_HISTORY)   # FrameStats.frame_time
+        self.render_times: deque[float] = deque(maxlen=TIMING_HISTORY)  # measured render (scene + overlay)
+        self.scene_times: deque[float] = deque(maxlen=TIMING_HISTORY)   # its scene part
+        self.loop_times: deque[float] = deque(maxlen=TIMING_HISTORY)    # the loop iteration's wall time
+        self.frames_timed = 0  # stepped frames, all of them
         self.first_frame_at: float | None = None  # perf_counter when the first frame was shown
         self.first_step_at: float | None = None   # ... when the first simulated frame was shown
         self.compiled_at: float | None = None     # ... when the world first ran its compiled kernels
@@ -257,6 +262,7 @@ class App:
         if stats is not None:
             self.world.end_frame(render_time)
             self.model.update(stats, self.world.last_narrow)
+            self.frames_timed += 1
             self.frame_times.append(stats.frame_time)
             self.render_times.append(render_time)
             self.scene_times.append(scene_time)

@@ -108,12 +108,16 @@ def run_app(args, mode: str) -> int:
 
 
 def format_stats(app, renderer: str, size, n_ships: int, empty: float, warmup: int = 5) -> str:
-    """Median / p99 of frame time (stages + render) and of the whole loop, first frames
-    skipped, next to the empty-frame reference measured in the same run."""
+    """Median / p99 of frame time (stages + render) and of the whole loop over the app's timing
+    history (its last frames), the first `warmup` frames skipped while they are still in it, next
+    to the empty-frame reference measured in the same run."""
     import numpy as np
 
+    skip = max(0, warmup - (app.frames_timed - len(app.frame_times)))  # warm-up frames still held
+
     def ms(xs):
-        return np.asarray(xs[warmup:] if len(xs) > warmup else xs) * 1e3
+        xs = np.asarray(xs) * 1e3
+        return xs[skip:] if len(xs) > skip else xs
 
     def pct(xs):
         xs = ms(xs)
@@ -124,7 +128,9 @@ def format_stats(app, renderer: str, size, n_ships: int, empty: float, warmup: i
     first, first_step, compiled = (t - T0 if t else float("nan")
                                    for t in (app.first_frame_at, app.first_step_at, app.compiled_at))
     return "\n".join([
-        f"{n_ships} ships, {size[0]}x{size[1]}, {renderer}; {len(app.frame_times)} frames (first {warmup} skipped)",
+        f"{n_ships} ships, {size[0]}x{size[1]}, {renderer}; {app.frames_timed} frames ("
+        + (f"first {warmup} skipped)" if app.frames_timed == len(app.frame_times) else
+           f"figures over the last {len(app.frame_times)})"),
         f"frame time (sim + render): {pct(app.frame_times)}",
         f"  medians: sim {np.median(sim):.2f} ms, render {np.median(ms(app.render_times)):.2f} ms"
         + (f" (scene alone {np.median(scene):.2f} ms)" if app.split_timing else ""),
