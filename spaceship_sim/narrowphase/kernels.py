@@ -61,6 +61,22 @@ def _push_children(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, r, a0, b0, level, s
 
 
 @njit(cache=True)
+def _stack_capacity(cca, ccb, ptr, s, e, levels):
+    """(capacity, kids) of a depth-first stack for rows s..e: a stack holds a row's unexpanded
+    input entries plus at most one sibling group per level below them, and a group is at most
+    kids = (most children of a node of A) x (of B) pairs."""
+    kids = np.int64(1)
+    for c in (cca, ccb):
+        for i in range(len(c)):
+            kids = max(kids, np.int64(c[i]))
+    kids = kids * kids
+    most = np.int64(0)
+    for i in range(s, e):
+        most = max(most, ptr[i + 1] - ptr[i])
+    return most + levels * kids, kids
+
+
+@njit(cache=True)
 def deepen_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, fl, s, e, target):
     """Depth-first search, for active rows s..e, of one colliding node pair at level target[i].
 
@@ -77,19 +93,10 @@ def deepen_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, fl
     is apart at reached + 1 (where a breadth-first descent finds its frontier empty); a
     non-empty one has its witness and the siblings found with it on top, at the target level.
     """
-    kids = np.int64(1)
-    for c in (cca, ccb):
-        for i in range(len(c)):
-            kids = max(kids, np.int64(c[i]))
-    kids = kids * kids  # children pushed by one expansion, at most
-    # a stack holds the unexpanded input entries plus at most one sibling group per level
-    most = np.int64(0)
-    for i in range(s, e):
-        most = max(most, ptr[i + 1] - ptr[i])
     deepest = np.int64(0)
     for i in range(s, e):
         deepest = max(deepest, target[i])
-    size = most + (deepest + 1) * kids
+    size, kids = _stack_capacity(cca, ccb, ptr, s, e, deepest + 1)
     sa, sb, sl = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
     out_ptr = np.zeros(e - s + 1, np.int64)
     cap = ptr[e] - ptr[s] + (e - s) * kids
@@ -125,15 +132,7 @@ def complete_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, 
     """Every colliding leaf pair below the stacks of active rows s..e (see deepen_pairs): the
     breadth-first frontier at the leaves, which the exact level's triangle tests need whole.
     Returns CSR (out_ptr (e-s+1,), out_a, out_b) int64."""
-    kids = np.int64(1)
-    for c in (cca, ccb):
-        for i in range(len(c)):
-            kids = max(kids, np.int64(c[i]))
-    kids = kids * kids
-    most = np.int64(0)
-    for i in range(s, e):
-        most = max(most, ptr[i + 1] - ptr[i])
-    size = most + 64 * kids  # one sibling group per tree level at most (depth < 64)
+    size, _ = _stack_capacity(cca, ccb, ptr, s, e, np.int64(64))  # tree depth < 64
     sa, sb, sl = np.empty(size, np.int64), np.empty(size, np.int64), np.zeros(size, np.int64)
     out_ptr = np.zeros(e - s + 1, np.int64)
     out_a, out_b = np.empty(ptr[e] - ptr[s] + 16, np.int64), np.empty(ptr[e] - ptr[s] + 16, np.int64)
