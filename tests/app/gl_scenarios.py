@@ -193,7 +193,7 @@ def warming() -> dict:
               "compiled": app.world.compiled, "integrator": app.world.integrator.backend,
               "drawn": float(np.mean(np.any(np.abs(image - bg) > 12, axis=2)))}
     release.set()
-    app.warming.join(10)
+    app.warming.join()  # however long compiling takes on this machine
     for _ in range(3):
         app.frame()
     return {"during": during, "after": {"frame": app.world.frame, "status": app.model.status,
