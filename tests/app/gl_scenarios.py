@@ -358,7 +358,7 @@ def window() -> dict:
         app.window.flip()
         return image
 
-    def until(done, limit_s: float = 10.0) -> bool:
+    def until(done, limit_s: float = 60.0) -> bool:
         """Frames until `done()`: X events arrive asynchronously (the wait is for delivery only)."""
         start = time.perf_counter()
         while not done() and time.perf_counter() - start < limit_s:
