@@ -62,18 +62,7 @@ def heap_push(heap, hpos, key, size, p):
 
 
 @njit(cache=True)
-def heap_pop(heap, hpos, key, size):
-    """Remove the root (size > 0); returns the new size."""
-    size -= 1
-    if size > 0:
-        heap[0] = heap[size]
-        hpos[heap[0]] = 0
-        _sift_down(heap, hpos, key, 0, size)
-    return size
-
-
-@njit(cache=True)
-def _heap_remove(heap, hpos, key, size, p):
+def heap_remove(heap, hpos, key, size, p):
     """Remove pair p from anywhere in the heap; returns the new size."""
     i = hpos[p]
     size -= 1
@@ -146,7 +135,7 @@ def drop_pairs(ships, pa, pb, head, nxt, prv, wake, heap, hpos, due, dpos, free,
             if dpos[p] >= 0:
                 _remove_due(p, due, dpos, counts)
             else:
-                counts[SIZE] = _heap_remove(heap, hpos, wake, counts[SIZE], p)
+                counts[SIZE] = heap_remove(heap, hpos, wake, counts[SIZE], p)
             free[counts[N_FREE]] = p
             counts[N_FREE] += 1
             p = after
@@ -163,8 +152,8 @@ def add_pairs(new_a, new_b, pa, pb, head, nxt, prv, wake, due, dpos, free, count
             p = counts[TOP]
             counts[TOP] += 1
         pa[p], pb[p] = new_a[k], new_b[k]
-        _link(p, new_a[k], 0, pa, head, nxt, prv)
-        _link(p, new_b[k], 1, pa, head, nxt, prv)
+        for e in range(2):  # a loop, not constants: a literal argument would compile _link twice
+            _link(p, new_a[k] if e == 0 else new_b[k], e, pa, head, nxt, prv)
         make_due(p, wake, due, dpos, counts)
 
 

@@ -51,7 +51,7 @@ import numpy as np
 from numba import njit
 
 from .base import BroadPhase, EMPTY_PAIRS, overlap_sphere_sphere, pairs_from_keys
-from .pair_schedule import N_DUE, SIZE, PairSchedule, heap_pop, heap_push, make_due
+from .pair_schedule import N_DUE, SIZE, PairSchedule, heap_push, heap_remove, make_due
 from .ship_grid import ShipGrid
 
 T0, U0, PERIOD, LEAD = 0, 1, 2, 3  # cycle[]: u(t) = U0 + (t - T0) / PERIOD; ends come after LEAD
@@ -82,37 +82,33 @@ def _wake_delay(pos, vel, accel, radius, i, j):
 
 
 @njit(cache=True)
-def _test_pair(p, t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, counts, out, k):
-    """Exact test of pair p (in no heap, no list) at t: overlapping, it joins the due list and
-    out[k]; apart, it sleeps until its predicted wake-up. Returns the new count of out."""
-    i, j = pa[p], pb[p]
-    if overlap_sphere_sphere(pos, radius, i, j):
-        make_due(p, wake, due, dpos, counts)
-        out[k] = p
-        return k + 1
-    wake[p] = t + _wake_delay(pos, vel, accel, radius, i, j)
-    counts[SIZE] = heap_push(heap, hpos, wake, counts[SIZE], p)
-    return k
-
-
-@njit(cache=True)
 def _st_step(t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, counts, buf, out):
-    """Test every pair due by t: the due list, and the heap's pairs whose wake-up has come
-    (collected first, so a pair put to sleep until t is not tested twice in a row).
+    """Test every pair due by t exactly: the due list, and the heap's pairs whose wake-up has
+    come (collected first, so a pair put to sleep until t is not tested twice in a row).
+    Overlapping pairs join the due list and out; the others sleep until their predicted wake-up.
 
     Returns (pairs examined, pairs overlapping); overlapping pair ids in out[:k].
     """
     m = counts[N_DUE]
-    buf[:m] = due[:m]
+    for q in range(m):
+        buf[q] = due[q]
     counts[N_DUE] = 0
     while counts[SIZE] > 0 and wake[heap[0]] <= t:
         buf[m] = heap[0]
         m += 1
-        counts[SIZE] = heap_pop(heap, hpos, wake, counts[SIZE])
+        counts[SIZE] = heap_remove(heap, hpos, wake, counts[SIZE], heap[0])
     k = 0
     for q in range(m):
-        dpos[buf[q]] = -1
-        k = _test_pair(buf[q], t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, counts, out, k)
+        p = buf[q]
+        dpos[p] = -1
+        i, j = pa[p], pb[p]
+        if overlap_sphere_sphere(pos, radius, i, j):
+            make_due(p, wake, due, dpos, counts)
+            out[k] = p
+            k += 1
+        else:
+            wake[p] = t + _wake_delay(pos, vel, accel, radius, i, j)
+            counts[SIZE] = heap_push(heap, hpos, wake, counts[SIZE], p)
     return m, k
 
 
