@@ -77,6 +77,16 @@ def _stack_capacity(cca, ccb, ptr, s, e, levels):
 
 
 @njit(cache=True)
+def _load_stack(ptr, i, fa, fb, sa, sb):
+    """Copy row i's entries (fa, fb)[ptr[i]:ptr[i+1]] onto the stack (sa, sb); returns its height."""
+    top = np.int64(0)
+    for j in range(ptr[i], ptr[i + 1]):
+        sa[top], sb[top] = fa[j], fb[j]
+        top += 1
+    return top
+
+
+@njit(cache=True)
 def deepen_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, fl, s, e, target):
     """Depth-first search, for active rows s..e, of one colliding node pair at level target[i].
 
@@ -106,10 +116,9 @@ def deepen_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, fl
     n = 0
     for i in range(s, e):
         r = rows[i]
-        top = np.int64(0)
-        for j in range(ptr[i], ptr[i + 1]):
-            sa[top], sb[top], sl[top] = fa[j], fb[j], fl[j]
-            top += 1
+        top = _load_stack(ptr, i, fa, fb, sa, sb)
+        for j in range(top):
+            sl[j] = fl[ptr[i] + j]
         deep = sl[top - 1] if top > 0 else np.int64(0)
         while top > 0 and sl[top - 1] < target[i]:
             top -= 1
@@ -140,10 +149,7 @@ def complete_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, 
     n = 0
     for i in range(s, e):
         r = rows[i]
-        top = np.int64(0)
-        for j in range(ptr[i], ptr[i + 1]):
-            sa[top], sb[top] = fa[j], fb[j]
-            top += 1
+        top = _load_stack(ptr, i, fa, fb, sa, sb)
         while top > 0:
             top -= 1
             a, b = sa[top], sb[top]
