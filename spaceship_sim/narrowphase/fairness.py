@@ -14,25 +14,20 @@ import numpy as np
 
 
 class FairOrder:
-    """Per ship pair (a, b) of n ships: levels reached, summed over its samples so far."""
+    """Per ship pair (a, b) of n ships: levels reached, summed over its samples so far. A dict:
+    a frame has tens to thousands of candidate pairs, where numpy's per-call cost would dominate."""
 
     def __init__(self):
-        self.keys = np.zeros(0, np.int64)    # sorted pair keys a * n + b
-        self.served = np.zeros(0, np.int64)  # per key
+        self.served: dict[int, int] = {}  # pair key a * n + b -> refinement had
 
     @staticmethod
-    def _keys(pairs: np.ndarray, n: int) -> np.ndarray:
-        return pairs[:, 0].astype(np.int64) * n + pairs[:, 1]
+    def _keys(pairs: np.ndarray, n: int) -> list[int]:
+        return (pairs[:, 0].astype(np.int64) * n + pairs[:, 1]).tolist()
 
     def service(self, pairs: np.ndarray, n: int) -> np.ndarray:
         """(k,) int64: refinement each of `pairs` ((k, 2) ship indices) has had; 0 if new."""
-        keys = self._keys(pairs, n)
-        at = np.searchsorted(self.keys, keys)
-        found = at < len(self.keys)
-        found[found] = self.keys[at[found]] == keys[found]
-        out = np.zeros(len(pairs), np.int64)
-        out[found] = self.served[at[found]]
-        return out
+        get = self.served.get
+        return np.array([get(key, 0) for key in self._keys(pairs, n)], np.int64)
 
     def order(self, pairs: np.ndarray, n: int) -> np.ndarray:
         """Permutation of `pairs`: least served first, else the given order."""
@@ -40,7 +35,6 @@ class FairOrder:
 
     def record(self, pairs: np.ndarray, levels: np.ndarray, n: int) -> None:
         """After a sample: the level each pair reached (pairs not reported are forgotten)."""
-        served = self.service(pairs, n) + np.asarray(levels, np.int64)
-        keys = self._keys(pairs, n)
-        order = np.argsort(keys)
-        self.keys, self.served = keys[order], served[order]
+        get = self.served.get
+        self.served = {key: get(key, 0) + level
+                       for key, level in zip(self._keys(pairs, n), np.asarray(levels).tolist())}
