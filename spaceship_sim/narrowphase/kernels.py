@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .triangles import distance_triangle_triangle, intersect_triangle_triangle
+from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
 
 
 # Points are passed as (array, row) and never sliced: array views cost reference counting in

@@ -1,10 +1,6 @@
 """Simple numpy references for the narrow-phase kernels (slow, obviously correct; tests and the
-benchmark compare the fast paths against them).
+benchmark compare the fast paths against them). Triangle-level oracles: `geometry.reference`.
 
-- triangle–triangle intersection from segment–triangle tests: two closed triangles meet iff an
-  edge of one meets the other (their intersection is convex; its boundary lies on an edge);
-- point–triangle closest point by plane projection, else the closest of the three edges;
-- triangle distance by dense sampling (an upper bound that converges to the distance);
 - one level of sphere-tree descent for one node pair, and breadth-first descent from the roots;
 - a brute-force pair test over all triangle pairs.
 """
@@ -12,100 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _orient(a, b, c, d):
-    """Signed volume of (a, b, c, d) (x6), same convention as the kernels; (..., 3) arrays."""
-    return np.einsum("...i,...i->...", d - c, np.cross(a - c, b - c))
-
-
-def _orient2(a, b, c):
-    return (a[..., 0] - c[..., 0]) * (b[..., 1] - c[..., 1]) - (a[..., 1] - c[..., 1]) * (b[..., 0] - c[..., 0])
-
-
-def _segment_triangle_2d(a, b, T) -> bool:
-    """Closed 2D segment ab meets closed 2D triangle T (3, 2)."""
-    def on_seg(p, q, x):
-        return np.all(np.minimum(p, q) <= x) and np.all(x <= np.maximum(p, q))
-
-    def seg_seg(p, q, r, s):
-        o1, o2, o3, o4 = _orient2(p, q, r), _orient2(p, q, s), _orient2(r, s, p), _orient2(r, s, q)
-        if o1 * o2 < 0 and o3 * o4 < 0:
-            return True
-        return bool((o1 == 0 and on_seg(p, q, r)) or (o2 == 0 and on_seg(p, q, s))
-                    or (o3 == 0 and on_seg(r, s, p)) or (o4 == 0 and on_seg(r, s, q)))
-
-    def inside(x):
-        d = np.array([_orient2(T[i], T[(i + 1) % 3], x) for i in range(3)])
-        return not (np.any(d < 0) and np.any(d > 0))
-
-    return inside(a) or inside(b) or any(seg_seg(a, b, T[i], T[(i + 1) % 3]) for i in range(3))
-
-
-def segment_triangle(a, b, T) -> np.ndarray:
-    """Closed segments ab ((n, 3) each) meet closed triangles T (n, 3, 3)."""
-    p, q, r = T[:, 0], T[:, 1], T[:, 2]
-    sa, sb = _orient(p, q, r, a), _orient(p, q, r, b)
-    crosses = ~(((sa > 0) & (sb > 0)) | ((sa < 0) & (sb < 0)))
-    # the line ab passes through the triangle iff it sees the three edges turning one way
-    e = np.stack([_orient(a, b, p, q), _orient(a, b, q, r), _orient(a, b, r, p)], 1)
-    through = np.all(e >= 0, 1) | np.all(e <= 0, 1)
-    out = crosses & through
-    for i in np.flatnonzero((sa == 0) & (sb == 0)):  # segment in the triangle's plane: go 2D
-        n = np.abs(np.cross(q[i] - p[i], r[i] - p[i]))
-        keep = [c for c in range(3) if c != int(np.argmax(n))]
-        out[i] = _segment_triangle_2d(a[i, keep], b[i, keep], T[i][:, keep])
-    return out
-
-
-def intersect_tri_tri(T1, T2) -> np.ndarray:
-    """Closed triangles T1[i], T2[i] ((n, 3, 3) each, same frame) intersect: (n,) bool."""
-    T1, T2 = np.asarray(T1, float).reshape(-1, 3, 3), np.asarray(T2, float).reshape(-1, 3, 3)
-    hit = np.zeros(len(T1), bool)
-    for X, Y in ((T1, T2), (T2, T1)):
-        for i in range(3):
-            hit |= segment_triangle(X[:, i], X[:, (i + 1) % 3], Y)
-    return hit
-
-
-def closest_point_triangle(p, T) -> np.ndarray:
-    """Closest points on closed triangles T (n, 3, 3) to points p (n, 3)."""
-    a, b, c = T[:, 0], T[:, 1], T[:, 2]
-    n = np.cross(b - a, c - a)
-    n /= np.linalg.norm(n, axis=1, keepdims=True)
-    proj = p - np.einsum("ij,ij->i", p - a, n)[:, None] * n
-    edges_in = [np.einsum("ij,ij->i", np.cross(v - u, proj - u), n) >= 0 for u, v in ((a, b), (b, c), (c, a))]
-    best = proj.copy()
-    outside = ~(edges_in[0] & edges_in[1] & edges_in[2])
-    cands = [closest_point_segment(p, u, v) for u, v in ((a, b), (b, c), (c, a))]
-    d = np.stack([np.linalg.norm(x - p, axis=1) for x in cands], 1)
-    pick = np.argmin(d, 1)
-    for k in range(3):
-        m = outside & (pick == k)
-        best[m] = cands[k][m]
-    return best
-
-
-def closest_point_segment(p, u, v) -> np.ndarray:
-    """Closest points on segments uv to p, all (n, 3)."""
-    s = np.clip(np.einsum("ij,ij->i", p - u, v - u) / np.einsum("ij,ij->i", v - u, v - u), 0, 1)
-    return u + s[:, None] * (v - u)
-
-
-def sample_triangle(T, n: int) -> np.ndarray:
-    """Points on a regular barycentric grid (n + 1 per edge, vertices included) of T (3, 3)."""
-    i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
-    keep = i + j <= n
-    u, v = i[keep] / n, j[keep] / n
-    return T[0] + u[:, None] * (T[1] - T[0]) + v[:, None] * (T[2] - T[0])
-
-
-def sampled_distance(T1, T2, n: int = 40) -> float:
-    """Smallest distance between sample points of T1 and T2: an upper bound on their distance."""
-    P, Q = sample_triangle(T1, n), sample_triangle(T2, n)
-    # each sample against the other triangle exactly, so the bound is tight to O(h^2)
-    d1 = np.linalg.norm(P - closest_point_triangle(P, np.broadcast_to(T2, (len(P), 3, 3))), axis=1).min()
-    d2 = np.linalg.norm(Q - closest_point_triangle(Q, np.broadcast_to(T1, (len(Q), 3, 3))), axis=1).min()
-    return float(min(d1, d2))
+from ..geometry.reference import intersect_tri_tri
 
 
 def descend_ref(tree_a, node_a, tree_b, node_b, R, t) -> set[tuple[int, int]]:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .geometry import MeshQuery, closest_point_triangles
+from ..geometry.triangles import closest_points_triangles
+from .geometry import MeshQuery
 from .progress import QUIET, BuildProgress
 from .tree import SphereTree
 
@@ -41,7 +42,7 @@ def triangle_sphere_pairs(tris: np.ndarray, centers: np.ndarray, radii: np.ndarr
         ti.append(t + s)
         si.append(k)
     t, k = np.concatenate(ti), np.concatenate(si)
-    q = closest_point_triangles(centers[k], tris[t, 0], tris[t, 1], tris[t, 2])
+    q = closest_points_triangles(centers[k], np.ascontiguousarray(tris[t]))
     ok = np.linalg.norm(q - centers[k], axis=1) <= radii[k] * (1 + slack)
     return t[ok].astype(np.int64), k[ok].astype(np.int64)
 

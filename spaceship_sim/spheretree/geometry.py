@@ -7,7 +7,7 @@ and the builders batch their points, so a brute-force loop is simpler than a BVH
 
 The side comes from the angle-weighted pseudo-normal of the closest feature (face, edge or vertex;
 Baerentzen & Aanaes 2005): for a closed, consistently oriented 2-manifold, (p - q) . n > 0 exactly when
-p is outside. The plain-numpy references (`closest_point_triangles`, `winding_number`) back the tests.
+p is outside. `winding_number` (plain numpy) backs the tests.
 
 All coordinates are in the ship's body frame [m].
 """
@@ -16,49 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# region codes of the closest point on a triangle (a, b, c)
-_FACE, _VA, _VB, _VC, _EAB, _EBC, _ECA = 0, 1, 2, 3, 4, 5, 6
-
-
-@njit(cache=True)
-def _closest_on_triangle(px, py, pz, t):
-    """Ericson's closest point on triangle t (3,3) to p; returns (qx, qy, qz, region)."""
-    ax, ay, az = t[0, 0], t[0, 1], t[0, 2]
-    abx, aby, abz = t[1, 0] - ax, t[1, 1] - ay, t[1, 2] - az
-    acx, acy, acz = t[2, 0] - ax, t[2, 1] - ay, t[2, 2] - az
-    apx, apy, apz = px - ax, py - ay, pz - az
-    d1 = abx * apx + aby * apy + abz * apz
-    d2 = acx * apx + acy * apy + acz * apz
-    if d1 <= 0.0 and d2 <= 0.0:
-        return ax, ay, az, _VA
-    bpx, bpy, bpz = px - t[1, 0], py - t[1, 1], pz - t[1, 2]
-    d3 = abx * bpx + aby * bpy + abz * bpz
-    d4 = acx * bpx + acy * bpy + acz * bpz
-    if d3 >= 0.0 and d4 <= d3:
-        return t[1, 0], t[1, 1], t[1, 2], _VB
-    vc = d1 * d4 - d3 * d2
-    if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        v = d1 / (d1 - d3)
-        return ax + v * abx, ay + v * aby, az + v * abz, _EAB
-    cpx, cpy, cpz = px - t[2, 0], py - t[2, 1], pz - t[2, 2]
-    d5 = abx * cpx + aby * cpy + abz * cpz
-    d6 = acx * cpx + acy * cpy + acz * cpz
-    if d6 >= 0.0 and d5 <= d6:
-        return t[2, 0], t[2, 1], t[2, 2], _VC
-    vb = d5 * d2 - d1 * d6
-    if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-        w = d2 / (d2 - d6)
-        return ax + w * acx, ay + w * acy, az + w * acz, _ECA
-    va = d3 * d6 - d5 * d4
-    if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-        w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-        bx, by, bz = t[1, 0], t[1, 1], t[1, 2]
-        return bx + w * (t[2, 0] - bx), by + w * (t[2, 1] - by), bz + w * (t[2, 2] - bz), _EBC
-    denom = 1.0 / (va + vb + vc)
-    v = vb * denom
-    w = vc * denom
-    return (ax + abx * v + acx * w, ay + aby * v + acy * w, az + abz * v + acz * w, _FACE)
-
+from ..geometry.triangles import closest_point_triangle
 
 _BLOCK = 8  # triangles per bounding box in the query's two-level culling
 
@@ -85,7 +43,7 @@ def _mesh_query(points, tris, lo, hi, pseudo, signed):
     for i in range(n):
         px, py, pz = points[i, 0], points[i, 1], points[i, 2]
         # start from the previous point's triangle: batches are spatially coherent
-        qx, qy, qz, reg = _closest_on_triangle(px, py, pz, tris[hint])
+        qx, qy, qz, reg = closest_point_triangle(px, py, pz, tris[hint])
         best = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
         bt, bx, by, bz, br = hint, qx, qy, qz, reg
         for blk in range(nb):
@@ -96,7 +54,7 @@ def _mesh_query(points, tris, lo, hi, pseudo, signed):
             if ex * ex + ey * ey + ez * ez >= best:
                 continue
             for j in range(blk * 8, min(m, blk * 8 + 8)):
-                qx, qy, qz, reg = _closest_on_triangle(px, py, pz, tris[j])
+                qx, qy, qz, reg = closest_point_triangle(px, py, pz, tris[j])
                 d2 = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
                 if d2 < best:
                     best, bt, bx, by, bz, br = d2, j, qx, qy, qz, reg
@@ -212,50 +170,6 @@ class MeshQuery:
 
 
 # ---------------------------------------------------------------- numpy references
-
-def closest_point_triangles(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Closest points on triangles (a, b, c) to points p; all (..., 3), broadcast. Plain numpy.
-
-    Reference implementation (Ericson, vectorised with masks) for the numba kernel, and the
-    pairwise sphere/triangle test of the builders.
-    """
-    p, a, b, c = np.broadcast_arrays(p, a, b, c)
-    ab, ac, ap = b - a, c - a, p - a
-    dot = lambda u, v: np.einsum("...i,...i->...", u, v)  # noqa: E731
-    d1, d2 = dot(ab, ap), dot(ac, ap)
-    bp = p - b
-    d3, d4 = dot(ab, bp), dot(ac, bp)
-    cp = p - c
-    d5, d6 = dot(ab, cp), dot(ac, cp)
-    va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        denom = va + vb + vc
-        v = np.where(denom != 0, vb / denom, 0.0)
-        w = np.where(denom != 0, vc / denom, 0.0)
-        out = a + ab * v[..., None] + ac * w[..., None]  # face region by default
-        t_bc = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-        m = (va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0)
-        out = np.where(m[..., None], b + (c - b) * t_bc[..., None], out)
-        t_ac = d2 / (d2 - d6)
-        m = (vb <= 0) & (d2 >= 0) & (d6 <= 0)
-        out = np.where(m[..., None], a + ac * t_ac[..., None], out)
-        m = (d6 >= 0) & (d5 <= d6)
-        out = np.where(m[..., None], c, out)
-        t_ab = d1 / (d1 - d3)
-        m = (vc <= 0) & (d1 >= 0) & (d3 <= 0)
-        out = np.where(m[..., None], a + ab * t_ab[..., None], out)
-        m = (d3 >= 0) & (d4 <= d3)
-        out = np.where(m[..., None], b, out)
-        m = (d1 <= 0) & (d2 <= 0)
-        out = np.where(m[..., None], a, out)
-    return out
-
-
-def triangle_distances(points: np.ndarray, tris: np.ndarray) -> np.ndarray:
-    """(n, m) distances from points (n, 3) to triangles (m, 3, 3). Plain numpy, O(n m) memory."""
-    q = closest_point_triangles(points[:, None, :], tris[None, :, 0], tris[None, :, 1], tris[None, :, 2])
-    return np.linalg.norm(points[:, None, :] - q, axis=-1)
-
 
 def winding_number(points: np.ndarray, tris: np.ndarray) -> np.ndarray:
     """(n,) generalized winding number of a triangle soup at points (Van Oosterom-Strackee)."""

@@ -9,31 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..geometry.triangles import triangle_box_overlap
 from .geometry import MeshQuery, min_enclosing_sphere
 
 _OCT = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=np.int64)
-
-
-def triangle_box_overlap(tris: np.ndarray, box_center: np.ndarray, half: float | np.ndarray) -> np.ndarray:
-    """(n,) bool: closed triangle tris[i] (3,3) meets the cube box_center[i] +- half (Akenine-Moller SAT).
-
-    tris (n,3,3), box_center (n,3), half scalar or (n,); plain numpy, vectorised over pairs.
-    A small relative padding keeps touching-but-rounded cases occupied (conservative).
-    """
-    h = np.broadcast_to(np.asarray(half, np.float64), (len(tris),)) * (1 + 1e-9)
-    v = tris - box_center[:, None, :]
-    ok = (v.min(axis=1) <= h[:, None]).all(axis=1) & (v.max(axis=1) >= -h[:, None]).all(axis=1)
-    e = v[:, [1, 2, 0]] - v  # the three edges
-    n = np.cross(e[:, 0], e[:, 1])
-    ok &= np.abs(np.einsum("ij,ij->i", n, v[:, 0])) <= h * np.abs(n).sum(axis=1)
-    for i in range(3):
-        axis_unit = np.zeros(3)
-        axis_unit[i] = 1.0
-        a = np.cross(axis_unit[None, None, :], e)  # (n, 3 edges, 3)
-        p = np.einsum("nek,nvk->nev", a, v)  # projections of the 3 vertices on the 3 axes
-        r = h[:, None] * np.abs(a).sum(axis=2)
-        ok &= ((p.min(axis=2) <= r) & (p.max(axis=2) >= -r)).all(axis=1)
-    return ok
 
 
 def octree_levels(query: MeshQuery, depth: int, seed: int = 0):

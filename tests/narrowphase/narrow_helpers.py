@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spaceship_sim.narrowphase.reference import closest_point_triangle
+from spaceship_sim.geometry.reference import closest_point_triangle
 
 
 def hand_octree(vertices, faces, depth=2):

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from spaceship_sim.errors import InputError
 from spaceship_sim.spheretree import SphereTree, SphereTreeError, build_tree, load_or_build, tree_key
-from spaceship_sim.spheretree.geometry import triangle_distances
+from spaceship_sim.geometry.reference import triangle_distances
 from spaceship_sim.spheretree.medial import MedialFallbackWarning
 
 KEYS = [("notched", "medial"), ("notched", "octree"), ("torus", "medial"), ("torus", "octree"),

@@ -1,4 +1,5 @@
-"""Triangle–triangle kernels (numba): intersection and distance.
+"""Triangle primitives, one module for the whole package: numba kernels, each tested against its
+numpy oracle in `geometry/reference.py` (tests/test_geometry_triangles.py).
 
 All coordinates are float64 in one common frame. Triangles are closed sets: touching
 (a shared point, edge or face) counts as intersecting. The kernels only use sign tests of
@@ -7,12 +8,16 @@ answers are exact — the property tests rely on this to check degenerate touchi
 
 Triangles are (3, 3) float64 arrays, one vertex per row.
 
+- `closest_point_triangle`: Ericson (RTCD 5.1.5), with the Voronoi region of the answer (face,
+  vertex or edge: the sphere-tree builders read the pseudo-normal of that feature);
+  `closest_points_triangles` batches it;
 - `intersect_triangle_triangle`: Guigue & Devillers (JGT 2003), "Fast and robust triangle-
   triangle overlap test using orientation predicates", with a coplanar fallback in 2D.
 - `distance_triangle_triangle`: 0 if they intersect, else the smallest of the 6 vertex–triangle
   and 9 edge–edge distances (the closest pair of two disjoint triangles always realises one of
   these), closest points written to `out`.
-Simple numpy references live in `reference.py`.
+- `triangle_box_overlap`: triangle against axis-aligned cube (Akenine-Möller's separating axes),
+  vectorised numpy over pairs (the octree builder's batches).
 """
 from __future__ import annotations
 
@@ -185,40 +190,58 @@ def _lerp(a, b, s, out):
         out[k] = a[k] + s * (b[k] - a[k])
 
 
+# Voronoi region codes of the closest point on a triangle (a, b, c)
+FACE, VA, VB, VC, EAB, EBC, ECA = 0, 1, 2, 3, 4, 5, 6
+
+
 @njit(cache=True)
-def _closest_point_triangle(p, a, b, c, out):
-    """Closest point to p on closed triangle abc (Ericson, RTCD 5.1.5) into out (3,)."""
-    d1 = _dot_diff(b, a, p, a)
-    d2 = _dot_diff(c, a, p, a)
+def closest_point_triangle(px, py, pz, t):
+    """Closest point of closed triangle t (3, 3) to point (px, py, pz): (qx, qy, qz, region), the
+    region one of the codes above (Ericson, RTCD 5.1.5)."""
+    ax, ay, az = t[0, 0], t[0, 1], t[0, 2]
+    abx, aby, abz = t[1, 0] - ax, t[1, 1] - ay, t[1, 2] - az
+    acx, acy, acz = t[2, 0] - ax, t[2, 1] - ay, t[2, 2] - az
+    apx, apy, apz = px - ax, py - ay, pz - az
+    d1 = abx * apx + aby * apy + abz * apz
+    d2 = acx * apx + acy * apy + acz * apz
     if d1 <= 0.0 and d2 <= 0.0:
-        _lerp(a, a, 0.0, out)
-        return
-    d3 = _dot_diff(b, a, p, b)
-    d4 = _dot_diff(c, a, p, b)
+        return ax, ay, az, VA
+    bpx, bpy, bpz = px - t[1, 0], py - t[1, 1], pz - t[1, 2]
+    d3 = abx * bpx + aby * bpy + abz * bpz
+    d4 = acx * bpx + acy * bpy + acz * bpz
     if d3 >= 0.0 and d4 <= d3:
-        _lerp(b, b, 0.0, out)
-        return
+        return t[1, 0], t[1, 1], t[1, 2], VB
     vc = d1 * d4 - d3 * d2
     if vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        _lerp(a, b, d1 / (d1 - d3), out)
-        return
-    d5 = _dot_diff(b, a, p, c)
-    d6 = _dot_diff(c, a, p, c)
+        v = d1 / (d1 - d3)
+        return ax + v * abx, ay + v * aby, az + v * abz, EAB
+    cpx, cpy, cpz = px - t[2, 0], py - t[2, 1], pz - t[2, 2]
+    d5 = abx * cpx + aby * cpy + abz * cpz
+    d6 = acx * cpx + acy * cpy + acz * cpz
     if d6 >= 0.0 and d5 <= d6:
-        _lerp(c, c, 0.0, out)
-        return
+        return t[2, 0], t[2, 1], t[2, 2], VC
     vb = d5 * d2 - d1 * d6
     if vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-        _lerp(a, c, d2 / (d2 - d6), out)
-        return
+        w = d2 / (d2 - d6)
+        return ax + w * acx, ay + w * acy, az + w * acz, ECA
     va = d3 * d6 - d5 * d4
     if va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-        _lerp(b, c, (d4 - d3) / ((d4 - d3) + (d5 - d6)), out)
-        return
-    v = vb / (va + vb + vc)
-    w = vc / (va + vb + vc)
-    for k in range(3):
-        out[k] = a[k] + v * (b[k] - a[k]) + w * (c[k] - a[k])
+        w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        bx, by, bz = t[1, 0], t[1, 1], t[1, 2]
+        return bx + w * (t[2, 0] - bx), by + w * (t[2, 1] - by), bz + w * (t[2, 2] - bz), EBC
+    denom = 1.0 / (va + vb + vc)
+    v = vb * denom
+    w = vc * denom
+    return (ax + abx * v + acx * w, ay + aby * v + acy * w, az + abz * v + acz * w, FACE)
+
+
+@njit(cache=True)
+def closest_points_triangles(P, T):
+    """(n, 3) closest points of triangles T (n, 3, 3) to points P (n, 3), pair by pair."""
+    out = np.empty((len(P), 3))
+    for i in range(len(P)):
+        out[i, 0], out[i, 1], out[i, 2], _ = closest_point_triangle(P[i, 0], P[i, 1], P[i, 2], T[i])
+    return out
 
 
 @njit(cache=True)
@@ -260,7 +283,7 @@ def distance_triangle_triangle(V1, V2, out):
     for side in range(2):  # a vertex of one triangle against the other triangle
         A, B = (V1, V2) if side == 0 else (V2, V1)
         for i in range(3):
-            _closest_point_triangle(A[i], B[0], B[1], B[2], y)
+            y[0], y[1], y[2], _ = closest_point_triangle(A[i, 0], A[i, 1], A[i, 2], B)
             d = _dot_diff(A[i], y, A[i], y)
             if d < best:
                 best = d
@@ -275,3 +298,25 @@ def distance_triangle_triangle(V1, V2, out):
                 out[0] = x
                 out[1] = y
     return np.sqrt(best)
+
+
+def triangle_box_overlap(tris: np.ndarray, box_center: np.ndarray, half: float | np.ndarray) -> np.ndarray:
+    """(n,) bool: closed triangle tris[i] (3,3) meets the cube box_center[i] +- half (Akenine-Moller SAT).
+
+    tris (n,3,3), box_center (n,3), half scalar or (n,); plain numpy, vectorised over pairs.
+    A small relative padding keeps touching-but-rounded cases occupied (conservative).
+    """
+    h = np.broadcast_to(np.asarray(half, np.float64), (len(tris),)) * (1 + 1e-9)
+    v = tris - box_center[:, None, :]
+    ok = (v.min(axis=1) <= h[:, None]).all(axis=1) & (v.max(axis=1) >= -h[:, None]).all(axis=1)
+    e = v[:, [1, 2, 0]] - v  # the three edges
+    n = np.cross(e[:, 0], e[:, 1])
+    ok &= np.abs(np.einsum("ij,ij->i", n, v[:, 0])) <= h * np.abs(n).sum(axis=1)
+    for i in range(3):
+        axis_unit = np.zeros(3)
+        axis_unit[i] = 1.0
+        a = np.cross(axis_unit[None, None, :], e)  # (n, 3 edges, 3)
+        p = np.einsum("nek,nvk->nev", a, v)  # projections of the 3 vertices on the 3 axes
+        r = h[:, None] * np.abs(a).sum(axis=2)
+        ok &= ((p.min(axis=2) <= r) & (p.max(axis=2) >= -r)).all(axis=1)
+    return ok
