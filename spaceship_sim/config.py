@@ -13,11 +13,12 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .broadphase import BROADPHASES
 from .errors import InputError
 
 
 # The one list of each family of stages the config can name (their modules register the classes)
-BROADPHASE_NAMES = ("space_time", "sweep_prune", "brute_force")
+BROADPHASE_NAMES = tuple(BROADPHASES)  # the registry lives with the broad phases
 TREE_METHODS = ("medial", "octree")
 
 

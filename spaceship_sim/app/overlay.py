@@ -3,6 +3,11 @@
 Panels sit at fixed places (top-left timing, top-right collisions, bottom-left controls,
 bottom-right help) so screenshots are comparable. Imports imgui_bundle's pyglet backend,
 which needs a GL context: only the app commands import this module.
+
+Adding a panel touches two files: overlay_model.py (its place in `panel_rects` and the fields it
+shows, computed from FrameStats / the narrow-phase result in `OverlayModel.update`, where
+tests/app/test_overlay_model.py can check them without GL) and this one (a `_panel` method that
+draws those fields between `_begin(name)` and `imgui.end()`, called from `draw`).
 """
 from __future__ import annotations
 

@@ -5,6 +5,12 @@
   sweep_prune — I-COLLIDE sweep-and-prune with insertion sort across calls,
   brute_force — every pair, the reference.
 All return identical pair sets (see base.BroadPhase for the interface).
+
+Adding a broad phase touches two files: its module here (a BroadPhase subclass with a `name`,
+`find_pairs(t, pos, vel, accel)` and `invalidate(ships)`), and its line in BROADPHASES below.
+Config validation, the CLI's --broadphase, the overlay's combo box and the benches all read the
+names from BROADPHASES; tests/broadphase/test_broadphase.py compares every registered broad
+phase against brute force on random motion.
 """
 from __future__ import annotations
 
