@@ -16,7 +16,7 @@ import numpy as np
 
 from .config import samples_per_frame
 from .dynamics import accel_bound, contain
-from .narrowphase import refine_frame, refine_roots
+from .narrowphase import refine_roots
 from .response import respond
 from .state import transforms
 from .stats import FrameStats, timed
@@ -43,8 +43,8 @@ def step(world) -> FrameStats:
             samples_left=n_samples - sample, overrun=world.overrun_predictor.predict())
         with timed(stats, "t_narrow", clock):
             pairs = pairs[world.fair.order(pairs, state.n)]  # the least refined last time first
-            narrow = (refine_frame(world.bank, state.model_id, transforms(state), pairs, deadline=clock() + budget,
-                                   clock=clock, **world.refine_options) if world.compiled
+            narrow = (world.narrow(world.bank, state.model_id, transforms(state), pairs, deadline=clock() + budget,
+                                   clock=clock) if world.compiled
                       else refine_roots(world.bank, state.model_id, transforms(state), pairs, clock=clock))
             world.fair.record(narrow.pairs, narrow.level, state.n)
         with timed(stats, "t_response", clock):

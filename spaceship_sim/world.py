@@ -6,6 +6,7 @@ render time, which feeds the render-time predictor of the next frame's budget.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 
@@ -17,7 +18,7 @@ from .broadphase import make_broadphase
 from .config import Config
 from .dynamics import Controllers, Integrator, initial_state
 from .meshes import load_model
-from .narrowphase import TreeBank, refine_frame
+from .narrowphase import NarrowPhase, TreeBank, refine_frame
 from .narrowphase.fairness import FairOrder
 from .progress import slow_notice, to_stderr
 from .spheretree import load_or_build
@@ -41,8 +42,7 @@ class World:
         self.bank = TreeBank.from_trees(trees)
         self.target_frame_time = config.sim.target_frame_time
         self.time_critical = config.collision.time_critical
-        self.refine_options = dict(min_level=config.collision.min_level, max_level=None,
-                                   exact=config.collision.exact)
+        self.narrow = NarrowPhase(min_level=config.collision.min_level, exact=config.collision.exact)
         self.broadphase_name = config.collision.broadphase
         self.kernels_ready = threading.Event()  # set by warm_up
         self.compiled = False  # stages run numba kernels (else their numpy references)
@@ -135,9 +135,9 @@ class World:
                       time_critical=None) -> None:
         """Runtime knobs (the app's overlay controls)."""
         if min_level is not None:
-            self.refine_options["min_level"] = int(min_level)
+            self.narrow = dataclasses.replace(self.narrow, min_level=int(min_level))
         if max_level is not None:
-            self.refine_options["max_level"] = int(max_level)
+            self.narrow = dataclasses.replace(self.narrow, max_level=int(max_level))
         if target_frame_time is not None:
             self.target_frame_time = float(target_frame_time)
         if time_critical is not None:

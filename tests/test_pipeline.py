@@ -159,3 +159,18 @@ def test_cold_world_steps_on_numpy_stages_then_switches_to_compiled_kernels():
     cold.warm_up(notify=None)
     cold.step()
     assert cold.compiled and cold.integrator.backend == "numba" and cold.broad.name == w.config.collision.broadphase
+
+
+def test_narrow_phase_settings_are_typed_and_changed_only_through_set_collision():
+    from spaceship_sim.narrowphase import NarrowPhase
+    w = small_world()
+    assert w.narrow == NarrowPhase(min_level=w.config.collision.min_level, exact=w.config.collision.exact)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        w.narrow.min_level = 3
+    w.set_collision(min_level=2, max_level=3)
+    assert (w.narrow.min_level, w.narrow.max_level) == (2, 3)
+    w.step()
+    assert w.last_narrow is None or w.last_narrow.level[w.last_narrow.colliding].min(initial=2) >= 2
+    for bad in (dict(min_level=-1), dict(min_level=1.5), dict(max_level="2")):
+        with pytest.raises(ValueError):
+            NarrowPhase(**bad)

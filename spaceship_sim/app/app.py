@@ -209,7 +209,7 @@ class App:
     def _sync_controls_from_world(self) -> None:
         w, c = self.world, self.controls
         c.target_fps = 1.0 / w.target_frame_time
-        c.min_level = int(w.refine_options.get("min_level", 0))
+        c.min_level = w.narrow.min_level
         c.level_limit = c.max_level = w.max_level
         c.broadphase = w.broadphase_name
         self._applied = (c.target_fps, c.min_level, c.max_level, c.broadphase)

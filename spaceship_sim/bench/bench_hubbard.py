@@ -136,15 +136,12 @@ def keep_poses(poses: list, limit: int = ACCURACY_FRAMES):
 
 def accuracy_sweep(world, poses, budgets, max_frames: int = ACCURACY_FRAMES) -> list[dict]:
     """Refine the recorded (model_id, T, pairs) frames under each budget (on the world's clock)."""
-    from ..narrowphase import refine_frame
-
     frames = [p for p in poses if len(p[2])][:max_frames]
-    opts = dict(world.refine_options)
     rows = []
     for b in budgets:
         bounds, levels, exact = [], [], []
         for model_id, T, pairs in frames:
-            r = refine_frame(world.bank, model_id, T, pairs, deadline=world.clock() + b, clock=world.clock, **opts)
+            r = world.narrow(world.bank, model_id, T, pairs, deadline=world.clock() + b, clock=world.clock)
             hit = r.colliding
             bounds += list(r.separation_bound[hit])
             levels += list(r.level[hit])

@@ -187,6 +187,34 @@ def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowR
                np.zeros(k, np.int64)))
 
 
+@dataclass(frozen=True)
+class NarrowPhase:
+    """The narrow-phase stage as the frame runs it: how deep `refine_frame` goes (levels as in
+    the module docstring); the deadline and clock come with each call.
+
+    min_level    : every colliding pair is refined at least this deep, deadline or not [-]
+    max_level    : deepest sphere level, None for the leaves [-]
+    exact        : finish with triangle tests when time allows
+    all_contacts : False stops each pair's exact level at its first intersecting triangle pair
+    """
+
+    min_level: int = 1
+    max_level: int | None = None
+    exact: bool = True
+    all_contacts: bool = True
+
+    def __post_init__(self):
+        if not (isinstance(self.min_level, int) and self.min_level >= 0):
+            raise ValueError(f"min_level must be an int >= 0, got {self.min_level!r}")
+        if self.max_level is not None and not (isinstance(self.max_level, int) and self.max_level >= 0):
+            raise ValueError(f"max_level must be None or an int >= 0, got {self.max_level!r}")
+
+    def __call__(self, bank: TreeBank, model_id, T, pairs, deadline: float, clock=WALL) -> FrameNarrowResult:
+        """refine_frame with these settings (arguments as refine_frame's)."""
+        return refine_frame(bank, model_id, T, pairs, deadline, min_level=self.min_level, max_level=self.max_level,
+                            exact=self.exact, all_contacts=self.all_contacts, clock=clock)
+
+
 def _transform(T, name) -> np.ndarray:
     T = np.asarray(T, dtype=np.float64)
     if T.shape != (4, 4) or not np.all(np.isfinite(T)):

@@ -146,7 +146,7 @@ def keys() -> dict:
     camera = app.camera.mode
     app.controls.min_level, app.controls.target_fps = 2, 60.0  # as the controls panel would
     app.frame()
-    applied = {"min_level": world.refine_options["min_level"], "target": world.target_frame_time}
+    applied = {"min_level": world.narrow.min_level, "target": world.target_frame_time}
     win.dispatch_event("on_key_press", key.ESCAPE, 0)
     app.window.dispatch_events()
     return {"before": before, "pressed": pressed, "held": held, "released": released,
