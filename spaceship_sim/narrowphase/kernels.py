@@ -86,59 +86,102 @@ def _load_stack(ptr, i, fa, fb, sa, sb):
     return top
 
 
+def stack_width(bank_a, bank_b, depth: int) -> int:
+    """Entries a row's depth-first stack can ever hold: its root pair, plus at most one sibling
+    group per level below the root (the search expands the top entry only), a group being at
+    most (most children of a node of A) x (most of B) pairs."""
+    kids = max(int(bank_a.child_count.max(initial=1)), 1) * max(int(bank_b.child_count.max(initial=1)), 1)
+    return 1 + max(int(depth), 0) * kids
+
+
 @njit(cache=True)
-def deepen_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, fl, s, e, target):
-    """Depth-first search, for active rows s..e, of one colliding node pair at level target[i].
+def descend_stacks(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, s, e, target, sa, sb, sl, height, level, apart):
+    """Depth-first search, in place, for pair rows rows[s:e], of one colliding node pair at
+    level target[i].
 
-    A row's state is a stack of colliding node pairs not yet expanded (fa, fb; fl their levels,
-    all < target[i]; top last). Entries are popped and their overlapping children pushed until
-    the top entry is at the target level — a witness: the ships may touch at that level — or the
-    stack runs out: no colliding pair exists at the target level, the ships are apart. The
-    verdict equals a breadth-first descent's, which would expand every colliding pair of every
-    level on the way (on a deep overlap, most of the tree). Every stack entry is a colliding
-    sphere pair, so each gives a valid separation bound.
+    Row r's state is its stack of colliding node pairs not yet expanded: (sa, sb)[r, :height[r]]
+    global node ids, sl[r, :height[r]] their levels, all < target[i], top last. Entries are
+    popped and their overlapping children pushed until the top entry is at the target level —
+    a witness: the ships may touch at that level — or the stack runs out: no colliding pair
+    exists at the target level, the ships are apart. The verdict equals a breadth-first
+    descent's, which would expand every colliding pair of every level on the way (on a deep
+    overlap, most of the tree). Every stack entry is a colliding sphere pair, so each gives a
+    valid separation bound.
 
-    Returns CSR stacks over rows s..e, (out_ptr (e-s+1,), out_a, out_b, out_l) int64, and
-    reached (e-s,) int64, the deepest level at which the row had a colliding pair: an empty row
-    is apart at reached + 1 (where a breadth-first descent finds its frontier empty); a
-    non-empty one has its witness and the siblings found with it on top, at the target level.
+    Sets level[r] to target[i] (the witness and the siblings found with it are on top), or, for
+    an emptied stack, to one below the deepest level at which the row had a colliding pair —
+    where a breadth-first descent finds its frontier empty — with apart[r] = True. Stacks are
+    (k, width) arrays sized by stack_width.
     """
-    deepest = np.int64(0)
-    for i in range(s, e):
-        deepest = max(deepest, target[i])
-    size, kids = _stack_capacity(cca, ccb, ptr, s, e, deepest + 1)
-    sa, sb, sl = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
-    out_ptr = np.zeros(e - s + 1, np.int64)
-    cap = ptr[e] - ptr[s] + (e - s) * kids
-    out_a, out_b, out_l = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
-    reached = np.zeros(e - s, np.int64)
     xb = np.empty((1, 3))
-    n = 0
     for i in range(s, e):
         r = rows[i]
-        top = _load_stack(ptr, i, fa, fb, sa, sb)
-        for j in range(top):
-            sl[j] = fl[ptr[i] + j]
-        deep = sl[top - 1] if top > 0 else np.int64(0)
-        while top > 0 and sl[top - 1] < target[i]:
+        A, B, L = sa[r], sb[r], sl[r]
+        top = height[r]
+        deep = L[top - 1] if top > 0 else np.int64(0)
+        while top > 0 and L[top - 1] < target[i]:
             top -= 1
             before = top
-            top = _push_children(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, r, sa[top], sb[top], sl[top] + 1,
-                                 sa, sb, sl, top, xb)
+            top = _push_children(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, r, A[top], B[top], L[top] + 1, A, B, L,
+                                 top, xb)
             if top > before:
-                deep = max(deep, sl[top - 1])
-        reached[i - s] = deep
-        if n + top > len(out_a):
-            out_a, out_b, out_l = _grow1(out_a, n + top), _grow1(out_b, n + top), _grow1(out_l, n + top)
-        out_a[n:n + top], out_b[n:n + top], out_l[n:n + top] = sa[:top], sb[:top], sl[:top]
-        n += top
-        out_ptr[i - s + 1] = n
-    return out_ptr, out_a[:n], out_b[:n], out_l[:n], reached
+                deep = max(deep, L[top - 1])
+        height[r] = top
+        if top > 0:
+            level[r] = target[i]
+        else:
+            level[r] = deep + 1
+            apart[r] = True
+
+
+@njit(cache=True)
+def stacks_csr(sa, sb, sl, height, rows, top_only):
+    """The stacks of pair rows `rows`, in that order, as CSR: (ptr (len(rows)+1,), fa, fb, fl)
+    int64, each stack bottom to top (see descend_stacks). A stack's levels never decrease
+    toward its top, so with `top_only` just the entries at its top level are taken: the
+    witness and the siblings found with it."""
+    n = len(rows)
+    first = np.empty(n, np.int64)
+    ptr = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        r = rows[i]
+        j = height[r]
+        if top_only:
+            while j > 0 and sl[r, j - 1] == sl[r, height[r] - 1]:
+                j -= 1
+        else:
+            j = 0
+        first[i] = j
+        ptr[i + 1] = ptr[i] + height[r] - j
+    fa, fb, fl = np.empty(ptr[n], np.int64), np.empty(ptr[n], np.int64), np.empty(ptr[n], np.int64)
+    for i in range(n):
+        r, o = rows[i], ptr[i] - first[i]
+        for j in range(first[i], height[r]):
+            fa[o + j], fb[o + j], fl[o + j] = sa[r, j], sb[r, j], sl[r, j]
+    return ptr, fa, fb, fl
+
+
+@njit(cache=True)
+def csr_by_pose_row(rows, ptr, fa, fb, k):
+    """CSR (ptr, fa, fb) over some pair rows (`rows`, any order, each once) re-laid over all k
+    pair rows in order; rows not listed get no entries."""
+    count = np.zeros(k, np.int64)
+    for i in range(len(rows)):
+        count[rows[i]] = ptr[i + 1] - ptr[i]
+    out_ptr = np.zeros(k + 1, np.int64)
+    for r in range(k):
+        out_ptr[r + 1] = out_ptr[r] + count[r]
+    out_a, out_b = np.empty(ptr[-1], np.int64), np.empty(ptr[-1], np.int64)
+    for i in range(len(rows)):
+        o = out_ptr[rows[i]] - ptr[i]
+        for j in range(ptr[i], ptr[i + 1]):
+            out_a[o + j], out_b[o + j] = fa[j], fb[j]
+    return out_ptr, out_a, out_b
 
 
 @njit(cache=True)
 def complete_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, s, e):
-    """Every colliding leaf pair below the stacks of active rows s..e (see deepen_pairs): the
+    """Every colliding leaf pair below the stacks of active rows s..e (see descend_stacks): the
     breadth-first frontier at the leaves, which the exact level's triangle tests need whole.
     Returns CSR (out_ptr (e-s+1,), out_a, out_b) int64."""
     size, _ = _stack_capacity(cca, ccb, ptr, s, e, np.int64(64))  # tree depth < 64

@@ -13,7 +13,7 @@ positive, and its `separation_bound` says how far apart the ships may be at most
 Early exit: "colliding at level k" needs only one colliding sphere pair at level k (a witness),
 "apart at level k" needs every colliding pair of level k - 1 expanded. So each pair keeps a
 depth-first stack of colliding node pairs not yet expanded, and deepening it to the next level
-stops at the first witness (kernels.deepen_pairs): on a deep overlap a few dozen sphere tests
+stops at the first witness (kernels.descend_stacks): on a deep overlap a few dozen sphere tests
 instead of most of the tree, with the verdict and level a breadth-first descent would give.
 Only the exact level needs every colliding leaf pair, and in first-contact mode only when the
 witness's own leaves meet nothing. The separation bound is the best over the stacked pairs.
@@ -28,7 +28,8 @@ import numpy as np
 
 from ..clock import WALL
 from .bank import TreeBank, bank_of
-from .kernels import complete_pairs, deepen_pairs, exact_pairs, relative_poses, summarize_pairs
+from .kernels import (complete_pairs, csr_by_pose_row, descend_stacks, exact_pairs, relative_poses, stack_width, stacks_csr,
+                      summarize_pairs)
 
 PROBE = 8               # pair rows in the first descent call of a level under a finite deadline
 EXACT_PROBE = 1         # ... of the exact level: one row's triangle tests can take a millisecond
@@ -225,7 +226,7 @@ def _transform(T, name) -> np.ndarray:
 class _Frontier:
     """CSR of colliding node pairs for a set of pair rows: rows (a,), ptr (a+1,), and per entry
     fa, fb (global node ids of A and B) and fl (the entry's level). Under the sphere levels a
-    row's entries are its depth-first stack (top last, see kernels.deepen_pairs)."""
+    row's entries are its depth-first stack (top last, see kernels.descend_stacks)."""
 
     def __init__(self, rows, ptr, fa, fb, fl):
         self.rows, self.ptr, self.fa, self.fb, self.fl = rows, ptr, fa, fb, fl
@@ -234,49 +235,12 @@ class _Frontier:
     def cols(self):
         return self.fa, self.fb, self.fl
 
-    def take(self, sel) -> "_Frontier":
-        """Sub-frontier of the active rows picked by boolean mask or index array `sel`."""
-        if sel.dtype == bool and sel.all():
-            return self
-        idx = np.arange(len(self.rows))[sel]
-        counts = self.ptr[idx + 1] - self.ptr[idx]
-        ptr = np.zeros(len(idx) + 1, np.int64)
-        np.cumsum(counts, out=ptr[1:])
-        src = np.repeat(self.ptr[idx] - ptr[:-1], counts) + np.arange(ptr[-1])
-        return _Frontier(self.rows[idx], ptr, *(c[src] for c in self.cols))
-
     def entries(self, keep) -> "_Frontier":
         """The same rows with only the entries where boolean `keep` (one per entry) holds."""
         counts = _per_row(np.add, keep.astype(np.int64), self.ptr)
         ptr = np.zeros(len(self.rows) + 1, np.int64)
         np.cumsum(counts, out=ptr[1:])
         return _Frontier(self.rows, ptr, *(c[keep] for c in self.cols))
-
-    @staticmethod
-    def concat(parts) -> "_Frontier":
-        parts = [p for p in parts if len(p.rows)]
-        if not parts:
-            empty = np.zeros(0, np.int64)
-            return _Frontier(empty, np.zeros(1, np.int64), empty, empty, empty)
-        ptrs, off = [np.zeros(1, np.int64)], 0
-        for p in parts:
-            ptrs.append(p.ptr[1:] + off)
-            off += p.ptr[-1]
-        return _Frontier(np.concatenate([p.rows for p in parts]), np.concatenate(ptrs),
-                         *(np.concatenate(c) for c in zip(*(p.cols for p in parts))))
-
-    def by_row(self, k) -> "_Frontier":
-        """All k pose rows in order (rows absent here get no pairs)."""
-        counts = np.zeros(k, np.int64)
-        counts[self.rows] = np.diff(self.ptr)
-        ptr = np.zeros(k + 1, np.int64)
-        np.cumsum(counts, out=ptr[1:])
-        n = np.diff(self.ptr)
-        dest = np.repeat(ptr[self.rows] - self.ptr[:-1], n) + np.arange(self.ptr[-1])
-        cols = [np.empty_like(c) for c in self.cols]
-        for out, c in zip(cols, self.cols):
-            out[dest] = c
-        return _Frontier(np.arange(k), ptr, *cols)
 
 
 def _run_batches(kernel, n: int, deadline: float, n_forced: int, clock, probe: int = PROBE):
@@ -304,7 +268,8 @@ def _run_batches(kernel, n: int, deadline: float, n_forced: int, clock, probe: i
 def _join(rows, pieces) -> _Frontier:
     """One frontier from the kernels' CSR pieces (ptr, a, b[, levels]) over consecutive rows."""
     if not pieces:
-        return _Frontier.concat([])
+        empty = np.zeros(0, np.int64)
+        return _Frontier(empty, np.zeros(1, np.int64), empty, empty, empty)
     ptrs, off = [np.zeros(1, np.int64)], 0
     for p in pieces:
         ptrs.append(p[0][1:] + off)
@@ -343,11 +308,6 @@ def _witnesses(front: _Frontier) -> np.ndarray:
     return keep
 
 
-def _top_groups(front: _Frontier) -> np.ndarray:
-    """Per entry: does it sit at its row's deepest level (the witness and its siblings)?"""
-    return front.fl == np.repeat(_per_row(np.maximum, front.fl, front.ptr), np.diff(front.ptr))
-
-
 def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline, min_level, max_level, exact,
             all_contacts=True, clock=WALL):
     start = clock()
@@ -357,55 +317,47 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
     depth = np.maximum(bank_a.depth[ma], bank_b.depth[mb])
     cap = depth if max_level is None else np.minimum(depth, max(int(max_level), 0))
     A, B = bank_a, bank_b
-
-    # level 0: the root spheres
-    root_a, root_b = bank_a.node_offset[ma].astype(np.int64), bank_b.node_offset[mb].astype(np.int64)
-    xb = np.einsum("kij,kj->ki", R, B.center[root_b]) + t
-    hit0 = ((A.center[root_a] - xb) ** 2).sum(1) <= (A.radius[root_a] + B.radius[root_b]) ** 2
-    level = np.zeros(k, np.int64)
-    apart = ~hit0  # found apart at `level`
-    active = _Frontier(np.arange(k), np.arange(k + 1, dtype=np.int64), root_a, root_b,
-                       np.zeros(k, np.int64)).take(hit0)
-    finished = []  # frontiers of rows that stop refining, each at its level
     tree_args = (A.center, A.radius, A.first_child, A.child_count, B.center, B.radius, B.first_child,
                  B.child_count, R, t)
 
-    def advance(go, targets, deadline, n_forced):
-        """Deepen the rows of `go` toward targets (per row) in batches while the clock allows;
-        record their levels. Returns (rows still colliding, rows the deadline left behind)."""
-        def kernel(s, e):
-            return deepen_pairs(*tree_args, go.rows, go.ptr, go.fa, go.fb, go.fl, s, e, targets)
+    # every row's depth-first stack, in place (kernels.descend_stacks): level 0 is the root pair
+    root_a, root_b = bank_a.node_offset[ma].astype(np.int64), bank_b.node_offset[mb].astype(np.int64)
+    width = stack_width(A, B, int(cap.max(initial=0)))
+    sa, sb, sl = (np.empty((k, width), np.int64) for _ in range(3))
+    sa[:, 0], sb[:, 0], sl[:, 0] = root_a, root_b, 0
+    xb = np.einsum("kij,kj->ki", R, B.center[root_b]) + t
+    hit0 = ((A.center[root_a] - xb) ** 2).sum(1) <= (A.radius[root_a] + B.radius[root_b]) ** 2
+    height = hit0.astype(np.int64)
+    level = np.zeros(k, np.int64)
+    apart = ~hit0  # found apart at `level`
 
-        done, pieces = _run_batches(kernel, len(go.rows), deadline, n_forced, clock)
-        deeper = _join(go.rows[:done], pieces)
-        reached = np.concatenate([p[4] for p in pieces]) if pieces else np.zeros(0, np.int64)
-        empty = np.diff(deeper.ptr) == 0
-        level[deeper.rows] = np.where(empty, reached + 1, targets[:done])
-        apart[deeper.rows[empty]] = True
-        return deeper.take(~empty), go.take(np.arange(done, len(go.rows)))
+    def descend(rows, targets, deadline, n_forced=0):
+        """Deepen `rows` toward targets (per row) in batches while the clock allows; returns
+        how many rows (a prefix) were processed."""
+        def kernel(s, e):
+            descend_stacks(*tree_args, rows, s, e, targets, sa, sb, sl, height, level, apart)
+
+        return _run_batches(kernel, len(rows), deadline, n_forced, clock)[0]
 
     # the forced levels — every level when there is no deadline — in one pass, whatever the clock
-    forced = (np.minimum(cap, min_level) if math.isfinite(deadline) else cap)[active.rows]
-    if (forced > 0).any():
-        still, _ = advance(active.take(forced > 0), forced[forced > 0], math.inf, 0)
-        active = _Frontier.concat([active.take(forced == 0), still])
+    forced = np.minimum(cap, min_level) if math.isfinite(deadline) else cap
+    go = np.flatnonzero(hit0 & (forced > 0))
+    descend(go, forced[go], math.inf)
     # then Hubbard's round-robin: one level at a time over all pairs until the deadline
     L = int(forced.max(initial=0))  # every row that may go deeper is at this level
-    while len(active.rows):
-        stop = cap[active.rows] <= L
-        if stop.all():
-            finished.append(active)
+    while True:
+        go = np.flatnonzero(~apart & (level == L) & (cap > L))
+        if not len(go):
             break
-        if stop.any():
-            finished.append(active.take(stop))
-        go = active.take(~stop)
-        held = sum(len(f.fa) for f in finished) + len(go.fa)
-        active, left = advance(go, np.full(len(go.rows), L + 1, np.int64), deadline - FINISH_COST * held, 0)
-        finished.append(left)  # out of time: stay at L
+        held = int(height.sum())
+        if descend(go, np.full(len(go), L + 1, np.int64), deadline - FINISH_COST * held) < len(go):
+            break  # out of time: the rest stay at L
         L += 1
-    final = _Frontier.concat(finished).by_row(k)
     colliding = ~apart
     certain = apart.copy()
+
+    def stacks(rows, top_only=False) -> _Frontier:
+        return _Frontier(rows, *stacks_csr(sa, sb, sl, height, rows, top_only))
 
     # exact level: triangles of colliding leaves, for pairs that reached their leaves
     hit_ptr, hit_a, hit_b = np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -413,51 +365,48 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
         want = colliding & (level == depth) & (cap == depth)
         # rows whose min_level lies past their leaves must be tested: put them first
         order = np.argsort(~(min_level > depth), kind="stable")
-        leaves = final.take(order[want[order]])
+        leaves = order[want[order]]
 
         def triangles(front, first):
             return exact_pairs(A.center, A.radius, A.tri_ptr, A.tri_idx, A.tri_verts, A.tri_center, A.tri_radius,
                                B.center, B.radius, B.tri_ptr, B.tri_idx, B.tri_verts, B.tri_center, B.tri_radius,
                                R, t, front.rows, front.ptr, front.fa, front.fb, 0, len(front.rows), first)
 
-        def all_leaves(front):  # the whole leaf frontier below each row's stack
-            return _join(front.rows, [complete_pairs(*tree_args, front.rows, front.ptr, front.fa, front.fb, 0,
-                                                     len(front.rows))])
+        def all_leaves(rows):  # the whole leaf frontier below each row's stack
+            front = stacks(rows)
+            return _join(rows, [complete_pairs(*tree_args, rows, front.ptr, front.fa, front.fb, 0, len(rows))])
 
         def kernel(s, e):
-            batch = leaves.take(np.arange(s, e))
+            rows = leaves[s:e]
             if all_contacts:
-                return triangles(all_leaves(batch), False)
+                return triangles(all_leaves(rows), False)
             # a first contact is likeliest in the witness, the deepest overlap found: test its
             # triangles, and the whole leaf frontier only for rows where they meet nothing
+            batch = stacks(rows)
             near = triangles(batch.entries(_witnesses(batch)), True)
             missed = np.flatnonzero(np.diff(near[0]) == 0)
-            rest = triangles(all_leaves(batch.take(missed)), True)
+            rest = triangles(all_leaves(rows[missed]), True)
             return _merge_hits(near, missed, rest)
 
-        n_forced = int(np.sum(min_level > depth[leaves.rows]))
-        done, pieces = _run_batches(kernel, len(leaves.rows), deadline - FINISH_COST * len(final.fa), n_forced,
+        n_forced = int(np.sum(min_level > depth[leaves]))
+        done, pieces = _run_batches(kernel, len(leaves), deadline - FINISH_COST * int(height.sum()), n_forced,
                                     clock, probe=EXACT_PROBE)
-        tested = leaves.rows[:done]
+        tested = leaves[:done]
         hits = _join(tested, pieces)
         n_hits = np.diff(hits.ptr)
         level[tested] = depth[tested] + 1
         certain[tested] = True
         colliding[tested] = n_hits > 0
-        hits = hits.by_row(k)
-        hit_ptr, hit_a, hit_b = hits.ptr, hits.fa, hits.fb
-        # rows found apart by the triangles keep no sphere pairs
-        final = final.take(~np.isin(np.arange(k), tested[n_hits == 0])).by_row(k)
+        height[tested[n_hits == 0]] = 0  # rows found apart by the triangles keep no sphere pairs
+        hit_ptr, hit_a, hit_b = csr_by_pose_row(hits.rows, hits.ptr, hits.fa, hits.fb, k)
 
     # every stacked pair collides, so each bounds the separation, and together (all levels of
     # the search, around the witness) they give the contact; the deepest ones — the witness and
     # its siblings — are the pairs reported and drawn
-    def summarize(front):
-        return summarize_pairs(A.center, A.radius, A.error, A.witness, B.center, B.radius, B.error, B.witness, R, t,
-                               front.ptr, front.fa, front.fb)
-
-    bound, point, normal = summarize(final)
-    final = final.entries(_top_groups(final))
+    every = stacks(np.arange(k))
+    bound, point, normal = summarize_pairs(A.center, A.radius, A.error, A.witness, B.center, B.radius, B.error,
+                                           B.witness, R, t, every.ptr, every.fa, every.fb)
+    final = stacks(np.arange(k), top_only=True)
     bound[hit_ptr[1:] > hit_ptr[:-1]] = 0.0
     bound[~colliding] = np.inf
     Ra = Ta[:, :3, :3]
