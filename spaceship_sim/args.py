@@ -78,6 +78,19 @@ def png_file(text: str) -> str:
     return text
 
 
+def new_file(text: str) -> str:
+    """A file to (over)write, e.g. a recording: its folder exists and can be written in."""
+    path = Path(text)
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path; name the file")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"folder {path.parent} of {text} does not exist")
+    _check_writable(path.parent, text)
+    return text
+
+
 def _nearest_existing(path: Path) -> Path:
     while not path.exists() and path != path.parent:
         path = path.parent

@@ -6,6 +6,11 @@ so a test (or a replay) decides what "out of time" means and gets the same verdi
 idle machine and on a slow loaded one.
 
 A clock is a callable returning seconds, with `spend(seconds)` for work it should stand in for.
+
+Replays (spaceship_sim.replay): a RecordingClock passes another clock's readings through and
+logs them; a ReplayClock serves logged readings back in order. Since every time-critical
+decision — each sample's budget, each refinement batch size and cut-off — is a function of the
+readings, a run stepped on a ReplayClock makes exactly the recorded decisions, on any machine.
 """
 from __future__ import annotations
 
@@ -51,6 +56,62 @@ class TickClock:
 
     def __repr__(self) -> str:
         return f"TickClock(tick={self.tick:g}, now={self.now:g})"
+
+
+class RecordingClock:
+    """Passes `inner`'s readings through and logs each one until `take()` hands them over.
+    `spend` is the inner clock's (its return value is what the caller records, if anything)."""
+
+    def __init__(self, inner):
+        self.inner, self.log = inner, []
+
+    def __call__(self) -> float:
+        now = self.inner()
+        self.log.append(now)
+        return now
+
+    def spend(self, seconds: float) -> float:
+        return self.inner.spend(seconds)
+
+    def take(self) -> list[float]:
+        """The readings since the last take, oldest first (the log starts empty again)."""
+        readings, self.log = self.log, []
+        return readings
+
+    def __repr__(self) -> str:
+        return f"RecordingClock({self.inner!r})"
+
+
+class ReplayClockError(Exception):
+    """A ReplayClock was read more often than its readings allow (the replay diverged)."""
+
+
+class ReplayClock:
+    """Serves the readings given to `load` back in order, one per call. `left()` says how many
+    are unread; reading past the last raises ReplayClockError. `spend` advances nothing: what a
+    recorded run spent is in its readings (or recorded beside them, as render times are)."""
+
+    def __init__(self):
+        self.readings: list[float] = []
+        self.next = 0
+
+    def load(self, readings) -> None:
+        self.readings, self.next = list(readings), 0
+
+    def __call__(self) -> float:
+        if self.next >= len(self.readings):
+            raise ReplayClockError(f"read {self.next + 1} times, {len(self.readings)} readings recorded")
+        self.next += 1
+        return self.readings[self.next - 1]
+
+    def left(self) -> int:
+        return len(self.readings) - self.next
+
+    def spend(self, seconds: float) -> float:
+        return seconds
+
+    def __repr__(self) -> str:
+        return f"ReplayClock({self.next}/{len(self.readings)} read)"
 
 
 WALL = WallClock()

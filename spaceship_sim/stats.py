@@ -8,7 +8,9 @@ import bisect
 import itertools
 import math
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
+
+import numpy as np
 
 from .clock import WALL
 
@@ -43,7 +45,11 @@ class FrameStats:
     # separation-distance upper bounds over the colliding pairs [m]; NaN in a frame with no
     # colliding pair (an empty field in frames.csv)
     sep_bound_min: float = float("nan")     # smallest
-    sep_bound_median: float = float("nan")  # median (of the frame's last sample with a colliding pair)
+    sep_bound_median: float = float("nan")  # median
+    # every colliding pair verdict of the frame (all samples), not in frames.csv: its separation
+    # bound (m,) float64 [m] and that bound over the pair's mean bounding radius (m,) float64 [-]
+    sep_bounds: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    sep_bounds_rel: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
 
     @property
     def t_sim(self) -> float:
@@ -59,14 +65,17 @@ class FrameStats:
 
     def row(self, max_level: int) -> dict:
         """Flat dict for frames.csv (level_hist spread into level_<k> columns; no separation
-        bound without a colliding pair: empty, not NaN)."""
-        d = asdict(self)
+        bound without a colliding pair: empty, not NaN; the per-verdict arrays left out)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in PER_VERDICT}
         hist = d.pop("level_hist")
         for k in range(max_level + 1):
             d[f"level_{k}"] = hist[k] if k < len(hist) else 0
         for k in ("sep_bound_min", "sep_bound_median"):
             d[k] = "" if math.isnan(d[k]) else d[k]
         return d
+
+
+PER_VERDICT = ("sep_bounds", "sep_bounds_rel")  # FrameStats' arrays, one entry per colliding pair verdict
 
 
 @contextmanager
@@ -166,3 +175,46 @@ class Quantiles:
     def figures(self, scale: float = 1.0) -> dict:
         """{"median", "p99", "max"} times `scale` (summary.json's form)."""
         return {"median": scale * self.quantile(0.5), "p99": scale * self.quantile(0.99), "max": scale * self.max}
+
+
+class Accuracy:
+    """The accuracy a run reached, over every colliding pair verdict of its frames (a pair still
+    colliding at the level where refinement stopped, counted once per detection sample), in
+    memory that does not grow with the run: how many stopped at each level (the last is the
+    exact triangle level), and the distribution of their separation bounds — in metres and as a
+    fraction of the pair's mean bounding radius (Hubbard's "fraction of the bounding radius";
+    equal to it for two ships of one model)."""
+
+    def __init__(self):
+        self.level_hist = np.zeros(0, np.int64)
+        self.bound_m, self.bound_rel = Quantiles(), Quantiles()
+
+    def add(self, s: FrameStats) -> None:
+        hist = np.asarray(s.level_hist, np.int64)
+        if len(hist) > len(self.level_hist):
+            self.level_hist = np.pad(self.level_hist, (0, len(hist) - len(self.level_hist)))
+        self.level_hist[:len(hist)] += hist
+        for b, r in zip(s.sep_bounds.tolist(), s.sep_bounds_rel.tolist()):
+            self.bound_m.add(b)
+            self.bound_rel.add(r)
+
+    @property
+    def verdicts(self) -> int:
+        return int(self.level_hist.sum())
+
+    def to_dict(self) -> dict:
+        """summary.json's "accuracy": level histogram and shares, share answered exactly, and
+        separation-bound quantiles (None without a colliding verdict)."""
+        n = self.verdicts
+
+        def figures(q: Quantiles):
+            return {k: q.quantile(p) for k, p in QUANTILES.items()} | {"max": q.max} if q.count else None
+
+        return {"colliding_verdicts": n, "level_histogram": self.level_hist.tolist(),
+                "level_fraction": (self.level_hist / n).tolist() if n else None,
+                "exact_fraction": float(self.level_hist[-1] / n) if n else None,
+                "separation_bound_m": figures(self.bound_m),
+                "separation_bound_fraction": figures(self.bound_rel)}
+
+
+QUANTILES = {"median": 0.5, "p90": 0.9, "p99": 0.99}  # the quantiles Accuracy reports

@@ -3,6 +3,9 @@
 `World.from_config(cfg)` assembles the stages named in the config; `world.step()` runs one
 frame through `pipeline.step`; `world.end_frame(render_time)` records the frame's measured
 render time, which feeds the render-time predictor of the next frame's budget.
+`world.recorder` (spaceship_sim.replay.Recorder, None by default) is told every input of a
+frame — keys, setting changes, resets, the switch to compiled stages, render time — so that a
+recorded run can be replayed exactly.
 """
 from __future__ import annotations
 
@@ -45,6 +48,7 @@ class World:
         self.narrow = NarrowPhase(min_level=config.collision.min_level, exact=config.collision.exact)
         self.broadphase_name = config.collision.broadphase
         self.kernels_ready = threading.Event()  # set by warm_up
+        self.recorder = None  # spaceship_sim.replay.Recorder: sees every input of every frame
         self.compiled = False  # stages run numba kernels (else their numpy references)
         self.reset()
         if warm:
@@ -92,6 +96,8 @@ class World:
     # --- lifecycle --------------------------------------------------------------------
     def reset(self) -> None:
         """Back to frame 0: the seeded initial state and fresh stages."""
+        if getattr(self, "recorder", None) is not None:
+            self.recorder.event("reset")
         cfg = self.config
         names = [m.name for m in self.models]
         radii = np.array([m.bounding_radius for m in self.models])
@@ -121,6 +127,8 @@ class World:
             self.end_frame(render_time)
         if not self.compiled and self.kernels_ready.is_set():
             self.use_compiled_stages()
+        if self.recorder is not None:
+            self.recorder.begin_frame(self)
         stats = pipeline.step(self)
         self.last_stats = stats
         self.frame += 1
@@ -130,10 +138,16 @@ class World:
         """Record the last frame's measured render time [s] (feeds the next prediction)."""
         self.last_stats.finish(render_time)
         self.render_predictor.record(render_time)
+        if self.recorder is not None:
+            self.recorder.end_frame(self, render_time)
 
     def set_collision(self, min_level=None, max_level=None, broadphase=None, target_frame_time=None,
                       time_critical=None) -> None:
         """Runtime knobs (the app's overlay controls)."""
+        if self.recorder is not None:
+            asked = dict(min_level=min_level, max_level=max_level, broadphase=broadphase,
+                         target_frame_time=target_frame_time, time_critical=time_critical)
+            self.recorder.event("set", {k: v for k, v in asked.items() if v is not None})
         if min_level is not None:
             self.narrow = dataclasses.replace(self.narrow, min_level=int(min_level))
         if max_level is not None:
@@ -178,6 +192,8 @@ class World:
         stats.level_hist = tuple(int(x) for x in old + hist)
         bounds = narrow.separation_bound[hit]
         if len(bounds):
-            lo = float(bounds.min())
-            stats.sep_bound_min = lo if math.isnan(stats.sep_bound_min) else min(stats.sep_bound_min, lo)
-            stats.sep_bound_median = float(np.median(bounds))
+            radius = self.state.radius[narrow.pairs[hit]].mean(axis=1)  # the pair's mean bounding radius
+            stats.sep_bounds = np.concatenate([stats.sep_bounds, bounds])
+            stats.sep_bounds_rel = np.concatenate([stats.sep_bounds_rel, bounds / radius])
+            stats.sep_bound_min = float(stats.sep_bounds.min())
+            stats.sep_bound_median = float(np.median(stats.sep_bounds))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..stats import FrameStats, Quantiles
+from ..stats import Accuracy, FrameStats, Quantiles
 
 STAGES = [  # (FrameStats attribute, label, colour) bottom to top in the profile
     ("t_controls", "controls", "#9e9e9e"),
@@ -37,15 +37,17 @@ SUMMARY_TIMES = ["frame_time", *[a for a, _, _ in STAGES], "budget", "detection_
 class RunSummary:
     """summary.json's figures, taken in frame by frame in memory that does not grow with the
     number of frames: medians, p99s and maxima of the times (stats.Quantiles, within 0.1%), frames
-    over target, pair totals, the level histogram and the separation bounds. The first `skip`
-    frames (numba compile, caches) are left out unless the run has no others."""
+    over target, pair totals, the level histogram and the frames' smallest separation bounds, and
+    the accuracy over every colliding pair verdict (stats.Accuracy). The first `skip` frames
+    (numba compile, caches) are left out unless the run has no others."""
 
     def __init__(self, n_frames: int, skip: int, max_level: int):
         self.skip = skip if n_frames > skip else 0
         self.frames = 0
         self.times = {a: Quantiles() for a in SUMMARY_TIMES}  # [ms]
         self.sep_bound = Quantiles()  # frames' smallest separation bound [m]
-        self.level_hist = np.zeros(max_level + 1, np.int64)
+        self.accuracy = Accuracy()
+        self.accuracy.level_hist = np.zeros(max_level + 1, np.int64)
         self.target_ms = math.nan
         self.over = self.candidate_pairs = self.colliding_pairs = self.exact_pairs = 0
 
@@ -59,7 +61,7 @@ class RunSummary:
             q.add(getattr(s, attr) * 1e3)
         if not math.isnan(s.sep_bound_min):
             self.sep_bound.add(s.sep_bound_min)
-        self.level_hist[:len(s.level_hist)] += s.level_hist
+        self.accuracy.add(s)
         self.over += s.overrun
         self.candidate_pairs += s.candidate_pairs
         self.colliding_pairs += s.colliding_pairs
@@ -69,10 +71,12 @@ class RunSummary:
         n = self.frames - self.skip
         out = {"frames": self.frames, "frames_summarized": n, "warmup_frames_skipped": self.skip}
         out.update({f"{attr}_ms": q.figures() for attr, q in self.times.items()})
-        out.update(target_ms=self.target_ms, frames_over_target=self.over, fraction_within_target=1.0 - self.over / n,
+        out.update(target_ms=self.target_ms, frames_over_target=self.over, frames_within_target=n - self.over,
+                   fraction_within_target=1.0 - self.over / n,
                    candidate_pairs_mean=self.candidate_pairs / n, colliding_pairs_total=self.colliding_pairs,
-                   exact_pairs_total=self.exact_pairs, level_histogram=self.level_hist.tolist(),
-                   separation_bound_m=self.sep_bound.figures() if self.sep_bound.count else None)
+                   exact_pairs_total=self.exact_pairs, level_histogram=self.accuracy.level_hist.tolist(),
+                   separation_bound_m=self.sep_bound.figures() if self.sep_bound.count else None,
+                   accuracy=self.accuracy.to_dict())
         return out
 
 
@@ -87,6 +91,7 @@ class ProfileColumns:
     shows its spikes. A run of up to `max_columns` frames gets one column per frame."""
 
     MEANS = [a for a, _, _ in STAGES] + ["render_predicted", "budget", "detection_used"]
+    SEPARATION = ("sep_bound_median", "sep_bound_min")
 
     def __init__(self, n_frames: int, max_level: int, max_columns: int = 2000):
         self.per_column = max(1, math.ceil(n_frames / max_columns))
@@ -96,6 +101,8 @@ class ProfileColumns:
         self.sums = {a: np.zeros(n) for a in self.MEANS}  # [s]
         self.frame_time_max = np.zeros(n)  # [s]
         self.level_sums = np.zeros((max_level + 1, n))
+        self.sep_sums = {a: np.zeros(n) for a in self.SEPARATION}  # [m], over frames with a colliding pair
+        self.sep_count = np.zeros(n, np.int64)
         self.frames = self.over = 0
         self.target = math.nan
 
@@ -111,6 +118,10 @@ class ProfileColumns:
             total[c] += getattr(s, attr)
         self.frame_time_max[c] = max(self.frame_time_max[c], s.frame_time)
         self.level_sums[:len(s.level_hist), c] += s.level_hist
+        if not math.isnan(s.sep_bound_min):
+            self.sep_count[c] += 1
+            for attr, total in self.sep_sums.items():
+                total[c] += getattr(s, attr)
 
     def x(self) -> np.ndarray:
         """Each filled column's mean frame number."""
@@ -122,20 +133,29 @@ class ProfileColumns:
     def levels(self) -> np.ndarray:
         return self.level_sums[:, self.filled()] / self.count[self.filled()]
 
+    def separation(self, attr: str) -> np.ndarray:
+        """Each filled column's mean of the frames' `attr` [m] over its frames with a colliding
+        pair (NaN where none collided)."""
+        f = self.filled()
+        return np.divide(self.sep_sums[attr][f], self.sep_count[f], out=np.full(f.sum(), np.nan),
+                         where=self.sep_count[f] > 0)
+
     def filled(self) -> np.ndarray:
         return self.count > 0
 
 
-def plot_profile(path: Path, cols: ProfileColumns, title: str) -> None:
+def plot_profile(path: Path, cols: ProfileColumns, title: str, accuracy: dict | None = None) -> None:
     """Hubbard-style performance profile: stacked stage times per frame (per column of frames in
     a long run: means, with the largest frame time of each) against the target, render prediction
-    vs actual and detection budget vs used, and the levels reached."""
+    vs actual and detection budget vs used, the levels reached, and the accuracy: each frame's
+    median and smallest separation bound, titled with the run's figures (`accuracy`: the
+    summary's, stats.Accuracy.to_dict)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     x, binned = cols.x(), cols.per_column > 1
-    fig, axes = plt.subplots(3, 1, figsize=(11, 9), sharex=True, height_ratios=[3, 2, 2])
+    fig, axes = plt.subplots(4, 1, figsize=(11, 11.5), sharex=True, height_ratios=[3, 2, 2, 2])
     ax = axes[0]
     ys = [cols.mean_ms(a) for a, _, _ in STAGES]
     ax.stackplot(x, ys, labels=[l for _, l, _ in STAGES], colors=[c for _, _, c in STAGES], step="mid")
@@ -161,11 +181,30 @@ def plot_profile(path: Path, cols: ProfileColumns, title: str) -> None:
     names = [f"level {k}" for k in range(len(levels) - 1)] + ["exact"]
     ax.stackplot(x, levels, labels=names, step="mid")
     ax.set_ylabel("colliding pairs\nby level reached" + ("\n(mean per frame)" if binned else ""))
-    ax.set_xlabel(f"frame ({cols.per_column} frames per column)" if binned else "frame")
     ax.legend(loc="upper right", fontsize=8, ncol=len(levels))
+
+    plot_separation(axes[3], x, cols, accuracy)
+    axes[3].set_xlabel(f"frame ({cols.per_column} frames per column)" if binned else "frame")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_separation(ax, x: np.ndarray, cols: ProfileColumns, accuracy: dict | None) -> None:
+    """The profile's accuracy panel: per frame (column), the median and smallest separation bound
+    over its colliding pairs [m]; the title gives the run's figures over every verdict."""
+    # points, not lines: frames without a colliding pair have no bound
+    ax.plot(x, cols.separation("sep_bound_median"), "o", ms=2.5, label="median over the frame's pairs")
+    ax.plot(x, cols.separation("sep_bound_min"), "v", ms=2.5, alpha=0.7, label="smallest")
+    ax.set_ylabel("separation\nbound [m]")
+    ax.set_ylim(bottom=0)
+    a = accuracy or {}
+    m, rel = a.get("separation_bound_m"), a.get("separation_bound_fraction")
+    ax.set_title("accuracy: no colliding pair" if not m else
+                 f"accuracy over {a['colliding_verdicts']} colliding pair verdicts: separation bound median "
+                 f"{m['median']:.3g} m ({rel['median']:.3g} of the bounding radius), p99 {m['p99']:.3g} m "
+                 f"({rel['p99']:.3g}); {100 * a['exact_fraction']:.1f}% answered exactly", fontsize=9)
+    ax.legend(loc="upper right", fontsize=8, ncol=2)
 
 
 OUTPUTS = ("frames.csv", "summary.json", "profile.png")
@@ -212,7 +251,7 @@ class FrameLog:
             self.csv_file.close()
             tmp = Path(self.tmp.name)
             write_json(tmp / "summary.json", summary)
-            plot_profile(tmp / "profile.png", self.profile, title)
+            plot_profile(tmp / "profile.png", self.profile, title, summary["accuracy"])
             for name in OUTPUTS:
                 shutil.move(tmp / name, self.out / name)
         finally:
