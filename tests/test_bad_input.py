@@ -11,7 +11,10 @@ mostly interpreter start-up); every case is still its own test.
 """
 from __future__ import annotations
 
+import functools
+import gzip
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -33,7 +36,8 @@ NO_DISPLAY = ":59123"  # an X display number nobody serves (xvfb-run -a starts a
 class Case:
     """argv: CLI arguments, "{tmp}" standing for the case's folder (also its working directory).
     where, key: what the message must name first and second ("" key: a problem of the whole file).
-    says: a phrase of the problem. files: created in the folder first (str/bytes content)."""
+    says: a phrase of the problem. files: created in the folder first (str/bytes content, or a
+    function returning it, called when the case runs)."""
     id: str
     argv: tuple
     where: str
@@ -65,7 +69,48 @@ def ply(vertices, faces) -> str:
     return head + "".join(f"{x} {y} {z}\n" for x, y, z in vertices) + "".join(f"3 {a} {b} {c}\n" for a, b, c in faces)
 
 
+@functools.cache
+def recorded_header() -> dict:
+    """The header spaceship_sim.replay.Recorder writes for `run` on configs/default.toml."""
+    from spaceship_sim.config import load_config
+    from spaceship_sim.replay import FORMAT, VERSION, config_dict, trees_fingerprint
+    from spaceship_sim.world import World
+
+    world = World.from_config(load_config(DEFAULT), warm=False, notify=None)
+    return {"format": FORMAT, "version": VERSION, "command": "run", "user": "autopilot",
+            "config": config_dict(world.config), "source": DEFAULT, "models": [m.name for m in world.models],
+            "trees": trees_fingerprint(world.bank), "clock": "WallClock()"}
+
+
+def recording(change=lambda lines: None, cut: int | None = None):
+    """A function making a two-frame recording of `run` on configs/default.toml as Recorder
+    writes it (the frames on the numpy stages, with no clock readings), after change(lines)
+    edits its records; cut: keep only its first `cut` bytes."""
+    def make() -> bytes:
+        header = json.loads(json.dumps(recorded_header()))  # a deep copy: cases edit it
+        frames = [{"frame": i, "compiled": False, "clock": [], "render": 0.0} for i in (0, 1)]
+        lines = [header, *frames, {"end": {"frames": 2, "state_hash": "0" * 64}}]
+        change(lines)
+        data = gzip.compress("".join(json.dumps(x) + "\n" for x in lines).encode())
+        return data[:cut] if cut else data
+    return make
+
+
+def replayed(id, key, says, change=lambda lines: None, cut=None, more=()):
+    """A refused recording {tmp}/r.gz given to `run --replay`."""
+    return Case(id, (*REPLAY, *more), "{tmp}/r.gz", key, says, files={"r.gz": recording(change, cut)})
+
+
+def edit(**fields):
+    """change(lines) for `recording`: set header fields, or fields of line i given as _i={...}."""
+    def change(lines):
+        for k, v in fields.items():
+            lines[int(k[1:]) if k.startswith("_") else 0].update(v if k.startswith("_") else {k: v})
+    return change
+
+
 RUN = ("run", "--config", DEFAULT, "--frames", "2")
+REPLAY = ("run", "--out", "{tmp}/out", "--no-progress", "--replay", "{tmp}/r.gz")
 RUN_OUT = (*RUN, "--out", "{tmp}/out")
 FLY = ("fly", "--headless", "--frames", "1", "--config", DEFAULT)
 HUBBARD = ("bench", "hubbard", "--config", LAMPS, "--frames", "10", "--out", "{tmp}/h")
@@ -133,6 +178,32 @@ CASES = [
     toml("config-missing-model-in-list", "[ships]\nmodels = ['lamp', 'battlestar']\n", "ships.models[1]",
          "unknown model 'battlestar'"),
     toml("config-arena-too-small", "[arena]\nsize = 20.0\n", "ships.count", "cannot place 12 ships"),
+    # ---- run --record / --replay: the recording file
+    flag("run-record-missing-folder", (*RUN_OUT, "--record", "{tmp}/missing/r.gz"), "--record", "does not exist"),
+    flag("demo-record-is-a-folder", ("demo", "--headless", "--frames", "1", "--record", "{tmp}/r.gz"), "--record",
+         "is a folder, not a file", files={"r.gz/keep": "x"}),
+    flag("replay-with-frames", (*REPLAY, "--frames", "3"), "--frames", "cannot be combined with --replay",
+         files={"r.gz": recording()}),
+    Case("replay-missing", REPLAY, "{tmp}/r.gz", "", "file not found"),
+    Case("replay-not-gzip", REPLAY, "{tmp}/r.gz", "", "damaged or not a recording", files={"r.gz": "plain text"}),
+    replayed("replay-truncated", "", "damaged", cut=300),
+    Case("replay-not-json", REPLAY, "{tmp}/r.gz", "line 1", "damaged: not JSON",
+         files={"r.gz": gzip.compress(b"{oops\n")}),
+    replayed("replay-not-a-recording", "format", "not a spaceship-sim recording", edit(format="a diary")),
+    replayed("replay-other-version", "version", "format version 2, this program replays version 1", edit(version=2)),
+    replayed("replay-no-end", "end", "cut short", lambda lines: lines.pop()),
+    replayed("replay-end-count", "end.frames", "says 5 frames, the file holds 2", edit(_3={"end": {
+        "frames": 5, "state_hash": "0"}})),
+    replayed("replay-frame-gap", "line 3: frame", "frame 3 does not follow frame 0", edit(_2={"frame": 3})),
+    replayed("replay-render-negative", "line 2: render", "expected a render time >= 0", edit(_1={"render": -1.0})),
+    replayed("replay-unknown-key", "line 2: keys", "expected a list of thrust_forward", edit(_1={"keys": ["warp"]})),
+    replayed("replay-config-unknown-key", "config.sim.fps", "unknown key",
+             lambda lines: lines[0]["config"]["sim"].update(fps=30)),
+    replayed("replay-config-mismatch", "config", "made with another config than", more=("--config", LAMPS)),
+    replayed("replay-trees-differ", "trees", "sphere trees differ from the recorded ones", edit(trees="0" * 64)),
+    replayed("replay-clock-runs-out", "frame 0: clock", "the replay diverged: it read 1 times, 0 readings"),
+    replayed("replay-clock-leftovers", "frame 0: clock", "5000 readings recorded",
+             edit(_1={"clock": [0.0] * 5000})),
     # ---- check-config: the same validation as run
     Case("check-missing-model", ("check-config", "{tmp}/s.toml"), "{tmp}/s.toml", "ships.user_model",
          "unknown model", files={"s.toml": "[ships]\nuser_model = 'battlestar'\n"}),
@@ -226,6 +297,7 @@ def snapshot(folder: Path) -> dict:
 
 def run_case(case: Case, folder: Path) -> dict:
     for name, content in case.files.items():
+        content = content() if callable(content) else content
         path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
         (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)

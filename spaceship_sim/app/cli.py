@@ -8,7 +8,7 @@ import dataclasses
 import re
 import time
 
-from ..args import COMMAND_LINE, MAX_FRAMES, integer, png_file
+from ..args import COMMAND_LINE, MAX_FRAMES, integer, new_file, png_file
 from ..config import BROADPHASE_NAMES, MAX_SHIPS, ConfigError, shipped_config
 from ..errors import InputError
 
@@ -46,6 +46,9 @@ def _common(p) -> None:
                    help="override the config's broad phase")
     p.add_argument("--realtime", action="store_true",
                    help="hold the target frame rate when headless too (a window always does)")
+    p.add_argument("--record", metavar="FILE", type=new_file,
+                   help="record the session (keys, controls, render times, clock readings) into FILE; "
+                        "`spaceship-sim run --replay FILE` replays it exactly")
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -93,12 +96,24 @@ def run_app(args, mode: str) -> int:
     from ..world import World
 
     world = World.from_config(cfg, user="keyboard" if mode == "fly" else "autopilot", warm=False)
+    recorder = None
+    if args.record:
+        from ..replay import Recorder
+        recorder = Recorder(args.record, world, mode)
     app = App(window, ctx, world, mode=mode, pace=args.realtime or not args.headless, split_timing=args.split,
               warm_in_background=True)
     app.controls.tree_level = min(args.tree_level, world.max_level - 1)
     app.controls.show_bounds = args.bounds
     renderer = ctx.info.get("GL_RENDERER", "?")
-    app.run(frames=args.frames, screenshot=args.screenshot)
+    try:
+        app.run(frames=args.frames, screenshot=args.screenshot)
+        if recorder is not None:
+            state_hash = recorder.commit(world)
+            print(f"recording: {args.record} ({recorder.frames} frames); state hash {state_hash}")
+    except BaseException:
+        if recorder is not None:
+            recorder.discard()
+        raise
     if args.stats:
         print(format_stats(app, renderer, size, world.state.n, app.empty_frame_time()))
     window.close()
