@@ -185,8 +185,8 @@ class Overlay:
         self._begin("Frame timing")
         if m.status:
             imgui.text_colored(imgui.ImVec4(1.0, 0.8, 0.2, 1.0), m.status)
-        imgui.text(f"frame {m.frames_run}   target {m.target_ms:.1f} ms   within target {m.within_target:.0%}"
-                   + ("   OVERRUN" if m.overrun else ""))
+        imgui.text(f"frame {m.frames_run}   target {m.target_ms:.1f} ms" + ("   OVERRUN" if m.overrun else ""))
+        imgui.text(m.accuracy_lines()[0])
         imgui.text(f"render: predicted {m.render_predicted_ms:.2f} ms, actual {m.render_actual_ms:.2f} ms")
         imgui.text(f"detection: budget {m.budget_ms:.2f} ms, used {m.detection_used_ms:.2f} ms")
         frames, series = m.arrays()
@@ -207,10 +207,14 @@ class Overlay:
     def _collisions(self, m: OverlayModel, c: Controls) -> None:
         self._begin("Collisions")
         imgui.text(f"candidate pairs {m.candidates_now}, colliding {len(m.pairs)}")
-        imgui.text(f"sep. bound now {_metres(m.sep_bound_min)}, median {_metres(m.median_sep_bound)}")
+        imgui.text(f"sep. bound now {_metres(m.sep_bound_min)}")
         if imgui.is_item_hovered():
-            imgui.set_tooltip(f"smallest separation bound of this frame; median over the last "
-                              f"{len(m.sep_bounds)} frames with a colliding pair")
+            imgui.set_tooltip("smallest separation bound of this frame's colliding pairs")
+        imgui.text(m.accuracy_lines()[1])
+        if imgui.is_item_hovered():
+            imgui.set_tooltip(f"over all {m.accuracy.verdicts} colliding pair verdicts since the start (each "
+                              "detection sample's), in metres and as a fraction of the pair's mean bounding radius:\n"
+                              "how far apart ships counted as colliding may be at most")
         self._level_histogram(m)
         self._pair_table(m.pairs, c, exact_level=len(m.level_hist) - 1)
         imgui.end()

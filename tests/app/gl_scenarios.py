@@ -165,12 +165,16 @@ def overlay() -> dict:
     s = app.world.last_stats
     m = app.model
     narrow = app.world.last_narrow
-    return {"stats": {k: v for k, v in asdict(s).items() if k != "extra"},
+    from spaceship_sim.stats import PER_VERDICT
+
+    return {"stats": {k: v for k, v in asdict(s).items() if k != "extra" and k not in PER_VERDICT},
             "model": {"frame": m.frame, "series_last": {k: v[-1] for k, v in m.series.items()},
                       "target_ms": m.target_ms, "budget_ms": m.budget_ms,
                       "render_predicted_ms": m.render_predicted_ms, "render_actual_ms": m.render_actual_ms,
                       "level_hist": m.level_hist, "n_pairs": len(m.pairs),
-                      "n_history": len(m.frames), "frames_run": m.frames_run},
+                      "n_history": len(m.frames), "frames_run": m.frames_run,
+                      "frames_within": m.frames_within, "verdicts": m.accuracy.verdicts,
+                      "accuracy_lines": m.accuracy_lines()},
             "world_frame": app.world.frame,
             "narrow_colliding": int(np.sum(narrow.colliding)) if narrow is not None else 0}
 

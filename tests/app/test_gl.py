@@ -90,6 +90,9 @@ def test_overlay_model_matches_frame_stats_of_a_real_run():
     assert m["level_hist"] == list(s["level_hist"])
     assert m["n_pairs"] == out["narrow_colliding"]
     assert not math.isnan(m["render_actual_ms"])
+    within, bound = m["accuracy_lines"]  # the overlay's accuracy lines, from the running counts
+    assert within.startswith(f"frames within target {m['frames_within']}/10 (")
+    assert bound.startswith("median separation bound ") and (m["verdicts"] > 0) == bound.endswith(" radius")
 
 
 def test_ships_fly_while_kernels_compile_then_switch_to_compiled_stages():

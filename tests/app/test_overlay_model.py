@@ -5,11 +5,12 @@ import math
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spaceship_sim.app.camera import Camera, project
-from spaceship_sim.app.overlay_model import (COLUMNS, SERIES, OverlayModel, PairRow, collision_changes, pair_rows,
+from spaceship_sim.app.overlay_model import (COLUMNS, MEDIAN_EVERY, SERIES, OverlayModel, PairRow, collision_changes, pair_rows,
                                             panel_rects, sort_rows, table_columns)
 from spaceship_sim.stats import FrameStats
 
@@ -101,12 +102,26 @@ def test_collision_changes_pass_only_what_changed():
 
 def test_running_share_within_target_and_median_separation_bound():
     model = OverlayModel()
-    for i, (frame_time, sep) in enumerate([(0.02, math.inf), (0.05, 0.4), (0.01, 0.1), (0.03, 0.2)]):
-        s = FrameStats(frame=i, target=1 / 30, sep_bound_min=sep)
+    assert model.accuracy_lines() == ("frames within target -", "median separation bound - (no collision yet)")
+    # (frame time, the frame's colliding verdicts' bounds [m]); every pair of two ships of radius 4
+    frames = [(0.02, []), (0.05, [0.4, 0.0]), (0.01, [0.1]), (0.03, [0.2, 3.0, 0.3])]
+    for i, (frame_time, bounds) in enumerate(frames):
+        b = np.array(bounds)
+        s = FrameStats(frame=i, target=1 / 30, sep_bounds=b, sep_bounds_rel=b / 4.0,
+                       level_hist=(0, len(b), 0), sep_bound_min=b.min() if len(b) else math.nan)
         s.finish(frame_time)  # render time only: frame time = that
         model.update(s)
     assert model.frames_timed == 4 and model.within_target == 0.75  # 50 ms is over 33 ms
-    assert model.median_sep_bound == 0.2  # frames without a colliding pair (inf) left out
+    # the median is refreshed every MEDIAN_EVERY frames: here it is still the one of frame 1's verdicts
+    assert model.median_sep_bound == pytest.approx(0.2, rel=1e-3) and model.accuracy.verdicts == 6
+    for i in range(4, MEDIAN_EVERY + 1):  # frames without a collision, up to the next refresh
+        s = FrameStats(frame=i, target=1 / 30)
+        s.finish(0.01)
+        model.update(s)
+    assert model.median_sep_bound == pytest.approx(0.25, rel=1e-3)  # np.median of the six bounds
+    assert model.median_sep_bound_rel == pytest.approx(0.0625, rel=1e-3)
+    assert model.accuracy_lines() == (f"frames within target {MEDIAN_EVERY}/{MEDIAN_EVERY + 1} (90.9%)",
+                                      "median separation bound 0.250 m = 0.06 radius")
     assert math.isnan(OverlayModel().within_target) and math.isnan(OverlayModel().median_sep_bound)
 
 
