@@ -174,3 +174,22 @@ def test_narrow_phase_settings_are_typed_and_changed_only_through_set_collision(
     for bad in (dict(min_level=-1), dict(min_level=1.5), dict(max_level="2")):
         with pytest.raises(ValueError):
             NarrowPhase(**bad)
+
+
+def test_frame_stats_keep_every_colliding_verdicts_separation_bound():
+    """One sample per frame: the frame's per-verdict bounds are the narrow phase's, over the
+    pair's mean bounding radius too, one per colliding pair counted in the level histogram."""
+    w = small_world(TickClock(tick=1e-4), arena={"size": 30.0}, ships={"count": 12},
+                    sim={"seed": 5, "min_temporal_resolution": 1 / 30})
+    seen = 0
+    for _ in range(150):
+        s = w.step()
+        w.end_frame(0.02)
+        narrow = w.last_narrow
+        hit = narrow.colliding
+        assert np.array_equal(s.sep_bounds, narrow.separation_bound[hit])
+        mean_radius = w.state.radius[narrow.pairs[hit]].mean(axis=1)
+        assert np.allclose(s.sep_bounds_rel * mean_radius, s.sep_bounds)
+        assert len(s.sep_bounds) == sum(s.level_hist) == s.colliding_pairs
+        seen += len(s.sep_bounds)
+    assert seen > 10, "the ships should collide"

@@ -17,12 +17,14 @@ def random_frames(n: int, seed: int = 0) -> list[FrameStats]:
     frames = []
     for i in range(n):
         hits = int(rng.integers(0, 3))
+        bounds = rng.uniform(0, 3, hits) * (rng.random(hits) < 0.8)  # a fifth exact: bound 0
         s = FrameStats(frame=i, target=1 / 30, t_integrate=rng.uniform(2e-4, 6e-4), t_broad=rng.lognormal(-8, 1),
                        t_narrow=rng.lognormal(-7, 1.5), budget=rng.uniform(0, 0.03),
                        detection_used=rng.uniform(0, 0.01), candidate_pairs=int(rng.integers(0, 40)),
                        colliding_pairs=hits, exact_pairs=int(rng.integers(0, hits + 1)),
                        level_hist=tuple(int(x) for x in rng.multinomial(hits, [0.2] * 5)),
-                       sep_bound_min=rng.uniform(0, 3) if hits else math.nan)
+                       sep_bound_min=float(bounds.min()) if hits else math.nan, sep_bounds=bounds,
+                       sep_bounds_rel=bounds / rng.uniform(1, 5, hits))
         s.finish(rng.uniform(0.02, 0.034))
         frames.append(s)
     return frames
@@ -42,6 +44,11 @@ def reference_summary(frames: list[FrameStats], skip: int) -> dict:
     out["colliding_pairs_total"] = sum(s.colliding_pairs for s in fs)
     out["exact_pairs_total"] = sum(s.exact_pairs for s in fs)
     out["level_histogram"] = np.sum([s.level_hist for s in fs], axis=0).tolist()
+    out["accuracy"] = {}
+    for key, attr in (("separation_bound_m", "sep_bounds"), ("separation_bound_fraction", "sep_bounds_rel")):
+        v = np.concatenate([getattr(s, attr) for s in fs])
+        out["accuracy"][key] = {"median": np.median(v), "p90": np.percentile(v, 90), "p99": np.percentile(v, 99),
+                                "max": v.max()}
     return out
 
 
@@ -58,6 +65,14 @@ def test_run_summary_matches_figures_from_every_frame():
     for key in ["frames_over_target", "colliding_pairs_total", "exact_pairs_total", "level_histogram"]:
         assert got[key] == want[key], key
     assert got["candidate_pairs_mean"] == pytest.approx(want["candidate_pairs_mean"])
+    accuracy = got["accuracy"]  # over every colliding verdict, not per frame
+    hist = np.array(want["level_histogram"])
+    assert accuracy["level_histogram"] == want["level_histogram"] and accuracy["colliding_verdicts"] == hist.sum()
+    assert accuracy["exact_fraction"] == hist[-1] / hist.sum()
+    assert accuracy["level_fraction"] == pytest.approx(hist / hist.sum())
+    for key, figures in want["accuracy"].items():
+        for fig, value in figures.items():
+            assert accuracy[key][fig] == pytest.approx(value, rel=Quantiles.RESOLUTION, abs=1e-9), (key, fig)
     assert got["fraction_within_target"] == 1 - want["frames_over_target"] / 2995
 
 
