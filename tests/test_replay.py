@@ -155,3 +155,24 @@ def test_a_replay_that_leaves_the_recorded_run_says_where(short_recording, tmp_p
     with pytest.raises(ReplayError) as e:
         replay_run(path)
     assert e.value.file == str(path) and e.value.key.startswith(field) and says in str(e.value), str(e.value)
+
+
+def test_run_record_then_replay_print_the_same_state_hash_and_write_the_same_report(tmp_path, capsys):
+    from spaceship_sim.cli import main
+
+    config = tmp_path / "lamps.toml"
+    config.write_text('[arena]\nsize = 20.0\n[ships]\ncount = 5\nmodels = ["lamp"]\nuser_model = "lamp"\n'
+                      'initial_speed = 6.0\n[sim]\nseed = 3\n')
+    rec = tmp_path / "run.rec.gz"
+    common = ["--out", str(tmp_path / "a"), "--no-progress"]
+    assert main(["run", "--config", str(config), "--frames", "40", "--render-ms", "20", "--record", str(rec),
+                 *common]) == 0
+    recorded = capsys.readouterr().out.splitlines()
+    assert main(["run", "--replay", str(rec), "--config", str(config), "--out", str(tmp_path / "b"),
+                 "--no-progress"]) == 0
+    replayed = capsys.readouterr().out.splitlines()
+    state = [line for line in recorded if line.startswith("state hash ")]
+    assert len(state) == 1 and replayed[-1].startswith(state[0] + " (replay of")
+    a, b = (json.loads((tmp_path / d / "summary.json").read_text()) for d in "ab")
+    assert {k for k in a if a[k] != b.get(k)} == {"rss_mb", "render_ms"}  # replay: no --render-ms, its own memory
+    assert (tmp_path / "a" / "frames.csv").read_bytes() == (tmp_path / "b" / "frames.csv").read_bytes()
