@@ -109,7 +109,7 @@ def test_the_apps_inputs_replay_keys_settings_resets_and_the_switch_to_compiled_
     assert frames[10]["keys"] == ["thrust_forward"] and "keys" not in frames[35]
     _, world_again = replay(rec, no_files, progress=False, notify=None)
     assert world_again.state.hash() == state
-    assert world_again.broadphase_name == "brute_force" and world_again.refine_options["min_level"] == 2
+    assert world_again.broadphase_name == "brute_force" and world_again.narrow.min_level == 2
 
 
 def test_a_failed_run_leaves_no_recording(tmp_path):
