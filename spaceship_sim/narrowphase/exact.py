@@ -79,7 +79,14 @@ class BruteForceExact:
         return ExactAnswer.from_lists(hits)
 
 
+def _bsp(meshes) -> ExactDetector:
+    from ..bsp import BSPExact  # imported when asked for: spaceship_sim.bsp imports this module
+
+    return BSPExact(meshes)
+
+
 # name -> constructor from the scenario's meshes (list of meshes.Mesh); strategies register here
 EXACT_METHODS: dict[str, Callable[[Sequence], ExactDetector]] = {
     "brute": BruteForceExact,
+    "bsp": _bsp,
 }
