@@ -17,6 +17,7 @@ import numpy as np
 from .config import samples_per_frame
 from .dynamics import accel_bound, contain
 from .narrowphase import refine_roots
+from .narrowphase.exact import exact_frame
 from .response import respond
 from .state import transforms
 from .stats import FrameStats, timed
@@ -43,9 +44,7 @@ def step(world) -> FrameStats:
             samples_left=n_samples - sample, overrun=world.overrun_predictor.predict())
         with timed(stats, "t_narrow", clock):
             pairs = pairs[world.fair.order(pairs, state.n)]  # the least refined last time first
-            narrow = (world.narrow(world.bank, state.model_id, transforms(state), pairs, deadline=clock() + budget,
-                                   clock=clock) if world.compiled
-                      else refine_roots(world.bank, state.model_id, transforms(state), pairs, clock=clock))
+            narrow = narrow_phase(world, pairs, deadline=clock() + budget)
             world.fair.record(narrow.pairs, narrow.level, state.n)
         with timed(stats, "t_response", clock):
             hit = narrow.colliding
@@ -58,6 +57,19 @@ def step(world) -> FrameStats:
     stats.sim_time = world.t
     stats.samples = n_samples
     return stats
+
+
+def narrow_phase(world, pairs, deadline: float):
+    """The sample's narrow phase: the world's exact strategy alone when it has one (an exact-only
+    baseline), else the sphere trees refined until the deadline — on root spheres only while numba
+    compiles their kernels."""
+    state, clock = world.state, world.clock
+    if world.exact is not None:
+        return exact_frame(world.exact, world.bank, state.model_id, transforms(state), pairs,
+                           all_contacts=world.narrow.all_contacts, clock=clock)
+    if world.compiled:
+        return world.narrow(world.bank, state.model_id, transforms(state), pairs, deadline=deadline, clock=clock)
+    return refine_roots(world.bank, state.model_id, transforms(state), pairs, clock=clock)
 
 
 def centre_line(pos: np.ndarray, pairs: np.ndarray) -> np.ndarray:

@@ -32,7 +32,7 @@ COMPILING = "compiling numba kernels (first start only; later starts load them f
 
 class World:
     def __init__(self, config: Config, models, trees, user: str = "autopilot", warm: bool = True, clock=WALL,
-                 notify=to_stderr):
+                 notify=to_stderr, exact=None):
         """models: list[Mesh]; trees: list[SphereTree], one per model (same order).
         warm: compile every kernel now. Else the world steps at once on the stages' numpy
         references (brute-force broad phase, numpy integrator, bounding spheres only) until
@@ -40,8 +40,12 @@ class World:
         compiled the kernels; the next step switches over.
         clock: what budgets and stage times are read from (spaceship_sim.clock; tests pass a
         TickClock so time-critical verdicts do not depend on the machine's speed).
-        notify: where to say that a step is slow because numba is compiling (None: nowhere)."""
+        notify: where to say that a step is slow because numba is compiling (None: nowhere).
+        exact: an exact strategy (narrowphase.exact.ExactDetector built from `models`) that answers
+        every pair whose root spheres meet, whatever the budget, in place of the sphere-tree
+        refinement (Hubbard's exact-only baselines: BSP, fcl); None: the sphere trees."""
         self.config, self.models, self.trees, self.user, self.clock = config, models, trees, user, clock
+        self.exact = exact
         self.bank = TreeBank.from_trees(trees)
         self.target_frame_time = config.sim.target_frame_time
         self.time_critical = config.collision.time_critical
@@ -67,6 +71,8 @@ class World:
             for m in range(len(self.trees)):
                 refine_frame(self.bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf,
                              min_level=0, max_level=None, exact=True)
+                if self.exact is not None:
+                    self.exact.collide(np.array([m]), np.array([m]), eye[:1], eye[1:], all_contacts=False)
         with slow_notice(COMPILING + "dynamics and broad phase", notify):
             scratch = World(self.config, self.models, self.trees, user=self.user, warm=False, notify=None)
             scratch.use_compiled_stages()
@@ -84,14 +90,20 @@ class World:
 
     @classmethod
     def from_config(cls, config: Config, user: str = "autopilot", warm: bool = True, clock=WALL,
-                    notify=to_stderr) -> "World":
-        """Load the models the config names (user's first) and their cached sphere trees."""
+                    notify=to_stderr, exact_method: str | None = None) -> "World":
+        """Load the models the config names (user's first) and their cached sphere trees;
+        exact_method: a name in narrowphase.exact.EXACT_METHODS answering every pair instead (see __init__)."""
         names = list(dict.fromkeys([config.ships.user_model, *config.ships.models]))
         models = [load_model(name) for name in names]
         c = config.collision
         trees = [load_or_build(m, method=c.tree_method, branching=c.tree_branching, depth=c.tree_depth)
                  for m in models]
-        return cls(config, models, trees, user=user, warm=warm, clock=clock, notify=notify)
+        exact = None
+        if exact_method is not None:
+            from .narrowphase.exact import EXACT_METHODS
+
+            exact = EXACT_METHODS[exact_method](models)
+        return cls(config, models, trees, user=user, warm=warm, clock=clock, notify=notify, exact=exact)
 
     # --- lifecycle --------------------------------------------------------------------
     def reset(self) -> None:
