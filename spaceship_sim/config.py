@@ -123,6 +123,8 @@ class CollisionConfig:
     min_level: int = _f(1, "every colliding pair is refined at least to this level (at most tree_depth + 1, "
                           "the exact level) [-]", lo=0)
     exact: bool = _f(True, "finish with triangle-triangle tests when time allows [-]")
+    all_contacts: bool = _f(True, "the exact level finds every intersecting triangle pair (false: stops each pair at "
+                                  "its first, enough for the verdict and response) [-]")
     restitution: float = _f(1.0, "coefficient of restitution of collision response [-]", lo=0.0, hi=1.0)
     separation_speed: float = _f(1.0, "least speed at which a colliding pair's centres part after response [m/s]",
                                  lo=0.0, hi=1e3)

@@ -49,7 +49,8 @@ class World:
         self.bank = TreeBank.from_trees(trees)
         self.target_frame_time = config.sim.target_frame_time
         self.time_critical = config.collision.time_critical
-        self.narrow = NarrowPhase(min_level=config.collision.min_level, exact=config.collision.exact)
+        self.narrow = NarrowPhase(min_level=config.collision.min_level, exact=config.collision.exact,
+                                  all_contacts=config.collision.all_contacts)
         self.broadphase_name = config.collision.broadphase
         self.kernels_ready = threading.Event()  # set by warm_up
         self.recorder = None  # spaceship_sim.replay.Recorder: sees every input of every frame

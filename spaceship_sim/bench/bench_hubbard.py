@@ -1,16 +1,22 @@
-"""`spaceship-sim bench hubbard`: Hubbard's experiment, headless.
+"""`spaceship-sim bench hubbard`: Hubbard's evaluation, headless.
 
-1. The lamps scenario run twice with the same render load: time-critical detection against
-   exact-only detection (every pair refined to the triangles whatever the cost). Each run
-   writes frames.csv, summary.json and profile.png into its own folder.
-2. Accuracy against budget: the candidate pairs met in the time-critical run are refined again
-   under a sweep of detection budgets; the separation-distance upper bound and the level reached
-   are plotted against the budget (accuracy.png, accuracy.csv).
+1. The paper's runs: one scenario run once per detector under the same stand-in render load —
+   exact-only detectors (bsp: Thibault–Naylor BSP trees, Hubbard's baseline; fcl: python-fcl when
+   installed; leaves: the sphere trees' own exact level) and time-critical ones (octree and medial
+   sphere trees). Each run writes frames.csv, summary.json and profile.png into its own folder;
+   runs.csv and profiles.png put them side by side.
+2. The per-call histograms (hubbard_calls): the calls of the medial run timed level by level
+   against each exact baseline: speedup and separation histograms (calls.csv, histograms.csv,
+   call_summary.csv, speedup.png, separation.png).
+3. Accuracy against budget: the medial run's candidate pairs refined again under a sweep of
+   detection budgets (accuracy.png, accuracy.csv); optionally a render sweep (render_sweep.png).
+`--cpu-load N` runs it all beside N busy processes (robustness under load).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from pathlib import Path
 
 import numpy as np
@@ -20,24 +26,43 @@ from ..clock import WALL
 from ..config import load_config, shipped_config
 from ..errors import InputError
 from ..scenario import validate_scenario
-from . import report
-from .run import DEFAULT_WARMUP, check_args, run_frames, staged_folder
+from . import hubbard_calls, report
+from .cpu_load import cpu_load
+from .run import DEFAULT_WARMUP, check_args, frame_poses, run_frames, staged_folder
 
 ACCURACY_FRAMES = 200  # frames with candidate pairs that the accuracy sweep refines again
+# scene -> (shipped config, stand-in render [ms]): lamps is render-bound as Hubbard's lamp runs were;
+# heavy leaves the render 5 ms of each 33.3 ms frame and detection the rest
+SCENES = {"lamps": ("lamps.toml", 31.0), "heavy": ("heavy.toml", 5.0)}
+# detector -> (time-critical, sphere-tree method or None: the config's, exact strategy or None)
+DETECTORS = {"bsp": (False, None, "bsp"), "fcl": (False, None, "fcl"), "leaves": (False, None, None),
+             "octree": (True, "octree", None), "medial": (True, "medial", None)}
+BASELINES = ("bsp", "fcl")  # exact strategies the per-call speedups are measured against, beside "leaves"
 
 
 def register(sub) -> None:
-    p = sub.add_parser("hubbard", help="time-critical vs exact-only on the lamps scenario, and accuracy vs budget")
-    p.add_argument("--config", default=shipped_config("lamps.toml"),
-                   help="scenario TOML (default: the shipped configs/lamps.toml)")
+    p = sub.add_parser("hubbard", help="Hubbard's evaluation: BSP / fcl / exact-only vs time-critical sphere trees, "
+                                       "per-call speedup and separation histograms, accuracy vs budget")
+    p.add_argument("--scene", choices=sorted(SCENES), default="lamps",
+                   help="shipped scenario: lamps (60 lamps, render-bound) or heavy (12 freighters in formation "
+                        "and a lamp) (default: %(default)s)")
+    p.add_argument("--config", default=None, help="scenario TOML instead of --scene")
     p.add_argument("--frames", type=integer(1, MAX_FRAMES), default=600)
-    p.add_argument("--render-ms", type=milliseconds, default=31.0,
-                   help="stand-in render time per frame [ms] (default: %(default)s, a render-bound frame)")
+    p.add_argument("--render-ms", type=milliseconds, default=None,
+                   help="stand-in render time per frame [ms] (default: lamps 31, heavy 5, a --config 31)")
+    p.add_argument("--detectors", default=",".join(DETECTORS),
+                   help="runs to make, comma-separated from %(default)s (fcl needs python-fcl)")
+    p.add_argument("--calls", type=integer(0, 100_000), default=300,
+                   help="narrow-phase calls of the medial run timed level by level (spread over the run; "
+                        "default: %(default)s)")
+    p.add_argument("--repeat", type=integer(1, 100), default=3, help="timings per call and method, best kept")
+    p.add_argument("--cpu-load", type=integer(0, 64), default=0,
+                   help="busy processes running beside the bench, stopped when it ends (default: none)")
     p.add_argument("--budgets", default="0.02,0.05,0.1,0.2,0.5,1,2,5,10",
                    help="detection budgets for the accuracy sweep [ms, comma-separated]")
     p.add_argument("--sweep-render", default="",
-                   help="also run both modes under each of these stand-in render times [ms, comma-separated] "
-                        "and plot frames within target against them (render_sweep.png)")
+                   help="also run time-critical and exact-only (medial trees) under each of these stand-in "
+                        "render times [ms, comma-separated] and plot frames within target (render_sweep.png)")
     p.add_argument("--out", type=output_folder, default="runs/hubbard",
                    help="output folder, written all or nothing (default: %(default)s)")
     p.add_argument("--warmup", type=integer(0, MAX_FRAMES - 1), default=None,
@@ -46,49 +71,188 @@ def register(sub) -> None:
 
 
 def run(args, clock=WALL) -> int:
-    """clock: what budgets and the stand-in render are read from (tests pass a TickClock)."""
+    """clock: what budgets, the stand-in render and the per-call timings are read from (tests pass
+    a TickClock)."""
     budgets = parse_budgets(args.budgets)  # every argument is checked before anything runs
     sweep = parse_ms_list(args.sweep_render, "--sweep-render") if args.sweep_render else []
+    detectors = parse_detectors(args.detectors)
     check_args(args)
+    args.config = args.config or shipped_config(SCENES[args.scene][0])
+    if args.render_ms is None:
+        args.render_ms = SCENES[args.scene][1] if Path(args.config).name == SCENES[args.scene][0] else 31.0
     cfg = load_config(args.config)
     validate_scenario(cfg)
-    out = Path(args.out)
-    with staged_folder(out) as work:  # a failed or interrupted run leaves no half-written files
-        poses = []
-        results, bank_world = run_modes(cfg, args, args.render_ms, out=work, on_frame=keep_poses(poses), clock=clock)
-        for mode, s in results.items():
-            print(f"{mode:14s} frame time median {s['frame_time_ms']['median']:6.2f} ms  p99 "
-                  f"{s['frame_time_ms']['p99']:6.2f} ms  within target {100 * s['fraction_within_target']:5.1f}%  "
-                  f"level histogram {s['level_histogram']}")
-        rows = accuracy_sweep(bank_world, poses, budgets)
+    if "fcl" in detectors and not fcl_installed():
+        print("note: python-fcl is not installed (pip install python-fcl): no fcl run or baseline")
+        detectors.remove("fcl")
+    out, name = Path(args.out), Path(args.config).name
+    with cpu_load(args.cpu_load), staged_folder(out) as work:  # nothing half-written; the load always stopped
+        traces = {d: run_detector(cfg, d, args, work / d, clock) for d in detectors}
+        print_runs(traces, name, args)
+        report.write_csv(work / "runs.csv", [t.row(d) for d, t in traces.items()])
+        plot_profiles(work / "profiles.png", traces, f"{name}: render {args.render_ms:g} ms"
+                      + (f", {args.cpu_load} busy processes beside" if args.cpu_load else ""))
+        source = traces.get("medial") or next(iter(traces.values()))
+        if args.calls:
+            write_calls(source, args, work, name, clock)
+        rows = accuracy_sweep(source.world, [f for f in source.frames if len(f[2])][:ACCURACY_FRAMES], budgets)
         report.write_csv(work / "accuracy.csv", rows)
-        plot_accuracy(work / "accuracy.png", rows, Path(args.config).name)
+        plot_accuracy(work / "accuracy.png", rows, name)
         for r in rows:
             print(f"budget {r['budget_ms']:7.3f} ms: separation bound median {r['bound_median_m']:.3f} m, "
                   f"p90 {r['bound_p90_m']:.3f} m, mean level {r['mean_level']:.2f}, "
                   f"exact {100 * r['exact_fraction']:.0f}%")
         if sweep:
             render_sweep(cfg, args, [ms * 1e3 for ms in sweep], work, clock)
-    print(f"wrote {out}/time_critical, {out}/exact_only, {out}/accuracy.png"
-          + (f", {out}/render_sweep.png" if sweep else ""))
+    print(f"wrote {out}: {', '.join(detectors)} runs, runs.csv, profiles.png"
+          + (", calls.csv, histograms.csv, speedup.png, separation.png" if args.calls else "")
+          + ", accuracy.png" + (", render_sweep.png" if sweep else ""))
     return 0
 
 
-def run_modes(cfg, args, render_ms: float, out: Path | None = None, on_frame=None, clock=WALL):
-    """Run the scenario time-critical and exact-only under the same stand-in render load.
-    Returns ({mode: summary}, the time-critical world); writes each run's files under out/mode."""
+def parse_detectors(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in DETECTORS]
+    if bad or not names:
+        raise InputError(COMMAND_LINE, "--detectors", f"unknown detector {bad[0] if bad else text!r} "
+                         f"(known: {', '.join(DETECTORS)})")
+    return list(dict.fromkeys(names))
+
+
+def fcl_installed() -> bool:
+    try:
+        import fcl  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class RunTrace:
+    """What one detector's run leaves for the comparison: its summary, every frame's stage times
+    (for profiles.png), the separation bounds of the colliding pairs of each frame's last
+    detection sample, the frames' poses and candidate pairs (for the per-call log) and the world."""
+
+    def __init__(self, skip: int):
+        self.skip = skip  # first frames left out of the timing figures (as the summary leaves them out)
+        self.summary, self.world = None, None
+        self.frame_ms, self.narrow_ms, self.render_ms, self.bounds, self.frames = [], [], [], [], []
+
+    def __call__(self, world) -> None:
+        s, narrow = world.last_stats, world.last_narrow
+        self.frame_ms.append(s.frame_time * 1e3)
+        self.narrow_ms.append(s.t_narrow * 1e3)
+        self.render_ms.append(s.render_actual * 1e3)
+        self.bounds += narrow.separation_bound[narrow.colliding].tolist()
+        self.frames.append(frame_poses(world))
+
+    def row(self, detector: str) -> dict:
+        s = self.summary
+        warm = np.array(self.narrow_ms[self.skip:] or self.narrow_ms)
+        return dict(detector=detector, time_critical=s["time_critical"], frames=s["frames"],
+                    within_target=s["fraction_within_target"], frame_ms_median=s["frame_time_ms"]["median"],
+                    frame_ms_p99=s["frame_time_ms"]["p99"], detection_ms_median=float(np.median(warm)),
+                    detection_ms_max=float(np.max(warm)), target_ms=s["target_ms"],
+                    colliding_pair_samples=len(self.bounds),
+                    separation_bound_median_m=float(np.median(self.bounds)) if self.bounds else math.nan)
+
+
+def run_detector(cfg, detector: str, args, folder: Path | None, clock=WALL) -> RunTrace:
+    """One run of the scenario with `detector` (a DETECTORS key); files under `folder`."""
+    time_critical, method, exact = DETECTORS[detector]
+    c = dataclasses.replace(cfg.collision, time_critical=time_critical, tree_method=method or cfg.collision.tree_method)
+    trace = RunTrace(args.warmup)
+    log, trace.world = run_frames(dataclasses.replace(cfg, collision=c), args.frames, args.render_ms / 1e3, False,
+                                  lambda w: report.FrameLog(folder, args.frames, args.warmup, w.max_level),
+                                  progress=folder is not None, on_frame=trace, clock=clock, exact_method=exact)
+    mode = "time-critical" if time_critical else "exact-only"
+    trace.summary = log.commit(title=f"{Path(args.config).name}: {detector} ({mode}), render {args.render_ms:g} ms",
+                               config=args.config, render_ms=args.render_ms, time_critical=time_critical,
+                               detector=detector, cpu_load=args.cpu_load)
+    return trace
+
+
+def print_runs(traces: dict, name: str, args) -> None:
+    print(f"{name}, render {args.render_ms:g} ms, {args.frames} frames"
+          + (f", {args.cpu_load} busy processes beside" if args.cpu_load else "") + ":")
+    print(f"{'detector':8s} {'mode':13s} {'within target':>13s} {'median':>9s} {'p99':>9s} {'detection':>10s} "
+          f"{'median separation bound':>24s}")
+    for d, t in traces.items():
+        r = t.row(d)
+        print(f"{d:8s} {'time-critical' if r['time_critical'] else 'exact-only':13s} "
+              f"{100 * r['within_target']:12.1f}% {r['frame_ms_median']:6.2f} ms {r['frame_ms_p99']:6.2f} ms "
+              f"{r['detection_ms_median']:7.2f} ms {r['separation_bound_median_m']:22.3f} m")
+
+
+def write_calls(source: RunTrace, args, work: Path, name: str, clock=WALL) -> None:
+    """The per-call log of the source run and the paper's histograms from it."""
+    from ..narrowphase.exact import EXACT_METHODS
+
+    world = source.world
+    baselines = {b: EXACT_METHODS[b](world.models) for b in BASELINES if b != "fcl" or fcl_installed()}
+    radii = np.array([m.bounding_radius for m in world.models])
+    log = hubbard_calls.record_calls(world.bank, radii, source.frames, baselines,
+                                     world.narrow.all_contacts, args.calls, args.repeat, clock)
+    if not len(log["radius"]):
+        print("note: no narrow-phase calls in the run: no histograms")
+        return
+    report.write_csv(work / "calls.csv", hubbard_calls.call_rows(log, [m.name for m in world.models]))
+    rows = hubbard_calls.call_histograms(log)
+    report.write_csv(work / "histograms.csv", rows)
+    summary = hubbard_calls.call_summary(log)
+    report.write_csv(work / "call_summary.csv", summary)
+    title = f"{name}: {len(log['radius'])} narrow-phase calls of the medial run"
+    hubbard_calls.plot_speedups(work / "speedup.png", rows, title)
+    hubbard_calls.plot_separations(work / "separation.png", rows, title)
+    for r in summary:
+        print(f"level {r['level']}: " + ", ".join(f"{b} {r[f'speedup_median_{b}']:.2f}x (faster in "
+                                                  f"{100 * r[f'faster_{b}']:.0f}%)" for b in hubbard_calls.baseline_names(log))
+              + f"; colliding {r['colliding']}/{r['calls']}, median separation {r['separation_median']:.3f} R")
+
+
+def plot_profiles(path: Path, traces: dict, title: str) -> None:
+    """Hubbard's profiles side by side: per detector, detection, the other stages and the render
+    stacked per frame against the target."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(traces), 1, figsize=(10, 2.3 * len(traces) + 0.5), sharex=True, squeeze=False)
+    for ax, (d, t) in zip(axes[:, 0], traces.items()):
+        frame, narrow, render = np.array(t.frame_ms), np.array(t.narrow_ms), np.array(t.render_ms)
+        x = np.arange(len(frame))
+        other = frame - narrow - render
+        ax.stackplot(x, narrow, other, render, labels=["detection (narrow phase)", "other stages", "render"],
+                     colors=["#c44e52", "#4c72b0", "#ccb974"], step="mid")
+        target = t.summary["target_ms"]
+        ax.axhline(target, color="k", ls="--", lw=1, label="target")
+        r = t.row(d)
+        ax.set_title(f"{d} ({'time-critical' if r['time_critical'] else 'exact-only'}): "
+                     f"{100 * r['within_target']:.1f}% within target, median {r['frame_ms_median']:.1f} ms, "
+                     f"p99 {r['frame_ms_p99']:.1f} ms", fontsize=9)
+        ax.set_ylim(0, max(1.6 * target, 1.05 * np.percentile(frame, 99)))
+        ax.set_ylabel("ms", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0, 0].legend(loc="upper right", fontsize=7, ncol=4)
+    axes[-1, 0].set_xlabel("frame")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def run_modes(cfg, args, render_ms: float, out: Path | None = None, clock=WALL) -> dict:
+    """Run the scenario time-critical and exact-only (its own sphere trees) under the same
+    stand-in render load; returns {mode: summary}; writes each run's files under out/mode."""
     results = {}
     for mode, tc in (("time_critical", True), ("exact_only", False)):
         c = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, time_critical=tc))
         folder = out / mode if out is not None else None
-        log, world = run_frames(c, args.frames, render_ms / 1e3, False,
-                                lambda w: report.FrameLog(folder, args.frames, args.warmup, w.max_level),
-                                progress=out is not None, on_frame=on_frame if tc else None, clock=clock)
+        log, _ = run_frames(c, args.frames, render_ms / 1e3, False,
+                            lambda w: report.FrameLog(folder, args.frames, args.warmup, w.max_level),
+                            progress=out is not None, clock=clock)
         results[mode] = log.commit(title=f"{Path(args.config).name}: {mode.replace('_', '-')}, render {render_ms:g} ms",
                                    config=args.config, render_ms=render_ms, time_critical=tc)
-        if tc:
-            tc_world = world
-    return results, tc_world
+    return results
 
 
 def render_sweep(cfg, args, renders_ms: list[float], out: Path, clock=WALL) -> None:
@@ -97,7 +261,7 @@ def render_sweep(cfg, args, renders_ms: list[float], out: Path, clock=WALL) -> N
 
     rows = []
     for r in tqdm(renders_ms, desc="render sweep", unit="load"):
-        results, _ = run_modes(cfg, args, r, clock=clock)
+        results = run_modes(cfg, args, r, clock=clock)
         row = {"render_ms": r, "slack_ms": results["time_critical"]["target_ms"] - r}
         for mode, s in results.items():
             row[f"{mode}_within_target"] = s["fraction_within_target"]
@@ -123,15 +287,6 @@ def parse_ms_list(text: str, option: str) -> list[float]:
     except argparse.ArgumentTypeError as e:
         raise InputError(COMMAND_LINE, option, f"{e}" + (f" (in {text!r})" if "," in text else "")) from None
     return sorted(values)
-
-
-def keep_poses(poses: list, limit: int = ACCURACY_FRAMES):
-    """on_frame callback appending to `poses` the first `limit` frames with candidate pairs
-    (the accuracy sweep needs no more: memory stays flat however long the run)."""
-    def keep(frame):
-        if len(frame[2]) and len(poses) < limit:
-            poses.append(frame)
-    return keep
 
 
 def accuracy_sweep(world, poses, budgets, max_frames: int = ACCURACY_FRAMES) -> list[dict]:

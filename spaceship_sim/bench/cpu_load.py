@@ -1,0 +1,29 @@
+"""Busy processes that load the machine while a benchmark runs (`bench hubbard --cpu-load N`)."""
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+
+# spins until stopped, and stops by itself when its parent is gone (a killed bench leaves none behind)
+BUSY = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    for _ in range(100000):\n        pass\n"
+
+
+@contextlib.contextmanager
+def cpu_load(n: int):
+    """Start n busy Python processes; stop them when the block ends, however it ends (an error,
+    Ctrl-C). Yields the list of subprocess.Popen objects."""
+    procs = []
+    try:
+        for _ in range(n):
+            procs.append(subprocess.Popen([sys.executable, "-c", BUSY], stdin=subprocess.DEVNULL))
+        yield procs
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
