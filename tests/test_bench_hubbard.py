@@ -1,4 +1,5 @@
-"""`spaceship-sim bench hubbard`: both modes' files, the accuracy sweep and the render sweep.
+"""`spaceship-sim bench hubbard`: the detectors' runs, the per-call histograms, the accuracy sweep, the
+render sweep, --cpu-load, and exact-only worlds.
 
 The runs read a TickClock (time = clock reads), so which levels the time-critical run reaches,
 and so its trajectories, are the same on any machine, however slow or loaded."""
@@ -14,14 +15,31 @@ from spaceship_sim.clock import TickClock
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_hubbard_bench_writes_profiles_accuracy_and_render_sweep(tmp_path, capsys):
+def test_hubbard_bench_writes_runs_histograms_accuracy_and_render_sweep(tmp_path, capsys):
     out = tmp_path / "h"
     args = build_parser().parse_args(["bench", "hubbard", "--config", str(REPO / "configs/lamps.toml"),
-                                      "--frames", "40", "--warmup", "1", "--budgets", "0.02,50",
+                                      "--frames", "40", "--warmup", "1", "--budgets", "0.02,50", "--calls", "12",
+                                      "--repeat", "1", "--detectors", "bsp,leaves,medial", "--cpu-load", "1",
                                       "--sweep-render", "0,40", "--out", str(out)])
     assert bench_hubbard.run(args, clock=TickClock(1e-5)) == 0
-    for mode in ("time_critical", "exact_only"):
-        assert {p.name for p in (out / mode).iterdir()} == {"frames.csv", "summary.json", "profile.png"}
+    for run in ("bsp", "leaves", "medial"):
+        assert {p.name for p in (out / run).iterdir()} == {"frames.csv", "summary.json", "profile.png"}
+    runs = {r["detector"]: r for r in csv.DictReader(open(out / "runs.csv"))}
+    assert list(runs) == ["bsp", "leaves", "medial"]
+    assert runs["medial"]["time_critical"] == "True" and runs["bsp"]["time_critical"] == "False"
+    # exact-only detectors answer every colliding pair exactly: bound 0
+    assert float(runs["bsp"]["separation_bound_median_m"]) == 0.0 == float(runs["leaves"]["separation_bound_median_m"])
+    printed = capsys.readouterr().out
+    assert "bsp      exact-only" in printed and "1 busy processes beside" in printed
+    calls = list(csv.DictReader(open(out / "calls.csv")))
+    assert len(calls) == 12 and {"t_bsp_s", "t_leaves_s", "t_level1_s", "bound_level4_m"} <= set(calls[0])
+    hist = list(csv.DictReader(open(out / "histograms.csv")))
+    per_panel = {}
+    for r in hist:
+        key = (r["histogram"], r["baseline"], r["level"])
+        per_panel[key] = per_panel.get(key, 0) + int(r["calls"])
+    assert all(n == 12 for (h, _, _), n in per_panel.items() if h == "speedup")  # every call in every panel
+    assert {b for h, b, _ in per_panel if h == "speedup"} >= {"bsp", "leaves"}
     acc = list(csv.DictReader(open(out / "accuracy.csv")))
     assert [float(r["budget_ms"]) for r in acc] == [0.02, 50.0]
     assert int(acc[-1]["pairs"]) > 0, "the lamps collide within 40 frames"
@@ -32,10 +50,30 @@ def test_hubbard_bench_writes_profiles_accuracy_and_render_sweep(tmp_path, capsy
     assert [float(r["render_ms"]) for r in sweep] == [0.0, 40.0]
     # a 40 ms render alone is over the 33.3 ms target: no mode can hold it
     assert float(sweep[1]["time_critical_within_target"]) == 0.0 == float(sweep[1]["exact_only_within_target"])
-    assert (out / "render_sweep.png").stat().st_size > 10_000 and (out / "accuracy.png").stat().st_size > 10_000
+    for png in ("render_sweep.png", "accuracy.png", "profiles.png", "speedup.png", "separation.png"):
+        assert (out / png).stat().st_size > 10_000
+
+
+def test_exact_only_worlds_bsp_and_brute_force_fly_alike():
+    """The pipeline with an exact strategy alone: BSP and the brute-force oracle give the same
+    verdicts, so the same trajectories (state hash), and find collisions on the way."""
+    from spaceship_sim.config import config_from_dict
+    from spaceship_sim.world import World
+
+    cfg = config_from_dict({"arena": {"size": 40.0}, "ships": {"count": 8, "user_model": "lamp", "models": ["lamp"],
+                                                               "initial_speed": 8.0},
+                            "collision": {"time_critical": False, "all_contacts": False}})
+    hashes, hits = [], []
+    for method in ("bsp", "brute"):
+        world = World.from_config(cfg, clock=TickClock(1e-5), exact_method=method)
+        hits.append(sum(world.step(0.0).colliding_pairs for _ in range(40)))
+        hashes.append(world.state.hash())
+    assert hashes[0] == hashes[1] and hits[0] == hits[1] > 0
 
 
 @pytest.mark.parametrize("argv, field", [(["--sweep-render", "5,-1"], "--sweep-render"),
+                                         (["--detectors", "bsp,kd"], "--detectors"), (["--cpu-load", "-1"], "--cpu-load"),
+                                         (["--scene", "trucks"], "--scene"),
                                          (["--budgets", "0"], "--budgets"), (["--frames", "0"], "--frames"),
                                          (["--render-ms", "-3"], "--render-ms")])
 def test_hubbard_bench_bad_arguments_exit_2_and_write_nothing(tmp_path, capsys, argv, field):
