@@ -89,7 +89,7 @@ def test_call_log_answers_like_the_exact_baseline():
     assert (apart[:, :-1] <= apart[:, 1:]).all()
     # times are clock reads: BSP reads none, so one tick; the refinement reads the clock itself
     assert np.allclose(log["t_bsp"], 1e-5) and (log["t_level"] > 1.5e-5).all()
-    assert np.array_equal(log["t_leaves"], log["t_level"][:, -1])
+    assert np.array_equal(log["t_leaves"], log["t_level"][:, -1]) and (log["t_floor"] > 0).all()
     assert np.array_equal(log["radius"], np.minimum(radii[log["model_a"]], radii[log["model_b"]]))
 
 

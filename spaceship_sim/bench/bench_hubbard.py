@@ -48,6 +48,9 @@ def register(sub) -> None:
                         "and a lamp) (default: %(default)s)")
     p.add_argument("--config", default=None, help="scenario TOML instead of --scene")
     p.add_argument("--frames", type=integer(1, MAX_FRAMES), default=600)
+    p.add_argument("--exact-frames", type=integer(1, MAX_FRAMES), default=None,
+                   help="frames of the exact-only runs (default: --frames; an exact-only frame of the heavy "
+                        "scene takes up to seconds)")
     p.add_argument("--render-ms", type=milliseconds, default=None,
                    help="stand-in render time per frame [ms] (default: lamps 31, heavy 5, a --config 31)")
     p.add_argument("--detectors", default=",".join(DETECTORS),
@@ -159,10 +162,12 @@ class RunTrace:
 def run_detector(cfg, detector: str, args, folder: Path | None, clock=WALL) -> RunTrace:
     """One run of the scenario with `detector` (a DETECTORS key); files under `folder`."""
     time_critical, method, exact = DETECTORS[detector]
+    frames = args.frames if time_critical or args.exact_frames is None else args.exact_frames
     c = dataclasses.replace(cfg.collision, time_critical=time_critical, tree_method=method or cfg.collision.tree_method)
-    trace = RunTrace(args.warmup)
-    log, trace.world = run_frames(dataclasses.replace(cfg, collision=c), args.frames, args.render_ms / 1e3, False,
-                                  lambda w: report.FrameLog(folder, args.frames, args.warmup, w.max_level),
+    warmup = min(args.warmup, frames - 1)
+    trace = RunTrace(warmup)
+    log, trace.world = run_frames(dataclasses.replace(cfg, collision=c), frames, args.render_ms / 1e3, False,
+                                  lambda w: report.FrameLog(folder, frames, warmup, w.max_level),
                                   progress=folder is not None, on_frame=trace, clock=clock, exact_method=exact)
     mode = "time-critical" if time_critical else "exact-only"
     trace.summary = log.commit(title=f"{Path(args.config).name}: {detector} ({mode}), render {args.render_ms:g} ms",
@@ -173,6 +178,7 @@ def run_detector(cfg, detector: str, args, folder: Path | None, clock=WALL) -> R
 
 def print_runs(traces: dict, name: str, args) -> None:
     print(f"{name}, render {args.render_ms:g} ms, {args.frames} frames"
+          + (f" ({args.exact_frames} exact-only)" if args.exact_frames else "")
           + (f", {args.cpu_load} busy processes beside" if args.cpu_load else "") + ":")
     print(f"{'detector':8s} {'mode':13s} {'within target':>13s} {'median':>9s} {'p99':>9s} {'detection':>10s} "
           f"{'median separation bound':>24s}")
@@ -203,6 +209,8 @@ def write_calls(source: RunTrace, args, work: Path, name: str, clock=WALL) -> No
     title = f"{name}: {len(log['radius'])} narrow-phase calls of the medial run"
     hubbard_calls.plot_speedups(work / "speedup.png", rows, title)
     hubbard_calls.plot_separations(work / "separation.png", rows, title)
+    print(f"per call, median: root spheres only {1e6 * np.median(log['t_floor']):.0f} µs (the call's fixed cost), "
+          + ", ".join(f"{b} {1e6 * np.median(log[f't_{b}']):.0f} µs" for b in hubbard_calls.baseline_names(log)))
     for r in summary:
         print(f"level {r['level']}: " + ", ".join(f"{b} {r[f'speedup_median_{b}']:.2f}x (faster in "
                                                   f"{100 * r[f'faster_{b}']:.0f}%)" for b in hubbard_calls.baseline_names(log))

@@ -63,8 +63,9 @@ def record_calls(bank, radii, frames, baselines: dict, all_contacts: bool, max_c
     baselines : name -> ExactDetector (narrowphase.exact contract) built on the same models
     Returns a dict of arrays over the n calls: frame, model_a, model_b (n,) int; radius (n,) [m];
     t_level (n, L) [s] and bound (n, L) [m] (nan where the pair is found apart at that level) for
-    levels 1..L (L = bank.max_level, the exact level); t_<name> (n,) [s] and hit_<name> (n,) bool
-    for each baseline, and t_leaves = the exact level's time.
+    levels 1..L (L = bank.max_level, the exact level); t_floor (n,) [s] the same call stopped at the
+    root spheres (its fixed cost); t_<name> (n,) [s] and hit_<name> (n,) bool for each baseline, and
+    t_leaves = the exact level's time.
     """
     from tqdm import tqdm
 
@@ -73,7 +74,8 @@ def record_calls(bank, radii, frames, baselines: dict, all_contacts: bool, max_c
     calls = spread(root_calls(bank, frames), max_calls)
     L = bank.max_level
     log = {"frame": np.array([c[0] for c in calls], np.int64), "model_a": [], "model_b": [], "radius": [],
-           "t_level": np.zeros((len(calls), L)), "bound": np.full((len(calls), L), np.nan)}
+           "t_level": np.zeros((len(calls), L)), "bound": np.full((len(calls), L), np.nan),
+           "t_floor": np.zeros(len(calls))}
     for name in baselines:
         log[f"t_{name}"], log[f"hit_{name}"] = np.zeros(len(calls)), np.zeros(len(calls), bool)
     pair = np.array([[0, 1]])
@@ -81,6 +83,9 @@ def record_calls(bank, radii, frames, baselines: dict, all_contacts: bool, max_c
         model_id, T, _ = frames[f]
         m, TT = model_id[[a, b]], T[[a, b]]
         log["model_a"].append(m[0]), log["model_b"].append(m[1]), log["radius"].append(min(radii[m[0]], radii[m[1]]))
+        # level 0 (root spheres only): what a call costs before any refinement — the call's floor
+        log["t_floor"][c], _ = best_time(lambda: refine_frame(bank, m, TT, pair, deadline=math.inf, max_level=0,
+                                                               exact=False, clock=clock), repeat, clock)
         for k in range(1, L + 1):
             exact = k == L
             t, r = best_time(lambda: refine_frame(bank, m, TT, pair, deadline=math.inf, max_level=None if exact else k,
@@ -99,7 +104,7 @@ def record_calls(bank, radii, frames, baselines: dict, all_contacts: bool, max_c
 
 
 def baseline_names(log: dict) -> list[str]:
-    return [k[2:] for k in log if k.startswith("t_") and k != "t_level"]
+    return [k[2:] for k in log if k.startswith("t_") and k not in ("t_level", "t_floor")]
 
 
 def call_histograms(log: dict, speedup_edges=SPEEDUP_EDGES, separation_edges=SEPARATION_EDGES) -> list[dict]:
@@ -151,7 +156,8 @@ def call_rows(log: dict, model_names: list[str]) -> list[dict]:
     rows = []
     for c in range(len(log["radius"])):
         row = dict(call=c, frame=int(log["frame"][c]), model_a=model_names[log["model_a"][c]],
-                   model_b=model_names[log["model_b"][c]], radius_m=float(log["radius"][c]))
+                   model_b=model_names[log["model_b"][c]], radius_m=float(log["radius"][c]),
+                   t_floor_s=float(log["t_floor"][c]))
         for k in range(log["t_level"].shape[1]):
             row[f"t_level{k + 1}_s"] = float(log["t_level"][c, k])
             b = log["bound"][c, k]

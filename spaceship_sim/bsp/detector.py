@@ -1,7 +1,7 @@
 """BSPExact: Hubbard's baseline exact detector behind the narrowphase.exact contract.
 
 Each pair classifies the model with fewer triangles down the BSP tree of the other (fewer
-descents), after dropping the triangles that lie outside the tree model's bounding sphere.
+descents), after dropping the triangles that lie outside the tree model's bounding box.
 Answers are exact triangle–triangle tests; distance is not computed (nan).
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ class BSPBank:
     tri_verts  : (F, 3, 3) float64, body frames [m]
     tri_center : (F, 3), tri_radius : (F,) float64, centroid and enclosing radius of each triangle [m]
     root       : (M,) int64 root node of each model;  tri_offset : (M+1,) int64
-    radius     : (M,) float64 [m] bounding radius about the body origin;  eps : (M,) float64 [m]
+    box        : (M, 2, 3) float64 [m] bounding box (lo, hi) of each model, body frame;  eps : (M,) float64 [m]
     trees      : the M BSPTrees
     """
 
@@ -39,7 +39,7 @@ class BSPBank:
     tri_radius: np.ndarray
     root: np.ndarray
     tri_offset: np.ndarray
-    radius: np.ndarray
+    box: np.ndarray
     eps: np.ndarray
     trees: tuple
 
@@ -63,7 +63,7 @@ class BSPBank:
                    tri_idx=np.concatenate([t.tri_idx + o for t, o in zip(trees, tri_offset)]).astype(np.int64),
                    tri_verts=verts, tri_center=center,
                    tri_radius=np.linalg.norm(verts - center[:, None], axis=2).max(1), root=root[:-1], tri_offset=tri_offset,
-                   radius=np.array([np.sqrt((t.reshape(-1, 3) ** 2).sum(1).max()) for t in tris]),
+                   box=np.array([[t.reshape(-1, 3).min(0), t.reshape(-1, 3).max(0)] for t in tris]),
                    eps=np.array([t.eps for t in trees]), trees=trees)
 
 
@@ -86,7 +86,7 @@ class BSPExact:
         Tt, Tq = np.where(swap[:, None, None], Tb, Ta), np.where(swap[:, None, None], Ta, Tb)
         R, t = relative_poses(np.ascontiguousarray(Tt), np.ascontiguousarray(Tq))
         ptr, h_tree, h_query = bsp_collide_pairs(bank.plane, bank.front, bank.back, bank.tri_ptr, bank.tri_idx,
-                                                 bank.tri_verts, bank.tri_center, bank.tri_radius, bank.root, bank.tri_offset, bank.radius, bank.eps,
+                                                 bank.tri_verts, bank.tri_center, bank.tri_radius, bank.root, bank.tri_offset, bank.box, bank.eps,
                                                  tree_m, query_m, R, t, not all_contacts)
         rows = np.repeat(np.arange(len(ma)), np.diff(ptr))
         flip = swap[rows]

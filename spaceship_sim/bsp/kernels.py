@@ -21,15 +21,15 @@ def _grow(arr, need):
 
 
 @njit(cache=True)
-def bsp_collide_pairs(plane, front, back, tri_ptr, tri_idx, tri_verts, tri_center, tri_radius, root, tri_offset, radius, eps,
-                      ma, mb, R, t, first):
+def bsp_collide_pairs(plane, front, back, tri_ptr, tri_idx, tri_verts, tri_center, tri_radius, root, tri_offset, box,
+                      eps, ma, mb, R, t, first):
     """Intersecting triangle pairs of k placed model pairs: B's triangles down A's tree.
 
     plane (N, 4), front (N,), back (N,), tri_ptr (N+1,), tri_idx (K,) : the bank's trees
     tri_verts  : (F, 3, 3) float64, every model's triangles, body frame [m]
     tri_center : (F, 3), tri_radius : (F,) float64, a sphere about each triangle [m]
     root       : (M,) int64, each model's root node;  tri_offset : (M+1,) int64
-    radius     : (M,) float64 [m], bounding radius about each model's body origin;  eps : (M,) [m]
+    box        : (M, 2, 3) float64 [m], each model's bounding box (lo, hi) in its body frame;  eps : (M,) [m]
     ma, mb     : (k,) int64 models of A (the tree) and B (classified);  R, t : (k, 3, 3), (k, 3)
                  B's body frame in A's (x_A = R x_B + t)
     first      : stop each pair at its first intersecting triangle pair
@@ -48,11 +48,10 @@ def bsp_collide_pairs(plane, front, back, tri_ptr, tri_idx, tri_verts, tri_cente
     for r in range(k):
         a, b = ma[r], mb[r]
         oa = tri_offset[a]
-        reach = radius[a]
         e = eps[a]
         done = False
         for j in range(tri_offset[b], tri_offset[b + 1]):
-            # B's triangle in A's frame; skip it when it lies outside A's bounding sphere
+            # B's triangle in A's frame
             for v in range(3):
                 for i in range(3):
                     X[v, i] = (R[r, i, 0] * tri_verts[j, v, 0] + R[r, i, 1] * tri_verts[j, v, 1]
@@ -60,11 +59,17 @@ def bsp_collide_pairs(plane, front, back, tri_ptr, tri_idx, tri_verts, tri_cente
             cx = (X[0, 0] + X[1, 0] + X[2, 0]) / 3.0
             cy = (X[0, 1] + X[1, 1] + X[2, 1]) / 3.0
             cz = (X[0, 2] + X[1, 2] + X[2, 2]) / 3.0
+            # B's triangle outside A's bounding box meets none of A's triangles
+            outside = False
+            for i in range(3):
+                lo_i = min(X[0, i], min(X[1, i], X[2, i]))
+                hi_i = max(X[0, i], max(X[1, i], X[2, i]))
+                outside = outside or lo_i > box[a, 1, i] + e or hi_i < box[a, 0, i] - e
+            if outside:
+                continue
             rad = 0.0
             for v in range(3):
                 rad = max(rad, np.sqrt((X[v, 0] - cx) ** 2 + (X[v, 1] - cy) ** 2 + (X[v, 2] - cz) ** 2))
-            if np.sqrt(cx * cx + cy * cy + cz * cz) > reach + rad:
-                continue
             query += 1
             top = 1
             stack[0] = root[a]
