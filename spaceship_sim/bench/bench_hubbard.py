@@ -207,7 +207,7 @@ def write_calls(source: RunTrace, args, work: Path, name: str, clock=WALL) -> No
     summary = hubbard_calls.call_summary(log)
     report.write_csv(work / "call_summary.csv", summary)
     title = f"{name}: {len(log['radius'])} narrow-phase calls of the medial run"
-    hubbard_calls.plot_speedups(work / "speedup.png", rows, title)
+    hubbard_calls.plot_speedups(work / "speedup.png", rows, summary, title)
     hubbard_calls.plot_separations(work / "separation.png", rows, title)
     print(f"per call, median: root spheres only {1e6 * np.median(log['t_floor']):.0f} µs (the call's fixed cost), "
           + ", ".join(f"{b} {1e6 * np.median(log[f't_{b}']):.0f} µs" for b in hubbard_calls.baseline_names(log)))
