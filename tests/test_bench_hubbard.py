@@ -72,8 +72,6 @@ def test_exact_only_worlds_bsp_and_brute_force_fly_alike():
 
 
 @pytest.mark.parametrize("argv, field", [(["--sweep-render", "5,-1"], "--sweep-render"),
-                                         (["--detectors", "bsp,kd"], "--detectors"), (["--cpu-load", "-1"], "--cpu-load"),
-                                         (["--scene", "trucks"], "--scene"),
                                          (["--budgets", "0"], "--budgets"), (["--frames", "0"], "--frames"),
                                          (["--render-ms", "-3"], "--render-ms")])
 def test_hubbard_bench_bad_arguments_exit_2_and_write_nothing(tmp_path, capsys, argv, field):
