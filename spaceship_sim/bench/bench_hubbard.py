@@ -59,6 +59,9 @@ def register(sub) -> None:
                    help="narrow-phase calls of the medial run timed level by level (spread over the run; "
                         "default: %(default)s)")
     p.add_argument("--repeat", type=integer(1, 100), default=3, help="timings per call and method, best kept")
+    p.add_argument("--copies", type=integer(1, 1000), default=16,
+                   help="copies of a call answered in one timed batch, as a frame batches its pairs (default: "
+                        "%(default)s; 1: one Python call per call, fixed costs included)")
     p.add_argument("--cpu-load", type=integer(0, 64), default=0,
                    help="busy processes running beside the bench, stopped when it ends (default: none)")
     p.add_argument("--budgets", default="0.02,0.05,0.1,0.2,0.5,1,2,5,10",
@@ -197,7 +200,7 @@ def write_calls(source: RunTrace, args, work: Path, name: str, clock=WALL) -> No
     baselines = {b: EXACT_METHODS[b](world.models) for b in BASELINES if b != "fcl" or fcl_installed()}
     radii = np.array([m.bounding_radius for m in world.models])
     log = hubbard_calls.record_calls(world.bank, radii, source.frames, baselines,
-                                     world.narrow.all_contacts, args.calls, args.repeat, clock)
+                                     world.narrow.all_contacts, args.calls, args.repeat, args.copies, clock)
     if not len(log["radius"]):
         print("note: no narrow-phase calls in the run: no histograms")
         return
@@ -209,8 +212,8 @@ def write_calls(source: RunTrace, args, work: Path, name: str, clock=WALL) -> No
     title = f"{name}: {len(log['radius'])} narrow-phase calls of the medial run"
     hubbard_calls.plot_speedups(work / "speedup.png", rows, summary, title)
     hubbard_calls.plot_separations(work / "separation.png", rows, title)
-    print(f"per call, median: root spheres only {1e6 * np.median(log['t_floor']):.0f} µs (the call's fixed cost), "
-          + ", ".join(f"{b} {1e6 * np.median(log[f't_{b}']):.0f} µs" for b in hubbard_calls.baseline_names(log)))
+    print(f"per call ({args.copies} copies a batch), median: root spheres only {1e6 * np.median(log['t_floor']):.1f} µs, "
+          + ", ".join(f"{b} {1e6 * np.median(log[f't_{b}']):.1f} µs" for b in hubbard_calls.baseline_names(log)))
     for r in summary:
         print(f"level {r['level']}: " + ", ".join(f"{b} {r[f'speedup_median_{b}']:.2f}x (faster in "
                                                   f"{100 * r[f'faster_{b}']:.0f}%)" for b in hubbard_calls.baseline_names(log))

@@ -3,7 +3,8 @@
 A call is one pair of ships whose bounding spheres meet in one frame (Hubbard's definition). For
 each call (a sample of a run's calls, spread evenly over the run) `record_calls` times the sphere
 trees refined to each level 1..depth+1 (depth + 1 = the exact triangle level, "leaves") and each
-exact baseline on the same pose, and keeps the separation bound each level gives. That call log
+exact baseline on the same pose — each in a batch of copies of the call, as a frame batches its
+pairs — and keeps the separation bound each level gives. That call log
 is all `call_histograms` — a pure function — needs for the paper's histograms:
 
 - speedup at level k = baseline time / sphere-tree time to level k, one histogram per baseline
@@ -55,50 +56,57 @@ def best_time(fn, repeat: int, clock=WALL):
 
 
 def record_calls(bank, radii, frames, baselines: dict, all_contacts: bool, max_calls: int = 300, repeat: int = 3,
-                 clock=WALL, progress: bool = True) -> dict:
+                 copies: int = 16, clock=WALL, progress: bool = True) -> dict:
     """The call log of a run's recorded frames (see module doc).
 
     bank      : narrowphase.TreeBank of the run's models;  radii : (M,) bounding radius of each model [m]
     frames    : [(model_id (n,), T (n, 4, 4), pairs (k, 2))] as the run saw them
     baselines : name -> ExactDetector (narrowphase.exact contract) built on the same models
+    copies    : each timing answers this many copies of the call in one batch and is divided by it,
+                so a call costs what it costs inside a frame's batch (the pipeline refines all of a
+                sample's pairs in one call), not the fixed cost of one Python call
     Returns a dict of arrays over the n calls: frame, model_a, model_b (n,) int; radius (n,) [m];
     t_level (n, L) [s] and bound (n, L) [m] (nan where the pair is found apart at that level) for
     levels 1..L (L = bank.max_level, the exact level); t_floor (n,) [s] the same call stopped at the
-    root spheres (its fixed cost); t_<name> (n,) [s] and hit_<name> (n,) bool for each baseline, and
-    t_leaves = the exact level's time.
+    root spheres; t_<name> (n,) [s] and hit_<name> (n,) bool for each baseline, and t_leaves = the
+    exact level's time.
     """
     from tqdm import tqdm
 
     from ..narrowphase import refine_frame
 
     calls = spread(root_calls(bank, frames), max_calls)
-    L = bank.max_level
-    log = {"frame": np.array([c[0] for c in calls], np.int64), "model_a": [], "model_b": [], "radius": [],
-           "t_level": np.zeros((len(calls), L)), "bound": np.full((len(calls), L), np.nan),
-           "t_floor": np.zeros(len(calls))}
+    L, n = bank.max_level, len(calls)
+    log = {"frame": np.array([c[0] for c in calls], np.int64), "model_a": np.zeros(n, np.int64),
+           "model_b": np.zeros(n, np.int64), "radius": np.zeros(n), "t_level": np.zeros((n, L)),
+           "bound": np.full((n, L), np.nan), "t_floor": np.zeros(n)}
     for name in baselines:
-        log[f"t_{name}"], log[f"hit_{name}"] = np.zeros(len(calls)), np.zeros(len(calls), bool)
-    pair = np.array([[0, 1]])
+        log[f"t_{name}"], log[f"hit_{name}"] = np.zeros(n), np.zeros(n, bool)
+    pairs = np.tile([[0, 1]], (copies, 1))
+
+    def timed(fn):  # per call [s], and fn's result
+        t, out = best_time(fn, repeat, clock)
+        return t / copies, out
+
     for c, (f, a, b) in enumerate(tqdm(calls, desc="calls", unit="call", disable=not progress)):
         model_id, T, _ = frames[f]
         m, TT = model_id[[a, b]], T[[a, b]]
-        log["model_a"].append(m[0]), log["model_b"].append(m[1]), log["radius"].append(min(radii[m[0]], radii[m[1]]))
-        # level 0 (root spheres only): what a call costs before any refinement — the call's floor
-        log["t_floor"][c], _ = best_time(lambda: refine_frame(bank, m, TT, pair, deadline=math.inf, max_level=0,
-                                                               exact=False, clock=clock), repeat, clock)
+        log["model_a"][c], log["model_b"][c], log["radius"][c] = m[0], m[1], min(radii[m[0]], radii[m[1]])
+        ma, mb, Ta, Tb = np.repeat(m[:1], copies), np.repeat(m[1:], copies), TT[[0] * copies], TT[[1] * copies]
+
+        def refine(max_level, exact):
+            return refine_frame(bank, m, TT, pairs, deadline=math.inf, max_level=max_level, exact=exact,
+                                all_contacts=all_contacts, clock=clock)
+
+        log["t_floor"][c], _ = timed(lambda: refine(0, False))  # root spheres only: the call's fixed cost
         for k in range(1, L + 1):
             exact = k == L
-            t, r = best_time(lambda: refine_frame(bank, m, TT, pair, deadline=math.inf, max_level=None if exact else k,
-                                                  exact=exact, all_contacts=all_contacts, clock=clock), repeat, clock)
-            log["t_level"][c, k - 1] = t
+            log["t_level"][c, k - 1], r = timed(lambda: refine(None if exact else k, exact))
             if r.colliding[0]:
                 log["bound"][c, k - 1] = r.separation_bound[0]
         for name, det in baselines.items():
-            t, ans = best_time(lambda: det.collide(m[:1], m[1:], TT[:1], TT[1:], all_contacts), repeat, clock)
-            log[f"t_{name}"][c], log[f"hit_{name}"][c] = t, ans.colliding[0]
-    for key in ("model_a", "model_b"):
-        log[key] = np.array(log[key], np.int64)
-    log["radius"] = np.array(log["radius"], np.float64)
+            log[f"t_{name}"][c], ans = timed(lambda: det.collide(ma, mb, Ta, Tb, all_contacts))
+            log[f"hit_{name}"][c] = ans.colliding[0]
     log["t_leaves"] = log["t_level"][:, L - 1].copy()
     return log
 
