@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..narrowphase.triangles import intersect_triangle_triangle
+from ..geometry.triangles import intersect_triangle_triangle
 
 
 @njit(cache=True)
