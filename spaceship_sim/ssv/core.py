@@ -1,0 +1,149 @@
+"""Distances between swept-sphere cores (numba): points, segments and rectangles (Larsen et al. 1999).
+
+Every swept-sphere volume (SSV) is stored as a rectangle swept by a sphere: centre c, unit axes u, v,
+half-extents a >= b >= 0 and radius r; a PSS has a = b = 0 (a point), an LSS b = 0 (a segment), an
+RSS a, b > 0. The distance of two SSVs is the distance of their cores minus both radii, so all a
+query needs is the squared distance between two cores, dispatched on their kinds:
+
+    point-anything : clamp the point into the rectangle's frame (a segment is a rectangle with b = 0)
+    segment-segment: Ericson (RTCD 5.1.9), degenerate segments included
+    segment-rect   : 0 if the segment crosses the rectangle, else the best of its two end points
+                     against the rectangle and the segment against the rectangle's four edges
+    rect-rect      : 0 if an edge of one crosses the other, else the best of the 16 edge pairs and
+                     the 8 corners against the other rectangle (two disjoint convex polygons have a
+                     closest pair with a point on the boundary of one: an edge)
+
+Points are 3-tuples of float64 (registers, no arrays). A numpy brute-force oracle (every face of the
+parameter box, least squares) is `core_distance_ref` in tests/ssv.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+PSS, LSS, RSS = 0, 1, 2
+
+
+@njit(cache=True)
+def _sub(p, q):
+    return (p[0] - q[0], p[1] - q[1], p[2] - q[2])
+
+
+@njit(cache=True)
+def _dot(p, q):
+    return p[0] * q[0] + p[1] * q[1] + p[2] * q[2]
+
+
+@njit(cache=True)
+def _axpy(p, s, d):
+    """p + s d."""
+    return (p[0] + s * d[0], p[1] + s * d[1], p[2] + s * d[2])
+
+
+@njit(cache=True)
+def _clamp(x, lo, hi):
+    return lo if x < lo else (hi if x > hi else x)
+
+
+@njit(cache=True)
+def dist2_point_rect(p, c, u, v, a, b):
+    """Squared distance from point p to the rectangle {c + s u + t v : |s| <= a, |t| <= b}."""
+    d = _sub(p, c)
+    q = _axpy(_axpy(c, _clamp(_dot(d, u), -a, a), u), _clamp(_dot(d, v), -b, b), v)
+    e = _sub(p, q)
+    return _dot(e, e)
+
+
+@njit(cache=True)
+def dist2_segment_segment(p1, q1, p2, q2):
+    """Squared distance between closed segments p1q1 and p2q2 (either may be a point)."""
+    d1, d2, r = _sub(q1, p1), _sub(q2, p2), _sub(p1, p2)
+    a, e, f = _dot(d1, d1), _dot(d2, d2), _dot(d2, r)
+    s = t = 0.0
+    if a <= 0.0 and e <= 0.0:
+        pass
+    elif a <= 0.0:
+        t = _clamp(f / e, 0.0, 1.0)
+    else:
+        c = _dot(d1, r)
+        if e <= 0.0:
+            s = _clamp(-c / a, 0.0, 1.0)
+        else:
+            b = _dot(d1, d2)
+            denom = a * e - b * b
+            if denom > 0.0:
+                s = _clamp((b * f - c * e) / denom, 0.0, 1.0)
+            t = (b * s + f) / e
+            if t < 0.0:
+                t = 0.0
+                s = _clamp(-c / a, 0.0, 1.0)
+            elif t > 1.0:
+                t = 1.0
+                s = _clamp((b - c) / a, 0.0, 1.0)
+    w = _sub(_axpy(p1, s, d1), _axpy(p2, t, d2))
+    return _dot(w, w)
+
+
+# corners of a rectangle in turn, as multiples of (a, b): edge k runs from corner k to corner k + 1
+_SU = (1.0, -1.0, -1.0, 1.0)
+_SV = (1.0, 1.0, -1.0, -1.0)
+
+
+@njit(cache=True)
+def _corner(c, u, v, a, b, k):
+    return _axpy(_axpy(c, _SU[k] * a, u), _SV[k] * b, v)
+
+
+@njit(cache=True)
+def _crosses(p, q, c, u, v, a, b):
+    """Segment pq meets the rectangle's plane inside the rectangle (ends on both closed sides;
+    a segment in the plane is left to the edge and corner tests)."""
+    n = (u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0])
+    hp, hq = _dot(_sub(p, c), n), _dot(_sub(q, c), n)
+    if (hp > 0.0 and hq > 0.0) or (hp < 0.0 and hq < 0.0) or hp == hq:
+        return False
+    d = _sub(_axpy(p, hp / (hp - hq), _sub(q, p)), c)
+    return abs(_dot(d, u)) <= a and abs(_dot(d, v)) <= b
+
+
+@njit(cache=True)
+def dist2_segment_rect(p, q, c, u, v, a, b):
+    """Squared distance between segment pq and a rectangle with a, b > 0."""
+    if _crosses(p, q, c, u, v, a, b):
+        return 0.0
+    best = min(dist2_point_rect(p, c, u, v, a, b), dist2_point_rect(q, c, u, v, a, b))
+    for k in range(4):
+        best = min(best, dist2_segment_segment(p, q, _corner(c, u, v, a, b, k), _corner(c, u, v, a, b, (k + 1) % 4)))
+    return best
+
+
+@njit(cache=True)
+def dist2_rect_rect(c1, u1, v1, a1, b1, c2, u2, v2, a2, b2):
+    """Squared distance between two rectangles with all half-extents > 0."""
+    best = np.inf
+    for k in range(4):
+        p1, q1 = _corner(c1, u1, v1, a1, b1, k), _corner(c1, u1, v1, a1, b1, (k + 1) % 4)
+        p2, q2 = _corner(c2, u2, v2, a2, b2, k), _corner(c2, u2, v2, a2, b2, (k + 1) % 4)
+        if _crosses(p1, q1, c2, u2, v2, a2, b2) or _crosses(p2, q2, c1, u1, v1, a1, b1):
+            return 0.0
+        best = min(best, dist2_point_rect(p1, c2, u2, v2, a2, b2), dist2_point_rect(p2, c1, u1, v1, a1, b1))
+        for m in range(4):
+            best = min(best, dist2_segment_segment(p1, q1, _corner(c2, u2, v2, a2, b2, m),
+                                                   _corner(c2, u2, v2, a2, b2, (m + 1) % 4)))
+    return best
+
+
+@njit(cache=True)
+def dist2_core(k1, c1, u1, v1, a1, b1, k2, c2, u2, v2, a2, b2):
+    """Squared distance between two cores of kinds k1, k2 (PSS, LSS, RSS), all in one frame."""
+    if k1 == PSS:
+        return dist2_point_rect(c1, c2, u2, v2, a2, b2)
+    if k2 == PSS:
+        return dist2_point_rect(c2, c1, u1, v1, a1, b1)
+    if k1 == LSS and k2 == LSS:
+        return dist2_segment_segment(_axpy(c1, -a1, u1), _axpy(c1, a1, u1), _axpy(c2, -a2, u2), _axpy(c2, a2, u2))
+    if k1 == LSS:
+        return dist2_segment_rect(_axpy(c1, -a1, u1), _axpy(c1, a1, u1), c2, u2, v2, a2, b2)
+    if k2 == LSS:
+        return dist2_segment_rect(_axpy(c2, -a2, u2), _axpy(c2, a2, u2), c1, u1, v1, a1, b1)
+    return dist2_rect_rect(c1, u1, v1, a1, b1, c2, u2, v2, a2, b2)

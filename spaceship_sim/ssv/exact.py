@@ -1,0 +1,129 @@
+"""SSVExact: the exact strategy on SSV trees (narrowphase.exact's contract) plus the distance queries.
+
+    ssv = SSVExact(meshes)                       # trees loaded from the cache or built
+    ssv.collide(ma, mb, Ta, Tb, all_contacts)    # ExactAnswer; pairs found apart get their distance
+    ssv.distance(ma, mb, Ta, Tb, rel, abs_tol, seed=..., priority=...)   # DistanceAnswer
+    ssv.closer_than(ma, mb, Ta, Tb, d)           # (k,) bool
+
+Coherence is the caller's: pass last frame's `DistanceAnswer.tri` back as `seed` (triangle caching).
+Faces are local to each model's mesh; transforms are (k, 4, 4) rigid body->world.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..narrowphase.exact import ExactAnswer
+from ..narrowphase.kernels import relative_poses
+from .query import chunks, collide_pairs, distance_pairs
+from .tree import SSVBank, build_ssv, load_or_build_ssv
+
+ALL_CONTACTS_CAP = 64  # triangle pairs stored per row on the first all-contacts pass (rerun with more)
+
+
+@dataclass(frozen=True, eq=False)
+class DistanceAnswer:
+    """Distance queries for k pairs (arrays over the pairs, in input order).
+
+    distance : (k,) float64 [m], separation of the surfaces within the tolerance asked (0 when they
+               intersect; the `bound` asked for when nothing closer exists)
+    tri      : (k, 2) int64, (face of A, face of B) realising it, local to each mesh (-1: none)
+    points   : (k, 2, 3) float64, world [m], the closest points on A's and B's face (nan when
+               intersecting or none)
+    """
+
+    distance: np.ndarray
+    tri: np.ndarray
+    points: np.ndarray
+
+
+class SSVExact:
+    """Exact collision and distance between placed meshes on their SSV trees.
+
+    meshes    : sequence of spaceship_sim.meshes.Mesh (model index = position)
+    cache_dir : tree cache folder (None: assets/trees/); cache=False builds without caching
+    """
+
+    def __init__(self, meshes, cache_dir=None, cache: bool = True):
+        trees = [load_or_build_ssv(m, cache_dir) if cache else build_ssv(m.vertices, m.faces) for m in meshes]
+        self.trees = trees
+        self.bank = SSVBank.from_trees(trees)
+        self.depth = int(self.bank.depth.max())
+
+    def _setup(self, ma, mb, Ta, Tb):
+        ma, mb = np.asarray(ma, np.int64).reshape(-1), np.asarray(mb, np.int64).reshape(-1)
+        Ta, Tb = (np.ascontiguousarray(T, dtype=np.float64).reshape(-1, 4, 4) for T in (Ta, Tb))
+        if not (len(ma) == len(mb) == len(Ta) == len(Tb)):
+            raise ValueError(f"ma, mb, Ta, Tb must have one row per pair, got {len(ma)}, {len(mb)}, {len(Ta)}, {len(Tb)}")
+        n = len(self.trees)
+        if len(ma) and (min(ma.min(), mb.min()) < 0 or max(ma.max(), mb.max()) >= n):
+            raise ValueError(f"model indices outside 0..{n - 1}")
+        R, t = relative_poses(Ta, Tb)
+        off = self.bank.node_offset
+        return ma, mb, Ta, R, t, off[ma], off[mb]
+
+    def collide(self, ma, mb, Ta, Tb, all_contacts: bool = True, with_distance: bool = False) -> ExactAnswer:
+        """Intersecting triangle pairs (all, or the first found); with_distance: the exact distance of
+        the pairs found apart (0 for intersecting ones), else nan for them."""
+        ma, mb, Ta, R, t, ra, rb = self._setup(ma, mb, Ta, Tb)
+        def run(rows, cap):
+            return collide_pairs(*self.bank.arrays, R[rows], t[rows], ra[rows], rb[rows], chunks(len(rows)),
+                                 self.depth, cap)
+
+        count, hits = run(np.arange(len(ra)), ALL_CONTACTS_CAP if all_contacts else 1)
+        count = count if all_contacts else np.minimum(count, 1)
+        over = np.flatnonzero(count > hits.shape[1])
+        per_row = [hits[i, :min(c, hits.shape[1])] for i, c in enumerate(count.tolist())]
+        if len(over):  # rows with more contacts than the first pass stored
+            _, more = run(over, int(count[over].max()))
+            for j, i in enumerate(over.tolist()):
+                per_row[i] = more[j, :count[i]]
+        off_a, off_b = self.bank.tri_offset[ma], self.bank.tri_offset[mb]
+        local = [h - [oa, ob] for h, oa, ob in zip(per_row, off_a.tolist(), off_b.tolist())]
+        dist = np.where(count > 0, 0.0, np.nan)
+        if with_distance and (count == 0).any():
+            apart = count == 0
+            dist[apart] = self._distance_rows(R[apart], t[apart], ra[apart], rb[apart])[0]
+        return ExactAnswer.from_lists(local, distance=dist)
+
+    def _distance_rows(self, R, t, ra, rb, seed_a=None, seed_b=None, rel=0.0, abs_tol=0.0, bound=None,
+                       stop_at=None, priority=False):
+        k = len(ra)
+        none = np.full(k, -1, np.int64)
+        return distance_pairs(*self.bank.arrays, R, t, ra, rb, chunks(k), self.depth,
+                              none if seed_a is None else seed_a, none if seed_b is None else seed_b,
+                              np.full(k, np.inf) if bound is None else bound, float(rel), float(abs_tol),
+                              np.zeros(k) if stop_at is None else stop_at, bool(priority))
+
+    def distance(self, ma, mb, Ta, Tb, rel: float = 0.0, abs_tol: float = 0.0, seed=None,
+                 priority: bool = False) -> DistanceAnswer:
+        """Separation within tolerance: the answer d obeys d* <= d <= max((1 + rel) d*, d* + abs_tol).
+        seed : (k, 2) int local faces (A, B) to start from (last frame's `tri`; -1 rows: none)."""
+        if not (rel >= 0 and abs_tol >= 0):
+            raise ValueError(f"tolerances must be >= 0, got rel={rel}, abs_tol={abs_tol}")
+        ma, mb, Ta, R, t, ra, rb = self._setup(ma, mb, Ta, Tb)
+        off_a, off_b = self.bank.tri_offset[ma], self.bank.tri_offset[mb]
+        seed_a = seed_b = None
+        if seed is not None:
+            seed = np.asarray(seed, np.int64).reshape(-1, 2)
+            ok = (seed >= 0).all(1)
+            seed_a, seed_b = np.where(ok, seed[:, 0] + off_a, -1), np.where(ok, seed[:, 1] + off_b, -1)
+        dist, tri, pts = self._distance_rows(R, t, ra, rb, seed_a, seed_b, rel, abs_tol, priority=priority)
+        return DistanceAnswer(distance=dist, tri=_local(tri, off_a, off_b), points=_world(pts, Ta))
+
+    def closer_than(self, ma, mb, Ta, Tb, d) -> np.ndarray:
+        """(k,) bool: the two surfaces come within d [m] (the tolerance query; d scalar or (k,))."""
+        ma, mb, Ta, R, t, ra, rb = self._setup(ma, mb, Ta, Tb)
+        d = np.broadcast_to(np.asarray(d, np.float64), (len(ra),)).copy()
+        _, tri, _ = self._distance_rows(R, t, ra, rb, bound=np.nextafter(d, np.inf), stop_at=d)
+        return tri[:, 0] >= 0
+
+
+def _local(tri, off_a, off_b):
+    return np.where(tri >= 0, tri - np.stack([off_a, off_b], 1), -1)
+
+
+def _world(points, Ta):
+    """(k, 2, 3) points in A's body frame -> world."""
+    return np.einsum("kij,kpj->kpi", Ta[:, :3, :3], points) + Ta[:, None, :3, 3]

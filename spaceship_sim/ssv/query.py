@@ -1,0 +1,264 @@
+"""Proximity queries on SSV trees (numba), batched over a frame's ship pairs, parallel over pairs.
+
+Every kernel takes the SSVBank arrays, the relative pose of each pair (x_A = R[i] x_B + t[i], as in
+narrowphase.kernels) and the two root nodes, and works in ship A's body frame. Pairs are split into
+chunks handed to numba's prange; a pair's answer depends on nothing but its own row, so any number
+of threads gives the same result (numba.set_num_threads(1) is the serial run).
+
+- collide_pairs: depth-first over node pairs whose SSVs overlap, nearer child pair first, exact
+  triangle–triangle tests at leaf pairs; first contact (cap 1) or all contacts.
+- distance_pairs: the paper's distance query: node pairs pruned when their SSV distance, a lower
+  bound on any two triangles below them, cannot improve the best triangle distance found so far by
+  more than the tolerance (prune when lb >= best / (1 + rel) or lb >= best - abs, so the answer d
+  obeys d <= max((1 + rel) d*, d* + abs)); depth-first with the nearer child pair first, or
+  priority-directed (a binary heap on the lower bound: stop when the closest pending pair cannot
+  help); triangle caching: a seed triangle pair per row (last frame's closest) sets the first best;
+  `stop_at` ends a row once a pair that close is found (the tolerance query "closer than d?").
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import get_num_threads, njit, prange
+
+from ..narrowphase.triangles import distance_triangle_triangle, intersect_triangle_triangle
+from .core import dist2_core
+
+CHUNKS_PER_THREAD = 4
+
+
+@njit(cache=True)
+def _rot(R, i, X, j):
+    return (R[i, 0, 0] * X[j, 0] + R[i, 0, 1] * X[j, 1] + R[i, 0, 2] * X[j, 2],
+            R[i, 1, 0] * X[j, 0] + R[i, 1, 1] * X[j, 1] + R[i, 1, 2] * X[j, 2],
+            R[i, 2, 0] * X[j, 0] + R[i, 2, 1] * X[j, 1] + R[i, 2, 2] * X[j, 2])
+
+
+@njit(cache=True)
+def _node_gap(center, u, v, half, radius, kind, R, t, i, x, y, enough):
+    """Lower bound on the distance between node x (A's frame) and node y (B's, moved by pose i):
+    their SSV distance (negative when they overlap), or a cheaper bound when that one is already
+    above `enough` — the separation of their projections on the centre line."""
+    cy = _rot(R, i, center, y)
+    cy = (cy[0] + t[i, 0], cy[1] + t[i, 1], cy[2] + t[i, 2])
+    uy, vy = _rot(R, i, u, y), _rot(R, i, v, y)
+    dx, dy, dz = cy[0] - center[x, 0], cy[1] - center[x, 1], cy[2] - center[x, 2]
+    dd = np.sqrt(dx * dx + dy * dy + dz * dz)
+    rr = radius[x] + radius[y]
+    if dd > 0.0:
+        w = half[x, 0] * abs(u[x, 0] * dx + u[x, 1] * dy + u[x, 2] * dz) \
+            + half[x, 1] * abs(v[x, 0] * dx + v[x, 1] * dy + v[x, 2] * dz) \
+            + half[y, 0] * abs(uy[0] * dx + uy[1] * dy + uy[2] * dz) \
+            + half[y, 1] * abs(vy[0] * dx + vy[1] * dy + vy[2] * dz)
+        quick = dd - w / dd - rr
+        if quick > enough:
+            return quick
+    cx = (center[x, 0], center[x, 1], center[x, 2])
+    ux, vx = (u[x, 0], u[x, 1], u[x, 2]), (v[x, 0], v[x, 1], v[x, 2])
+    d2 = dist2_core(kind[x], cx, ux, vx, half[x, 0], half[x, 1], kind[y], cy, uy, vy, half[y, 0], half[y, 1])
+    return np.sqrt(d2) - rr
+
+
+@njit(cache=True)
+def _descend_a(half, radius, child, x, y):
+    """Split node x (else y): x when y is a leaf, or x is not and is the bigger one."""
+    if child[y, 0] < 0:
+        return True
+    if child[x, 0] < 0:
+        return False
+    return half[x, 0] + half[x, 1] + radius[x] >= half[y, 0] + half[y, 1] + radius[y]
+
+
+@njit(cache=True)
+def _triangle_b(tris, R, t, i, f, out):
+    """Triangle f of B moved into A's frame by pose i, into out (3, 3)."""
+    for j in range(3):
+        for k in range(3):
+            out[j, k] = R[i, k, 0] * tris[f, j, 0] + R[i, k, 1] * tris[f, j, 1] + R[i, k, 2] * tris[f, j, 2] + t[i, k]
+
+
+def chunks(k: int) -> np.ndarray:
+    """Chunk bounds (n + 1,) int64 over k rows for prange: a few per thread, as rows differ in cost
+    (numba's thread count is read here: a kernel reading it could not be cached)."""
+    n = max(1, min(k, get_num_threads() * CHUNKS_PER_THREAD))
+    return np.arange(n + 1, dtype=np.int64) * k // n
+
+
+@njit(cache=True, parallel=True)
+def collide_pairs(center, u, v, half, radius, kind, child, face, tris, R, t, root_a, root_b, bounds, depth, cap):
+    """Intersecting triangle pairs of k ship pairs.
+
+    root_a, root_b : (k,) int64 root nodes; bounds: chunks(k); depth: int, the deepest tree's depth (sizes the stack)
+    cap            : int >= 1, triangle pairs stored per row (1: stop at the first contact)
+    Returns count (k,) int64 — all contacts found, which may exceed cap: the caller reruns those
+    rows with a larger cap when it wants them all — and hits (k, cap, 2) int64 global face ids
+    (face of A, face of B), the first min(count, cap) valid.
+    """
+    k = len(root_a)
+    count = np.zeros(k, np.int64)
+    hits = np.full((k, cap, 2), -1, np.int64)
+    first = cap == 1
+    for c in prange(len(bounds) - 1):
+        sx, sy = np.empty(2 * depth + 4, np.int64), np.empty(2 * depth + 4, np.int64)
+        Vb = np.empty((3, 3))
+        for i in range(bounds[c], bounds[c + 1]):
+            top = 0
+            if _node_gap(center, u, v, half, radius, kind, R, t, i, root_a[i], root_b[i], 0.0) <= 0.0:
+                sx[0], sy[0], top = root_a[i], root_b[i], 1
+            while top > 0:
+                top -= 1
+                x, y = sx[top], sy[top]
+                if child[x, 0] < 0 and child[y, 0] < 0:
+                    _triangle_b(tris, R, t, i, face[y], Vb)
+                    if intersect_triangle_triangle(tris[face[x]], Vb):
+                        if count[i] < cap:
+                            hits[i, count[i], 0], hits[i, count[i], 1] = face[x], face[y]
+                        count[i] += 1
+                        if first:
+                            break
+                    continue
+                split_a = _descend_a(half, radius, child, x, y)
+                p = x if split_a else y
+                g0 = g1 = 0.0
+                c0, c1 = child[p, 0], child[p, 1]
+                if split_a:
+                    g0 = _node_gap(center, u, v, half, radius, kind, R, t, i, c0, y, 0.0)
+                    g1 = _node_gap(center, u, v, half, radius, kind, R, t, i, c1, y, 0.0)
+                else:
+                    g0 = _node_gap(center, u, v, half, radius, kind, R, t, i, x, c0, 0.0)
+                    g1 = _node_gap(center, u, v, half, radius, kind, R, t, i, x, c1, 0.0)
+                if g0 < g1:  # the deeper overlap on top
+                    c0, c1, g0, g1 = c1, c0, g1, g0
+                for cc, g in ((c0, g0), (c1, g1)):
+                    if g <= 0.0:
+                        sx[top], sy[top] = (cc, y) if split_a else (x, cc)
+                        top += 1
+    return count, hits
+
+
+@njit(cache=True)
+def _prune_at(best, rel, abs_tol):
+    """Node pairs with a lower bound at least this cannot improve `best` beyond the tolerance."""
+    return min(best / (1.0 + rel), best - abs_tol)
+
+
+@njit(cache=True)
+def _heap_push(key, hx, hy, n, g, x, y):
+    """Push (g, x, y) on the binary min-heap (key, hx, hy)[:n]; returns n + 1."""
+    j = n
+    while j > 0:
+        parent = (j - 1) // 2
+        if key[parent] <= g:
+            break
+        key[j], hx[j], hy[j] = key[parent], hx[parent], hy[parent]
+        j = parent
+    key[j], hx[j], hy[j] = g, x, y
+    return n + 1
+
+
+@njit(cache=True)
+def _heap_pop(key, hx, hy, n):
+    """Remove the smallest of the heap (key, hx, hy)[:n]; returns (g, x, y)."""
+    g, x, y = key[0], hx[0], hy[0]
+    n -= 1
+    lk, lx, ly = key[n], hx[n], hy[n]
+    j = 0
+    while True:
+        c = 2 * j + 1
+        if c >= n:
+            break
+        if c + 1 < n and key[c + 1] < key[c]:
+            c += 1
+        if key[c] >= lk:
+            break
+        key[j], hx[j], hy[j] = key[c], hx[c], hy[c]
+        j = c
+    key[j], hx[j], hy[j] = lk, lx, ly
+    return g, x, y
+
+
+@njit(cache=True)
+def _grow(key, hx, hy):
+    k2, x2, y2 = np.empty(2 * len(key)), np.empty(2 * len(key), np.int64), np.empty(2 * len(key), np.int64)
+    k2[:len(key)], x2[:len(key)], y2[:len(key)] = key, hx, hy
+    return k2, x2, y2
+
+
+@njit(cache=True, parallel=True)
+def distance_pairs(center, u, v, half, radius, kind, child, face, tris, R, t, root_a, root_b, bounds, depth,
+                   seed_a, seed_b, bound, rel, abs_tol, stop_at, priority):
+    """Closest triangle pair of k ship pairs, within a tolerance.
+
+    seed_a, seed_b : (k,) int64 global faces of a triangle pair to start from (-1: none)
+    bound          : (k,) float64 [m], only pairs closer than this are looked for (inf: all)
+    rel, abs_tol   : relative [-] and absolute [m] tolerance (0, 0: exact)
+    stop_at        : (k,) float64 [m] >= 0, a row stops at its first triangle pair this close (0: when
+                     the ships are found intersecting, nothing can be closer)
+    priority       : bool, priority-directed search (else depth-first, nearer pair first)
+    Returns dist (k,) float64 [m] (0 when the ships intersect; `bound` when nothing closer was
+    found), tri (k, 2) int64 global faces (-1 when nothing closer than `bound`), points (k, 2, 3)
+    float64 closest points in A's frame (nan when intersecting or none found).
+    """
+    k = len(root_a)
+    dist = np.empty(k)
+    tri = np.full((k, 2), -1, np.int64)
+    points = np.full((k, 2, 3), np.nan)
+    for c in prange(len(bounds) - 1):
+        cap = 2 * depth + 4
+        key, sx, sy = np.empty(cap), np.empty(cap, np.int64), np.empty(cap, np.int64)
+        Vb, out = np.empty((3, 3)), np.empty((2, 3))
+        for i in range(bounds[c], bounds[c + 1]):
+            best = bound[i]
+            if seed_a[i] >= 0:
+                _triangle_b(tris, R, t, i, seed_b[i], Vb)
+                d = distance_triangle_triangle(tris[seed_a[i]], Vb, out)
+                if d < best:
+                    best, tri[i, 0], tri[i, 1] = d, seed_a[i], seed_b[i]
+                    points[i] = out
+            g = _node_gap(center, u, v, half, radius, kind, R, t, i, root_a[i], root_b[i], _prune_at(best, rel, abs_tol))
+            n = 0
+            if g < _prune_at(best, rel, abs_tol) and best > stop_at[i]:
+                key[0], sx[0], sy[0], n = g, root_a[i], root_b[i], 1
+            while n > 0:
+                if priority:
+                    g, x, y = _heap_pop(key, sx, sy, n)
+                    n -= 1
+                    if g >= _prune_at(best, rel, abs_tol):
+                        break  # the closest pending pair cannot help: none can
+                else:
+                    n -= 1
+                    g, x, y = key[n], sx[n], sy[n]
+                    if g >= _prune_at(best, rel, abs_tol):
+                        continue
+                if child[x, 0] < 0 and child[y, 0] < 0:
+                    _triangle_b(tris, R, t, i, face[y], Vb)
+                    d = distance_triangle_triangle(tris[face[x]], Vb, out)
+                    if d < best:
+                        best, tri[i, 0], tri[i, 1] = d, face[x], face[y]
+                        points[i] = out
+                        if best <= stop_at[i]:
+                            break  # close enough (stop_at >= 0: nothing beats touching)
+                    continue
+                split_a = _descend_a(half, radius, child, x, y)
+                p = x if split_a else y
+                c0, c1 = child[p, 0], child[p, 1]
+                limit = _prune_at(best, rel, abs_tol)
+                if split_a:
+                    g0 = _node_gap(center, u, v, half, radius, kind, R, t, i, c0, y, limit)
+                    g1 = _node_gap(center, u, v, half, radius, kind, R, t, i, c1, y, limit)
+                else:
+                    g0 = _node_gap(center, u, v, half, radius, kind, R, t, i, x, c0, limit)
+                    g1 = _node_gap(center, u, v, half, radius, kind, R, t, i, x, c1, limit)
+                if g0 < g1:  # depth-first pops the nearer pair first
+                    c0, c1, g0, g1 = c1, c0, g1, g0
+                if n + 2 > len(key):
+                    key, sx, sy = _grow(key, sx, sy)
+                for cc, gg in ((c0, g0), (c1, g1)):
+                    if gg < limit:
+                        xx, yy = (cc, y) if split_a else (x, cc)
+                        if priority:
+                            n = _heap_push(key, sx, sy, n, gg, xx, yy)
+                        else:
+                            key[n], sx[n], sy[n] = gg, xx, yy
+                            n += 1
+            dist[i] = best
+    return dist, tri, points

@@ -1,0 +1,255 @@
+"""SSV hierarchies (Larsen et al. 1999): a binary tree of swept-sphere volumes per model, built top
+down, stored as flat arrays (Box2D-style node arrays), cached next to the sphere trees.
+
+Building: a node holds a set of triangles; the principal axes of their vertices (eigenvectors of the
+covariance) orient the node's three fits — PSS (a sphere about the box centre), LSS (a segment along
+the longest axis, radius from the perpendicular bounding circle, ends pulled in while the caps still
+cover), RSS (a rectangle across the two longest axes, radius half the thickness along the shortest,
+sides pulled in while the rounded edges still cover) — and the node keeps the smallest by volume
+(the paper's static rule picks by axis ratios with an unstated factor; the volume is the criterion
+that rule approximates). The triangles are split by the plane through their mean orthogonal to the
+longest axis (by centroid; at the median when one side would be empty), down to one triangle a leaf.
+Radii carry a slack of SLACK x the model's size so that rounding never uncovers a touching contact.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from .core import LSS, PSS, RSS
+
+SSV_BUILDER_VERSION = "1"
+SLACK = 1e-9  # radius slack as a fraction of the model's bounding-box diagonal [-]
+
+
+@dataclass(frozen=True, eq=False)
+class SSVTree:
+    """One model's SSV hierarchy; n = 2 F - 1 nodes, root 0, body frame, metres.
+
+    center : (n, 3) float64, centre of the node's core (point, segment middle, rectangle centre)
+    u, v   : (n, 3) float64, unit axes of the core (u along a segment; u, v span a rectangle)
+    half   : (n, 2) float64, half-extents (a, b) along u, v, a >= b >= 0 (PSS: 0, 0; LSS: a, 0)
+    radius : (n,) float64, radius of the swept sphere
+    kind   : (n,) int64, PSS 0, LSS 1, RSS 2
+    child  : (n, 2) int64, the two children, -1 at leaves
+    face   : (n,) int64, the leaf's face index into `faces`, -1 for inner nodes
+    tris   : (F, 3, 3) float64, the mesh's triangles, one vertex per row
+    depth  : int, edges on the longest root-leaf path
+    key    : str, cache key (mesh + builder version); build_seconds: float [s]
+    """
+
+    center: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    half: np.ndarray
+    radius: np.ndarray
+    kind: np.ndarray
+    child: np.ndarray
+    face: np.ndarray
+    tris: np.ndarray
+    depth: int
+    key: str = ""
+    build_seconds: float = float("nan")
+
+    _ARRAYS = ("center", "u", "v", "half", "radius", "kind", "child", "face", "tris")
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.radius)
+
+    def save(self, path) -> None:
+        """Write to .npz atomically (temp file + rename: never half-written)."""
+        path = os.fspath(path)
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz.tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **{a: getattr(self, a) for a in self._ARRAYS}, depth=np.array(self.depth),
+                         key=np.array(self.key), build_seconds=np.array(self.build_seconds))
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path) -> "SSVTree":
+        with np.load(path, allow_pickle=False) as z:
+            return cls(**{a: z[a] for a in cls._ARRAYS}, depth=int(z["depth"]), key=str(z["key"]),
+                       build_seconds=float(z["build_seconds"]))
+
+
+# ---------------------------------------------------------------- fitting
+
+def _volumes(a, b, r):
+    """Volumes of the PSS, LSS and RSS with these half-extents and radius [m^3]."""
+    return 4 / 3 * np.pi * r ** 3 + 2 * np.pi * r ** 2 * (a + b) + 8 * r * a * b
+
+
+def _pull_in(x, slack):
+    """Interval [lo, hi] such that every x_i lies within slack_i of it (smallest such)."""
+    lo, hi = np.min(x + slack), np.max(x - slack)
+    if lo > hi:  # any point between them will do: take the middle
+        lo = hi = (lo + hi) / 2
+    return lo, hi
+
+
+def fit_ssv(points):
+    """The smallest of the PSS, LSS and RSS fitted to points (p, 3) along their principal axes:
+    (kind, centre (3,), u (3,), v (3,), a, b, r)."""
+    mean = points.mean(0)
+    _, E = np.linalg.eigh(np.cov((points - mean).T, bias=True))
+    E = E[:, ::-1]  # columns: longest axis first
+    X = (points - mean) @ E
+    lo, hi = X.min(0), X.max(0)
+    mid = (lo + hi) / 2
+    fits = []
+    # PSS
+    fits.append((PSS, mid, 0.0, 0.0, np.sqrt(np.max(((X - mid) ** 2).sum(1)))))
+    # LSS: the perpendicular bounding box's centre, caps pulled in along the axis
+    rho2 = ((X[:, 1:] - mid[1:]) ** 2).sum(1)
+    r = np.sqrt(rho2.max())
+    x0, x1 = _pull_in(X[:, 0], np.sqrt(np.maximum(r * r - rho2, 0.0)))
+    fits.append((LSS, np.array([(x0 + x1) / 2, mid[1], mid[2]]), (x1 - x0) / 2, 0.0, r))
+    # RSS: half the thickness along the shortest axis; each side gets half the leftover budget
+    r = (hi[2] - lo[2]) / 2
+    slack = np.sqrt(np.maximum(r * r - (X[:, 2] - mid[2]) ** 2, 0.0) / 2)
+    x0, x1 = _pull_in(X[:, 0], slack)
+    y0, y1 = _pull_in(X[:, 1], slack)
+    fits.append((RSS, np.array([(x0 + x1) / 2, (y0 + y1) / 2, mid[2]]), (x1 - x0) / 2, (y1 - y0) / 2, r))
+    kind, c, a, b, r = min(fits, key=lambda f: _volumes(f[2], f[3], f[4]))
+    u, v = E[:, 0], E[:, 1]
+    if b > a:
+        a, b, u, v = b, a, v, u
+    kind = RSS if b > 0 else (LSS if a > 0 else PSS)  # the kind the extents really have
+    return kind, mean + E @ c, u, v, a, b, r
+
+
+def _split(tris_idx, centroids, points):
+    """Two non-empty halves of tris_idx by the plane through the mean of `points` orthogonal to
+    their longest principal axis, sides by triangle centroid (at the median when one is empty)."""
+    mean = points.mean(0)
+    _, E = np.linalg.eigh(np.cov((points - mean).T, bias=True))
+    x = (centroids[tris_idx] - mean) @ E[:, -1]
+    left = x < 0.0
+    if left.all() or not left.any():
+        order = np.argsort(x, kind="stable")
+        left = np.zeros(len(x), bool)
+        left[order[: len(x) // 2]] = True
+    return tris_idx[left], tris_idx[~left]
+
+
+def build_ssv(vertices, faces, key: str = "") -> SSVTree:
+    """SSV tree of a triangle mesh: vertices (nv, 3) float64 body frame [m], faces (F, 3) int."""
+    t0 = time.perf_counter()
+    tris = np.asarray(vertices, np.float64)[np.asarray(faces, np.int64)]
+    n_faces = len(tris)
+    if n_faces == 0:
+        raise ValueError("build_ssv needs at least one triangle")
+    centroids = tris.mean(1)
+    slack = SLACK * float(np.linalg.norm(tris.reshape(-1, 3).max(0) - tris.reshape(-1, 3).min(0)))
+    n = 2 * n_faces - 1
+    center, u, v = np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
+    half, radius = np.zeros((n, 2)), np.zeros(n)
+    kind, child, face = np.zeros(n, np.int64), np.full((n, 2), -1, np.int64), np.full(n, -1, np.int64)
+    depth = np.zeros(n, np.int64)
+    todo, used = [(np.arange(n_faces), 0)], 1
+    while todo:
+        idx, node = todo.pop()
+        points = tris[idx].reshape(-1, 3)
+        kind[node], center[node], u[node], v[node], a, b, r = fit_ssv(points)
+        half[node], radius[node] = (a, b), r + slack
+        if len(idx) == 1:
+            face[node] = idx[0]
+            continue
+        for side, part in enumerate(_split(idx, centroids, points)):
+            child[node, side] = used
+            depth[used] = depth[node] + 1
+            todo.append((part, used))
+            used += 1
+    return SSVTree(center=center, u=u, v=v, half=half, radius=radius, kind=kind, child=child, face=face,
+                   tris=tris, depth=int(depth.max()), key=key, build_seconds=time.perf_counter() - t0)
+
+
+# ---------------------------------------------------------------- cache
+
+def ssv_key(vertices, faces) -> str:
+    """Hex SHA-256 of the mesh bytes (float64 vertices, int32 faces) and SSV_BUILDER_VERSION."""
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(vertices, dtype=np.float64).tobytes())
+    h.update(np.ascontiguousarray(faces, dtype=np.int32).tobytes())
+    h.update(f"|ssv|v{SSV_BUILDER_VERSION}".encode())
+    return h.hexdigest()
+
+
+def load_or_build_ssv(mesh, cache_dir=None, force: bool = False) -> SSVTree:
+    """The cached SSV tree of `mesh` (spaceship_sim.meshes.Mesh), built and cached when missing,
+    stale (another mesh or builder version) or unreadable; cache_dir as the sphere trees'."""
+    import warnings
+
+    from ..spheretree.build import tree_path
+
+    key = ssv_key(mesh.vertices, mesh.faces)
+    path = tree_path(mesh, "ssv", key, cache_dir)
+    if path.is_file() and not force:
+        try:
+            tree = SSVTree.load(path)
+        except Exception as exc:  # corrupt / truncated / foreign file: rebuild it
+            warnings.warn(f"{path}: unreadable SSV-tree cache ({type(exc).__name__}: {exc}); rebuilding",
+                          stacklevel=2)
+        else:
+            if tree.key == key and np.array_equal(tree.tris, np.asarray(mesh.vertices)[np.asarray(mesh.faces)]):
+                return tree
+    tree = build_ssv(mesh.vertices, mesh.faces, key=key)
+    try:
+        tree.save(path)
+    except OSError as exc:  # read-only install or full disk: the tree is still good to use
+        warnings.warn(f"{path}: cannot cache SSV tree ({exc}); it will be rebuilt next time", stacklevel=2)
+    return tree
+
+
+# ---------------------------------------------------------------- bank
+
+@dataclass(frozen=True, eq=False)
+class SSVBank:
+    """The SSV trees of M models concatenated (N nodes, F triangles in all), global ids throughout;
+    fields as SSVTree's, plus node_offset (M+1,) int64 (model m's root is node_offset[m]),
+    tri_offset (M+1,) int64 (its faces are tri_offset[m]:tri_offset[m+1]) and depth (M,) int64."""
+
+    center: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    half: np.ndarray
+    radius: np.ndarray
+    kind: np.ndarray
+    child: np.ndarray
+    face: np.ndarray
+    tris: np.ndarray
+    node_offset: np.ndarray
+    tri_offset: np.ndarray
+    depth: np.ndarray
+
+    @classmethod
+    def from_trees(cls, trees) -> "SSVBank":
+        trees = list(trees)
+        node_offset = np.concatenate([[0], np.cumsum([t.n_nodes for t in trees])]).astype(np.int64)
+        tri_offset = np.concatenate([[0], np.cumsum([len(t.tris) for t in trees])]).astype(np.int64)
+        cat = {a: np.ascontiguousarray(np.concatenate([getattr(t, a) for t in trees])) for a in SSVTree._ARRAYS}
+        cat["child"] = np.concatenate([np.where(t.child >= 0, t.child + o, -1)
+                                       for t, o in zip(trees, node_offset)]).astype(np.int64)
+        cat["face"] = np.concatenate([np.where(t.face >= 0, t.face + o, -1)
+                                      for t, o in zip(trees, tri_offset)]).astype(np.int64)
+        return cls(**cat, node_offset=node_offset, tri_offset=tri_offset,
+                   depth=np.array([t.depth for t in trees], np.int64))
+
+    @property
+    def arrays(self) -> tuple:
+        """The node and triangle arrays in the order the kernels take them."""
+        return (self.center, self.u, self.v, self.half, self.radius, self.kind, self.child, self.face, self.tris)
