@@ -93,11 +93,18 @@ def _fcl(meshes) -> ExactDetector:
     return FclExact(meshes)
 
 
+def _ssv(meshes) -> ExactDetector:
+    from ..ssv.exact import SSVExact  # numba kernels: loaded only when asked for
+
+    return SSVExact(meshes)
+
+
 # name -> constructor from the scenario's meshes (list of meshes.Mesh); strategies register here
 EXACT_METHODS: dict[str, Callable[[Sequence], ExactDetector]] = {
     "brute": BruteForceExact,
     "bsp": _bsp,
     "fcl": _fcl,
+    "ssv": _ssv,  # swept-sphere-volume trees (Larsen et al.): fills `distance` for pairs found apart
 }
 
 
@@ -123,10 +130,13 @@ def exact_frame(detector: ExactDetector, bank, model_id, T, pairs, all_contacts:
     sphere_ptr = np.concatenate([[0], np.cumsum(colliding)])
     ra, rb = roots._spheres[3], roots._spheres[4]  # each pair's root node (global id)
     none = np.zeros(k, np.int64)
+    distance = np.full(k, np.nan)  # what the strategy measured (the SSV trees: every pair they saw)
+    distance[hit] = ans.distance
     return dataclasses.replace(
         roots, colliding=colliding, level=level, exact=np.ones(k, bool),
         separation_bound=np.where(colliding, 0.0, np.inf),
         contact_point=np.where(colliding[:, None], roots.contact_point, np.nan),
         contact_normal=np.where(colliding[:, None], roots.contact_normal, 0.0), time_used=clock() - start,
         level_histogram=np.bincount(level[colliding], minlength=bank.max_level + 1).astype(np.int64),
-        _spheres=(sphere_ptr, ra[colliding], rb[colliding], ra, rb), _tris=(tri_ptr, ans.tri_a, ans.tri_b, none, none))
+        distance=distance, _spheres=(sphere_ptr, ra[colliding], rb[colliding], ra, rb),
+        _tris=(tri_ptr, ans.tri_a, ans.tri_b, none, none))

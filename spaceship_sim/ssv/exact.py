@@ -63,9 +63,9 @@ class SSVExact:
         off = self.bank.node_offset
         return ma, mb, Ta, R, t, off[ma], off[mb]
 
-    def collide(self, ma, mb, Ta, Tb, all_contacts: bool = True, with_distance: bool = False) -> ExactAnswer:
-        """Intersecting triangle pairs (all, or the first found); with_distance: the exact distance of
-        the pairs found apart (0 for intersecting ones), else nan for them."""
+    def collide(self, ma, mb, Ta, Tb, all_contacts: bool = True, with_distance: bool = True) -> ExactAnswer:
+        """Intersecting triangle pairs (all, or the first found) and `distance`: 0 for intersecting
+        pairs, the exact separation of the pairs found apart (nan for them when not with_distance)."""
         ma, mb, Ta, R, t, ra, rb = self._setup(ma, mb, Ta, Tb)
         def run(rows, cap):
             return collide_pairs(*self.bank.arrays, R[rows], t[rows], ra[rows], rb[rows], chunks(len(rows)),

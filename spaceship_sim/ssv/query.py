@@ -203,62 +203,79 @@ def distance_pairs(center, u, v, half, radius, kind, child, face, tris, R, t, ro
     tri = np.full((k, 2), -1, np.int64)
     points = np.full((k, 2, 3), np.nan)
     for c in prange(len(bounds) - 1):
-        cap = 2 * depth + 4
-        key, sx, sy = np.empty(cap), np.empty(cap, np.int64), np.empty(cap, np.int64)
         Vb, out = np.empty((3, 3)), np.empty((2, 3))
         for i in range(bounds[c], bounds[c + 1]):
-            best = bound[i]
-            if seed_a[i] >= 0:
-                _triangle_b(tris, R, t, i, seed_b[i], Vb)
-                d = distance_triangle_triangle(tris[seed_a[i]], Vb, out)
-                if d < best:
-                    best, tri[i, 0], tri[i, 1] = d, seed_a[i], seed_b[i]
-                    points[i] = out
-            g = _node_gap(center, u, v, half, radius, kind, R, t, i, root_a[i], root_b[i], _prune_at(best, rel, abs_tol))
-            n = 0
-            if g < _prune_at(best, rel, abs_tol) and best > stop_at[i]:
-                key[0], sx[0], sy[0], n = g, root_a[i], root_b[i], 1
-            while n > 0:
-                if priority:
-                    g, x, y = _heap_pop(key, sx, sy, n)
-                    n -= 1
-                    if g >= _prune_at(best, rel, abs_tol):
-                        break  # the closest pending pair cannot help: none can
-                else:
-                    n -= 1
-                    g, x, y = key[n], sx[n], sy[n]
-                    if g >= _prune_at(best, rel, abs_tol):
-                        continue
-                if child[x, 0] < 0 and child[y, 0] < 0:
-                    _triangle_b(tris, R, t, i, face[y], Vb)
-                    d = distance_triangle_triangle(tris[face[x]], Vb, out)
-                    if d < best:
-                        best, tri[i, 0], tri[i, 1] = d, face[x], face[y]
-                        points[i] = out
-                        if best <= stop_at[i]:
-                            break  # close enough (stop_at >= 0: nothing beats touching)
-                    continue
-                split_a = _descend_a(half, radius, child, x, y)
-                p = x if split_a else y
-                c0, c1 = child[p, 0], child[p, 1]
-                limit = _prune_at(best, rel, abs_tol)
-                if split_a:
-                    g0 = _node_gap(center, u, v, half, radius, kind, R, t, i, c0, y, limit)
-                    g1 = _node_gap(center, u, v, half, radius, kind, R, t, i, c1, y, limit)
-                else:
-                    g0 = _node_gap(center, u, v, half, radius, kind, R, t, i, x, c0, limit)
-                    g1 = _node_gap(center, u, v, half, radius, kind, R, t, i, x, c1, limit)
-                if g0 < g1:  # depth-first pops the nearer pair first
-                    c0, c1, g0, g1 = c1, c0, g1, g0
-                if n + 2 > len(key):
-                    key, sx, sy = _grow(key, sx, sy)
-                for cc, gg in ((c0, g0), (c1, g1)):
-                    if gg < limit:
-                        xx, yy = (cc, y) if split_a else (x, cc)
-                        if priority:
-                            n = _heap_push(key, sx, sy, n, gg, xx, yy)
-                        else:
-                            key[n], sx[n], sy[n] = gg, xx, yy
-                            n += 1
-            dist[i] = best
+            dist[i] = _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, root_a[i], root_b[i],
+                                    depth, seed_a[i], seed_b[i], bound[i], rel, abs_tol, stop_at[i], priority,
+                                    Vb, out, tri, points)
     return dist, tri, points
+
+
+@njit(cache=True)
+def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, ra, rb, depth, sa, sb, bound, rel,
+                  abs_tol, stop_at, priority, Vb, out, tri, points):
+    """distance_pairs for row i (scalars: its roots, seed, bound, stop); writes tri[i], points[i],
+    returns the distance. The pending pairs' arrays are the row's own: a heap may grow."""
+    cap = 2 * depth + 4
+    key, sx, sy = np.empty(cap), np.empty(cap, np.int64), np.empty(cap, np.int64)
+    best = bound
+    if sa >= 0:
+        _triangle_b(tris, R, t, i, sb, Vb)
+        d = distance_triangle_triangle(tris[sa], Vb, out)
+        if d < best:
+            best, tri[i, 0], tri[i, 1] = d, sa, sb
+            points[i] = out
+    limit = _prune_at(best, rel, abs_tol)
+    g = _node_gap(center, u, v, half, radius, kind, R, t, i, ra, rb, limit)
+    if g >= limit or best <= stop_at:
+        return best
+    key[0], sx[0], sy[0], n = g, ra, rb, 1
+    while n > 0:
+        # the next pending pair: the closest (priority) or the last pushed (depth-first)
+        if priority:
+            g, x, y = _heap_pop(key, sx, sy, n)
+        else:
+            g, x, y = key[n - 1], sx[n - 1], sy[n - 1]
+        n -= 1
+        if g >= _prune_at(best, rel, abs_tol):
+            if priority:
+                break  # the closest pending pair cannot help: none can
+            continue
+        # dive to a leaf pair along the nearer child pair, leaving the farther one pending:
+        # a first triangle distance early, which then prunes
+        while True:
+            if child[x, 0] < 0 and child[y, 0] < 0:
+                _triangle_b(tris, R, t, i, face[y], Vb)
+                d = distance_triangle_triangle(tris[face[x]], Vb, out)
+                if d < best:
+                    best, tri[i, 0], tri[i, 1] = d, face[x], face[y]
+                    points[i] = out
+                break
+            split_a = _descend_a(half, radius, child, x, y)
+            p = x if split_a else y
+            c0, c1 = child[p, 0], child[p, 1]
+            limit = _prune_at(best, rel, abs_tol)
+            if split_a:
+                g0 = _node_gap(center, u, v, half, radius, kind, R, t, i, c0, y, limit)
+                g1 = _node_gap(center, u, v, half, radius, kind, R, t, i, c1, y, limit)
+            else:
+                g0 = _node_gap(center, u, v, half, radius, kind, R, t, i, x, c0, limit)
+                g1 = _node_gap(center, u, v, half, radius, kind, R, t, i, x, c1, limit)
+            if g1 < g0:  # c0 the nearer
+                c0, c1, g0, g1 = c1, c0, g1, g0
+            if g1 < limit:
+                if n == len(key):
+                    key, sx, sy = _grow(key, sx, sy)
+                xx, yy = (c1, y) if split_a else (x, c1)
+                if priority:
+                    n = _heap_push(key, sx, sy, n, g1, xx, yy)
+                else:
+                    key[n], sx[n], sy[n] = g1, xx, yy
+                    n += 1
+            if g0 >= limit:
+                break
+            x, y = (c0, y) if split_a else (x, c0)
+        if best <= stop_at:
+            break  # close enough (stop_at >= 0: nothing beats touching)
+    return best
+
