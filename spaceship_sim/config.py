@@ -125,6 +125,9 @@ class CollisionConfig:
     exact: bool = _f(True, "finish with triangle-triangle tests when time allows [-]")
     all_contacts: bool = _f(True, "the exact level finds every intersecting triangle pair (false: stops each pair at "
                                   "its first, enough for the verdict and response) [-]")
+    exact_method: str = _f("leaves", "exact level's strategy: 'leaves' (triangles of colliding sphere-tree "
+                                     "leaves) or 'ssv' (swept-sphere-volume trees; pairs found apart also get "
+                                     "their exact separation distance) [-]", choices=("leaves", "ssv"))
     restitution: float = _f(1.0, "coefficient of restitution of collision response [-]", lo=0.0, hi=1.0)
     separation_speed: float = _f(1.0, "least speed at which a colliding pair's centres part after response [m/s]",
                                  lo=0.0, hi=1e3)

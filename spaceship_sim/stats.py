@@ -50,6 +50,9 @@ class FrameStats:
     # bound (m,) float64 [m] and that bound over the pair's mean bounding radius (m,) float64 [-]
     sep_bounds: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     sep_bounds_rel: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    # exact separation of the nearest candidate pair found apart [m] (collision.exact_method = "ssv"
+    # measures it while time allows); NaN (empty in frames.csv) when none was measured
+    distance_min: float = float("nan")
 
     @property
     def t_sim(self) -> float:
@@ -70,7 +73,7 @@ class FrameStats:
         hist = d.pop("level_hist")
         for k in range(max_level + 1):
             d[f"level_{k}"] = hist[k] if k < len(hist) else 0
-        for k in ("sep_bound_min", "sep_bound_median"):
+        for k in ("sep_bound_min", "sep_bound_median", "distance_min"):
             d[k] = "" if math.isnan(d[k]) else d[k]
         return d
 

@@ -49,8 +49,12 @@ class World:
         self.bank = TreeBank.from_trees(trees)
         self.target_frame_time = config.sim.target_frame_time
         self.time_critical = config.collision.time_critical
+        detector = None
+        if config.collision.exact_method == "ssv":
+            from .ssv.exact import SSVExact
+            detector = SSVExact(models)
         self.narrow = NarrowPhase(min_level=config.collision.min_level, exact=config.collision.exact,
-                                  all_contacts=config.collision.all_contacts)
+                                  all_contacts=config.collision.all_contacts, detector=detector)
         self.broadphase_name = config.collision.broadphase
         self.kernels_ready = threading.Event()  # set by warm_up
         self.recorder = None  # spaceship_sim.replay.Recorder: sees every input of every frame
@@ -71,9 +75,14 @@ class World:
         with slow_notice(COMPILING + "narrow phase", notify):
             for m in range(len(self.trees)):
                 refine_frame(self.bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf,
-                             min_level=0, max_level=None, exact=True)
+                             min_level=0, max_level=None, exact=True, detector=self.narrow.detector)
                 if self.exact is not None:
                     self.exact.collide(np.array([m]), np.array([m]), eye[:1], eye[1:], all_contacts=False)
+            if self.narrow.detector is not None:  # its distance kernel: on a pair found apart
+                apart = eye.copy()
+                apart[1, 0, 3] = 4 * float(self.bank.radius[self.bank.node_offset[0]]) + 1.0
+                refine_frame(self.bank, np.zeros(2, np.int64), apart, np.array([[0, 1]]), deadline=math.inf,
+                             min_level=0, exact=True, detector=self.narrow.detector)
         with slow_notice(COMPILING + "dynamics and broad phase", notify):
             scratch = World(self.config, self.models, self.trees, user=self.user, warm=False, notify=None)
             scratch.use_compiled_stages()
@@ -210,3 +219,6 @@ class World:
             stats.sep_bounds_rel = np.concatenate([stats.sep_bounds_rel, bounds / radius])
             stats.sep_bound_min = float(stats.sep_bounds.min())
             stats.sep_bound_median = float(np.median(stats.sep_bounds))
+        dist = narrow.distance[~hit & np.isfinite(narrow.distance)]
+        if len(dist):
+            stats.distance_min = float(np.nanmin([stats.distance_min, dist.min()]))

@@ -144,15 +144,16 @@ class OverlayModel:
 
 
 def pair_rows(narrow) -> list[PairRow]:
-    """Rows for the colliding pairs of a narrow-phase result (empty for None), closest first."""
+    """Rows for the colliding pairs of a narrow-phase result (empty for None) and for the pairs it
+    found apart at a measured distance, closest first (by separation bound, else distance)."""
     if narrow is None or len(narrow.pairs) == 0:
         return []
-    hit = np.flatnonzero(np.asarray(narrow.colliding))
     dist = getattr(narrow, "distance", None)
+    dist = np.full(len(narrow.pairs), np.nan) if dist is None else np.asarray(dist)
+    shown = np.flatnonzero(np.asarray(narrow.colliding) | np.isfinite(dist))
     rows = [PairRow(int(narrow.pairs[k, 0]), int(narrow.pairs[k, 1]), int(narrow.level[k]),
-                    bool(narrow.exact[k]), float(narrow.separation_bound[k]),
-                    float(dist[k]) if dist is not None else math.nan) for k in hit]
-    return sorted(rows, key=lambda r: r.sep_bound)
+                    bool(narrow.exact[k]), float(narrow.separation_bound[k]), float(dist[k])) for k in shown]
+    return sorted(rows, key=lambda r: min(r.sep_bound, r.distance if math.isfinite(r.distance) else math.inf))
 
 
 def collision_changes(old: tuple, new: tuple) -> dict:

@@ -53,6 +53,9 @@ class FrameNarrowResult:
     contact_normal   : (k, 3) float64, world, unit, from ship A toward ship B (for response)
     time_used        : float [s]
     level_histogram  : (max_level + 1,) int64, colliding pairs per level reached
+    distance         : (k,) float64 [m], exact separation of pairs found apart when an exact strategy
+                       that measures it ran and time allowed (0 for pairs with intersecting triangles),
+                       else nan
     sphere_pairs     : list of k (p, 2) int32 arrays: colliding (node of A, node of B) at the pair's
                        level, node indices local to each model's SphereTree
     tri_pairs        : list of k (q, 2) int32 arrays: intersecting (face of A, face of B), local
@@ -67,6 +70,7 @@ class FrameNarrowResult:
     contact_normal: np.ndarray
     time_used: float
     level_histogram: np.ndarray
+    distance: np.ndarray
     # (ptr (k+1,), global ids of A (P,), of B (P,), per-pair id offsets of A (k,), of B (k,))
     _spheres: tuple = field(repr=False)
     _tris: tuple = field(repr=False)
@@ -125,7 +129,7 @@ def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, exact=True, all_conta
 
 
 def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level: int = 1, max_level=None,
-                 exact: bool = True, all_contacts: bool = True, clock=WALL) -> FrameNarrowResult:
+                 exact: bool = True, all_contacts: bool = True, clock=WALL, detector=None) -> FrameNarrowResult:
     """Refine the frame's candidate pairs until `clock()` reaches `deadline`.
 
     model_id : (n,) int, each ship's model (index into bank.trees)
@@ -137,6 +141,9 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
     all_contacts: False stops each pair's exact level at its first intersecting triangle pair
                (enough for yes/no and response; tri_pairs then holds at most one pair)
     clock    : spaceship_sim.clock object the deadline refers to (read between kernel batches)
+    detector : an exact strategy over the bank's models (narrowphase.exact, e.g. SSVExact) to run the
+               exact level instead of the sphere-tree leaves' triangles; when it measures distance,
+               the pairs found apart then get their exact separation while time allows
     """
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     model_id = np.asarray(model_id, dtype=np.int64)
@@ -149,7 +156,8 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
         raise ValueError(f"model_id outside 0..{bank.n_models - 1}")
     ia, ib = pairs[:, 0], pairs[:, 1]
     return _refine(bank, bank, model_id[ia], model_id[ib], T[ia], T[ib], pairs, deadline=deadline,
-                   min_level=min_level, max_level=max_level, exact=exact, all_contacts=all_contacts, clock=clock)
+                   min_level=min_level, max_level=max_level, exact=exact, all_contacts=all_contacts, clock=clock,
+                   detector=detector)
 
 
 def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowResult:
@@ -183,7 +191,7 @@ def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowR
         pairs=pairs, colliding=colliding, level=np.zeros(k, np.int64), exact=~colliding, separation_bound=bound,
         contact_point=point, contact_normal=normal, time_used=clock() - start,
         level_histogram=np.bincount(np.zeros(int(colliding.sum()), np.int64), minlength=n_levels),
-        _spheres=(ptr, roots[0][colliding], roots[1][colliding], roots[0], roots[1]),  # roots: local id 0
+        distance=np.full(k, np.nan), _spheres=(ptr, roots[0][colliding], roots[1][colliding], roots[0], roots[1]),  # roots: local id 0
         _tris=(np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(k, np.int64),
                np.zeros(k, np.int64)))
 
@@ -197,12 +205,14 @@ class NarrowPhase:
     max_level    : deepest sphere level, None for the leaves [-]
     exact        : finish with triangle tests when time allows
     all_contacts : False stops each pair's exact level at its first intersecting triangle pair
+    detector     : as refine_frame's (collision.exact_method = "ssv": an SSVExact)
     """
 
     min_level: int = 1
     max_level: int | None = None
     exact: bool = True
     all_contacts: bool = True
+    detector: object = None  # exact strategy for the exact level (narrowphase.exact; None: the leaves)
 
     def __post_init__(self):
         if not (isinstance(self.min_level, int) and self.min_level >= 0):
@@ -213,7 +223,7 @@ class NarrowPhase:
     def __call__(self, bank: TreeBank, model_id, T, pairs, deadline: float, clock=WALL) -> FrameNarrowResult:
         """refine_frame with these settings (arguments as refine_frame's)."""
         return refine_frame(bank, model_id, T, pairs, deadline, min_level=self.min_level, max_level=self.max_level,
-                            exact=self.exact, all_contacts=self.all_contacts, clock=clock)
+                            exact=self.exact, all_contacts=self.all_contacts, clock=clock, detector=self.detector)
 
 
 def _transform(T, name) -> np.ndarray:
@@ -309,7 +319,7 @@ def _witnesses(front: _Frontier) -> np.ndarray:
 
 
 def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline, min_level, max_level, exact,
-            all_contacts=True, clock=WALL):
+            all_contacts=True, clock=WALL, detector=None):
     start = clock()
     k = len(ma)
     Ta, Tb = np.ascontiguousarray(Ta, dtype=np.float64), np.ascontiguousarray(Tb, dtype=np.float64)
@@ -361,6 +371,7 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
 
     # exact level: triangles of colliding leaves, for pairs that reached their leaves
     hit_ptr, hit_a, hit_b = np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    exact_distance = np.full(k, np.nan)  # what the detector measured, where it ran
     if exact:
         want = colliding & (level == depth) & (cap == depth)
         # rows whose min_level lies past their leaves must be tested: put them first
@@ -378,6 +389,12 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
 
         def kernel(s, e):
             rows = leaves[s:e]
+            if detector is not None:  # the strategy's own answer, as global triangle ids
+                got = detector.collide(ma[rows], mb[rows], Ta[rows], Tb[rows], all_contacts)
+                exact_distance[rows] = got.distance
+                pair_row = np.repeat(np.arange(len(rows)), np.diff(got.tri_ptr))
+                return (got.tri_ptr, got.tri_a + A.tri_offset[ma[rows]][pair_row],
+                        got.tri_b + B.tri_offset[mb[rows]][pair_row])
             if all_contacts:
                 return triangles(all_leaves(rows), False)
             # a first contact is likeliest in the witness, the deepest overlap found: test its
@@ -400,6 +417,12 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
         height[tested[n_hits == 0]] = 0  # rows found apart by the triangles keep no sphere pairs
         hit_ptr, hit_a, hit_b = csr_by_pose_row(hits.rows, hits.ptr, hits.fa, hits.fb, k)
 
+    distance = np.where(colliding & certain, 0.0, exact_distance)
+    if detector is not None and hasattr(detector, "distance"):  # the other pairs found apart, time allowing
+        todo = np.flatnonzero(~colliding & np.isnan(distance))
+        distance[todo] = _apart_distances(detector, ma, mb, Ta, Tb, todo, deadline - FINISH_COST * int(height.sum()),
+                                          clock)
+
     # every stacked pair collides, so each bounds the separation, and together (all levels of
     # the search, around the witness) they give the contact; the deepest ones — the witness and
     # its siblings — are the pairs reported and drawn
@@ -418,6 +441,23 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
     return FrameNarrowResult(
         pairs=pairs, colliding=colliding, level=level, exact=certain, separation_bound=bound,
         contact_point=point, contact_normal=normal, time_used=clock() - start,
-        level_histogram=np.bincount(level[colliding], minlength=n_levels).astype(np.int64),
+        level_histogram=np.bincount(level[colliding], minlength=n_levels).astype(np.int64), distance=distance,
         _spheres=(final.ptr, final.fa, final.fb, A.node_offset[ma], B.node_offset[mb]),
         _tris=(hit_ptr, hit_a, hit_b, A.tri_offset[ma], B.tri_offset[mb]))
+
+
+def _apart_distances(detector, ma, mb, Ta, Tb, rows, deadline, clock) -> np.ndarray:
+    """Exact separation of the pairs `rows` (found apart) in batches until the deadline: (len(rows),)
+    float64 [m], nan for the rows time did not allow."""
+    out = np.full(len(rows), np.nan)
+    if not len(rows):
+        return out
+
+    def kernel(s, e):
+        r = rows[s:e]
+        return (detector.distance(ma[r], mb[r], Ta[r], Tb[r]).distance,)
+
+    done, pieces = _run_batches(kernel, len(rows), deadline, 0, clock, probe=EXACT_PROBE)
+    if pieces:
+        out[:done] = np.concatenate([p[0] for p in pieces])
+    return out
