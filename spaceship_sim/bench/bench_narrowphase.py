@@ -304,6 +304,21 @@ class FclPair:
     def verdict(self, T) -> np.ndarray:
         return self.collide(self.transforms(T))
 
+    def distance(self, tfs) -> np.ndarray:
+        """fcl's exact mesh-mesh distance per pose (0 when intersecting) [m]."""
+        fcl, request, out = self.fcl, self.fcl.DistanceRequest(enable_nearest_points=True), []
+        for ta, tb in tfs:
+            self.a.setTransform(ta)
+            self.b.setTransform(tb)
+            out.append(max(fcl.distance(self.a, self.b, request, fcl.DistanceResult()), 0.0))
+        return np.array(out)
+
+    def timed_distance(self, T, repeat, poses=FCL_CHUNK):
+        """µs/pair of fcl distance on the first `poses` poses (it is slow), and its distances."""
+        tfs = self.transforms(T)[:poses]
+        best, d = best_time(lambda: self.distance(tfs), repeat)
+        return best / len(tfs) * 1e6, d
+
     def timed(self, T, method, repeat):
         """µs/pair of `method` over the poses, and its verdicts. Timed in chunks of FCL_CHUNK poses,
         best_time each: fcl's Python loop runs ~10x longer than a batched refine_frame call,
@@ -359,9 +374,68 @@ def measure(T, tree, bank, mesh, peer, args):
             us, hits = peer.timed(T, method, args.repeat)
             rows.append((method, us, hits, 0.0))
             checks.append((f"exact = {method}", np.sum(exact.colliding == hits), n))
+    rows_ssv, checks_ssv = measure_ssv(T, mesh, peer, args)
+    rows += rows_ssv
+    checks += checks_ssv
     brute_us, brute = timed_brute(mesh, T[:2 * m])
     rows.append((f"brute force ({m} poses)", brute_us, brute, 0.0))
     checks.append(("exact = brute force", np.sum(exact.colliding[:m] == brute), m))
+    return rows, checks
+
+
+TRAJECTORY_FRAMES = 600  # poses along one smooth relative motion (coherent distance)
+SSV_DISTANCES = (("exact", 0.0), ("1%", 0.01), ("10%", 0.1))
+
+
+def trajectory(T, frames: int = TRAJECTORY_FRAMES) -> np.ndarray:
+    """(2 frames, 4, 4): ship B's pose moving smoothly from the first pose pair's to the second's
+    (translation interpolated, rotation about a fixed axis), A at the origin: coherent motion."""
+    from scipy.spatial.transform import Rotation, Slerp
+    s = np.linspace(0.0, 1.0, frames)
+    rot = Slerp([0.0, 1.0], Rotation.from_matrix(T[[1, 3], :3, :3]))(s).as_matrix()
+    return pair_poses(rot, (1 - s)[:, None] * T[1, :3, 3] + s[:, None] * T[3, :3, 3])
+
+
+def measure_ssv(T, mesh, peer, args):
+    """SSV rows: collide (first, all contacts), distance (exact, 1%, 10%, coherent along a
+    trajectory, fcl distance on the same poses), with verdict checks against fcl."""
+    from ..ssv.exact import SSVExact
+    ssv = SSVExact([mesh], cache_dir=_user_cache())
+    n = len(T) // 2
+    z, Ta, Tb = np.zeros(n, np.int64), T[0::2], T[1::2]
+    rows, checks = [], []
+    for name, all_contacts in (("ssv collide, first contact", False), ("ssv collide, all contacts", True)):
+        ssv.collide(z[:1], z[:1], Ta[:1], Tb[:1], all_contacts)  # compile / load
+        best, got = best_time(lambda: ssv.collide(z, z, Ta, Tb, all_contacts, with_distance=False), args.repeat)
+        rows.append((name, best / n * 1e6, got.colliding, 0.0))
+    exact = None
+    for label, rel in SSV_DISTANCES:
+        best, got = best_time(lambda: ssv.distance(z, z, Ta, Tb, rel=rel), args.repeat)
+        rows.append((f"ssv distance, {label}", best / n * 1e6, got.distance == 0, float(np.median(got.distance))))
+        exact = got.distance if exact is None else exact
+    path = trajectory(T)
+    zt, Pa, Pb = np.zeros(1, np.int64), path[0::2], path[1::2]
+
+    def coherent():
+        seed, out = np.full((1, 2), -1), []
+        for i in range(len(Pa)):  # one query per frame, seeded by the last frame's closest pair
+            r = ssv.distance(zt, zt, Pa[i:i + 1], Pb[i:i + 1], seed=seed)
+            seed, out = r.tri, out + [r.distance[0]]
+        return np.array(out)
+
+    best, along = best_time(coherent, 1)
+    rows.append((f"ssv distance, coherent ({len(Pa)} frames)", best / len(Pa) * 1e6, along == 0,
+                 float(np.median(along))))
+    if peer:
+        us, fd = peer.timed_distance(T, args.repeat)
+        rows.append((f"fcl distance ({len(fd)} poses)", us, fd == 0, float(np.median(fd))))
+        checks.append(("ssv distance = fcl distance (1e-6 m)", int(np.sum(np.abs(fd - exact[:len(fd)]) <= 1e-6)), len(fd)))
+        us_traj, fd_traj = peer.timed_distance(path, 1, poses=len(Pa))
+        rows.append((f"fcl distance, trajectory ({len(Pa)} frames)", us_traj, fd_traj == 0, float(np.median(fd_traj))))
+        checks.append(("ssv coherent = fcl along the trajectory (1e-6 m)", int(np.sum(np.abs(fd_traj - along) <= 1e-6)),
+                       len(Pa)))
+        hits = peer.collide(peer.transforms(T))
+        checks.append(("ssv collide = fcl", int(np.sum(rows[0][2] == hits)), n))
     return rows, checks
 
 
