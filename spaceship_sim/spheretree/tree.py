@@ -103,22 +103,9 @@ class SphereTree:
 
     def save(self, path) -> None:
         """Write to .npz atomically (temp file + rename: never half-written)."""
-        import os
-        import tempfile
-        path = os.fspath(path)
-        d = os.path.dirname(os.path.abspath(path))
-        os.makedirs(d, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=d, suffix=".npz.tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **{a: getattr(self, a) for a in self._ARRAYS},
-                         closed=np.array(self.closed), method=np.array(self.method),
-                         key=np.array(self.key), build_seconds=np.array(self.build_seconds))
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        write_npz_atomic(path, **{a: getattr(self, a) for a in self._ARRAYS}, closed=np.array(self.closed),
+                         method=np.array(self.method), key=np.array(self.key),
+                         build_seconds=np.array(self.build_seconds))
 
     @classmethod
     def load(cls, path) -> "SphereTree":
@@ -127,3 +114,21 @@ class SphereTree:
             extra = {"build_seconds": float(z["build_seconds"])} if "build_seconds" in z else {}
             return cls(**arrays, closed=bool(z["closed"]), method=str(z["method"]),
                        key=str(z["key"]), **extra)
+
+
+def write_npz_atomic(path, **arrays) -> None:
+    """np.savez to `path` through a temp file and a rename: never half-written; folder created."""
+    import os
+    import tempfile
+    path = os.fspath(path)
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, suffix=".npz.tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -14,11 +14,8 @@ Radii carry a slack of SLACK x the model's size so that rounding never uncovers 
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 import time
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -65,19 +62,9 @@ class SSVTree:
 
     def save(self, path) -> None:
         """Write to .npz atomically (temp file + rename: never half-written)."""
-        path = os.fspath(path)
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz.tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **{a: getattr(self, a) for a in self._ARRAYS}, depth=np.array(self.depth),
+        from ..spheretree.tree import write_npz_atomic
+        write_npz_atomic(path, **{a: getattr(self, a) for a in self._ARRAYS}, depth=np.array(self.depth),
                          key=np.array(self.key), build_seconds=np.array(self.build_seconds))
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
 
     @classmethod
     def load(cls, path) -> "SSVTree":
