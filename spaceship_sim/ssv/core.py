@@ -55,6 +55,33 @@ def dist2_point_rect(p, c, u, v, a, b):
 
 
 @njit(cache=True)
+def clamp_to_rect(p, c, u, v, a, b):
+    """The point of the rectangle {c + s u + t v : |s| <= a, |t| <= b} closest to p."""
+    d = _sub(p, c)
+    return _axpy(_axpy(c, _clamp(_dot(d, u), -a, a), u), _clamp(_dot(d, v), -b, b), v)
+
+
+@njit(cache=True)
+def core_bounds(c1, u1, v1, a1, b1, c2, u2, v2, a2, b2, rounds):
+    """(lower, upper) bounds on the distance between two cores (any kinds), cheaply: alternating
+    projections from c2 give two core points p, q — |p - q| is an upper bound — and the gap of the
+    two cores' extents along q - p a lower bound (a separating axis). They meet when p, q are the
+    closest pair, which a few rounds reach unless the cores are near parallel edges."""
+    q = c2
+    p = c1
+    for _ in range(rounds):
+        p = clamp_to_rect(q, c1, u1, v1, a1, b1)
+        q = clamp_to_rect(p, c2, u2, v2, a2, b2)
+    d = _sub(q, p)
+    upper = np.sqrt(_dot(d, d))
+    if upper == 0.0:
+        return 0.0, 0.0
+    hi1 = _dot(d, c1) + a1 * abs(_dot(d, u1)) + b1 * abs(_dot(d, v1))
+    lo2 = _dot(d, c2) - a2 * abs(_dot(d, u2)) - b2 * abs(_dot(d, v2))
+    return max((lo2 - hi1) / upper, 0.0), upper
+
+
+@njit(cache=True)
 def dist2_segment_segment(p1, q1, p2, q2):
     """Squared distance between closed segments p1q1 and p2q2 (either may be a point)."""
     d1, d2, r = _sub(q1, p1), _sub(q2, p2), _sub(p1, p2)

@@ -19,7 +19,8 @@ from ..narrowphase.kernels import relative_poses
 from .query import chunks, collide_pairs, distance_pairs
 from .tree import SSVBank, build_ssv, load_or_build_ssv
 
-ALL_CONTACTS_CAP = 64  # triangle pairs stored per row on the first all-contacts pass (rerun with more)
+ALL_CONTACTS_CAP = 64        # triangle pairs stored per row on a first all-contacts pass (rows with more run
+MAX_REMEMBERED_CAP = 4096    # again); a larger count seen is remembered for later calls, up to this
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,6 +51,7 @@ class SSVExact:
         self.trees = trees
         self.bank = SSVBank.from_trees(trees)
         self.depth = int(self.bank.depth.max())
+        self.cap = ALL_CONTACTS_CAP
 
     def _setup(self, ma, mb, Ta, Tb):
         ma, mb = np.asarray(ma, np.int64).reshape(-1), np.asarray(mb, np.int64).reshape(-1)
@@ -68,24 +70,28 @@ class SSVExact:
         pairs, the exact separation of the pairs found apart (nan for them when not with_distance)."""
         ma, mb, Ta, R, t, ra, rb = self._setup(ma, mb, Ta, Tb)
         def run(rows, cap):
-            return collide_pairs(*self.bank.arrays, R[rows], t[rows], ra[rows], rb[rows], chunks(len(rows)),
+            return collide_pairs(*self.bank.arrays, R[rows], t[rows], ra[rows], rb[rows], chunks(len(ra[rows])),
                                  self.depth, cap)
 
-        count, hits = run(np.arange(len(ra)), ALL_CONTACTS_CAP if all_contacts else 1)
+        count, hits = run(slice(None), self.cap if all_contacts else 1)
         count = count if all_contacts else np.minimum(count, 1)
-        over = np.flatnonzero(count > hits.shape[1])
-        per_row = [hits[i, :min(c, hits.shape[1])] for i, c in enumerate(count.tolist())]
-        if len(over):  # rows with more contacts than the first pass stored
-            _, more = run(over, int(count[over].max()))
-            for j, i in enumerate(over.tolist()):
-                per_row[i] = more[j, :count[i]]
-        off_a, off_b = self.bank.tri_offset[ma], self.bank.tri_offset[mb]
-        local = [h - [oa, ob] for h, oa, ob in zip(per_row, off_a.tolist(), off_b.tolist())]
+        if count.max(initial=0) > hits.shape[1]:  # rows with more contacts than stored: again, all of them
+            self.cap = min(int(count.max()), MAX_REMEMBERED_CAP)
+            over = np.flatnonzero(count > hits.shape[1])
+            wide = np.full((len(count), int(count.max()), 2), -1, np.int64)
+            wide[:, :hits.shape[1]] = hits
+            wide[over] = run(over, wide.shape[1])[1]
+            hits = wide
+        ptr = np.zeros(len(count) + 1, np.int64)
+        np.cumsum(count, out=ptr[1:])
+        flat = hits[np.arange(hits.shape[1]) < count[:, None]]  # row-major: row by row, in order
+        pair_row = np.repeat(np.arange(len(count)), count)
         dist = np.where(count > 0, 0.0, np.nan)
         if with_distance and (count == 0).any():
             apart = count == 0
             dist[apart] = self._distance_rows(R[apart], t[apart], ra[apart], rb[apart])[0]
-        return ExactAnswer.from_lists(local, distance=dist)
+        return ExactAnswer(colliding=count > 0, tri_ptr=ptr, tri_a=flat[:, 0] - self.bank.tri_offset[ma][pair_row],
+                           tri_b=flat[:, 1] - self.bank.tri_offset[mb][pair_row], distance=dist)
 
     def _distance_rows(self, R, t, ra, rb, seed_a=None, seed_b=None, rel=0.0, abs_tol=0.0, bound=None,
                        stop_at=None, priority=False):

@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from spaceship_sim.ssv.core import LSS, PSS, RSS, dist2_core
+from spaceship_sim.ssv.core import LSS, PSS, RSS, core_bounds, dist2_core
 from spaceship_sim.ssv.tree import build_ssv, fit_ssv
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -50,7 +50,12 @@ def test_core_distance_matches_oracle(seed, k1, k2):
         c2 = c1 + rng.uniform(-0.5, 0.5) * np.cross(u1, v1) + rng.uniform(-1, 1) * u1
     got = np.sqrt(dist2_core(k1, tuple(c1), tuple(u1), tuple(v1), e1[0], e1[1],
                              k2, tuple(c2), tuple(u2), tuple(v2), e2[0], e2[1]))
-    assert abs(got - core_distance_ref(c1, u1, v1, e1, c2, u2, v2, e2)) <= 1e-9
+    want = core_distance_ref(c1, u1, v1, e1, c2, u2, v2, e2)
+    assert abs(got - want) <= 1e-9
+    for rounds in (1, 2, 5):  # the cheap bounds bracket it
+        lo, hi = core_bounds(tuple(c1), tuple(u1), tuple(v1), e1[0], e1[1], tuple(c2), tuple(u2), tuple(v2),
+                             e2[0], e2[1], np.int64(rounds))
+        assert lo <= want + 1e-12 and hi >= want - 1e-12
 
 
 def test_crossing_rectangles_are_at_distance_zero():
