@@ -61,10 +61,25 @@ def register(sub) -> None:
                    help="poses timed with the (slow) brute force [-]")
     p.add_argument("--repeat", type=integer(1, 1000), default=3,
                    help=f"timing repeats at least (more until {MIN_TIMING_S:g} s spent); the best is reported [-]")
+    p.add_argument("--threads", type=thread_counts, default=None, metavar="N[,N...]",
+                   help="numba threads for the SSV batches, one set of SSV rows each (default: numba's)")
     p.add_argument("--seed", type=integer(0, 2**63 - 1), default=0)
     p.add_argument("--csv", type=csv_file, metavar="PATH", help="write every row to this CSV file")
     p.add_argument("--plot", type=png_file, metavar="PNG", help="bar chart of µs/pair per method (log scale)")
     p.set_defaults(func=run)
+
+
+def thread_counts(text: str) -> tuple[int, ...]:
+    """Comma-separated thread counts, each 1..numba's thread count."""
+    import numba
+    most = numba.config.NUMBA_NUM_THREADS
+    try:
+        counts = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be comma-separated integers, got {text!r}") from None
+    if not counts or any(not 1 <= c <= most for c in counts):
+        raise argparse.ArgumentTypeError(f"each must be in 1..{most} (numba's thread count), got {text!r}")
+    return counts
 
 
 def csv_file(text: str) -> str:
@@ -397,22 +412,25 @@ def trajectory(T, frames: int = TRAJECTORY_FRAMES) -> np.ndarray:
 
 
 def measure_ssv(T, mesh, peer, args):
-    """SSV rows: collide (first, all contacts), distance (exact, 1%, 10%, coherent along a
-    trajectory, fcl distance on the same poses), with verdict checks against fcl."""
+    """SSV rows: collide (first, all contacts) and distance (exact, 1%, 10%) under each --threads
+    count, distance coherent along a trajectory (one pair per call: one thread), fcl distance on
+    the same poses; verdict checks against fcl."""
     from ..ssv.exact import SSVExact
-    ssv = SSVExact([mesh], cache_dir=_user_cache())
     n = len(T) // 2
     z, Ta, Tb = np.zeros(n, np.int64), T[0::2], T[1::2]
-    rows, checks = [], []
-    for name, all_contacts in (("ssv collide, first contact", False), ("ssv collide, all contacts", True)):
-        ssv.collide(z[:1], z[:1], Ta[:1], Tb[:1], all_contacts)  # compile / load
-        best, got = best_time(lambda: ssv.collide(z, z, Ta, Tb, all_contacts, with_distance=False), args.repeat)
-        rows.append((name, best / n * 1e6, got.colliding, 0.0))
-    exact = None
-    for label, rel in SSV_DISTANCES:
-        best, got = best_time(lambda: ssv.distance(z, z, Ta, Tb, rel=rel), args.repeat)
-        rows.append((f"ssv distance, {label}", best / n * 1e6, got.distance == 0, float(np.median(got.distance))))
-        exact = got.distance if exact is None else exact
+    rows, checks, exact = [], [], None
+    counts = args.threads or (None,)
+    for threads in counts:
+        ssv = SSVExact([mesh], cache_dir=_user_cache(), threads=threads)
+        tag = f" [{threads} thr]" if len(counts) > 1 else ""
+        for name, all_contacts in (("ssv collide, first contact", False), ("ssv collide, all contacts", True)):
+            ssv.collide(z[:1], z[:1], Ta[:1], Tb[:1], all_contacts)  # compile / load
+            best, got = best_time(lambda: ssv.collide(z, z, Ta, Tb, all_contacts, with_distance=False), args.repeat)
+            rows.append((name + tag, best / n * 1e6, got.colliding, 0.0))
+        for label, rel in SSV_DISTANCES:
+            best, got = best_time(lambda: ssv.distance(z, z, Ta, Tb, rel=rel), args.repeat)
+            rows.append((f"ssv distance, {label}{tag}", best / n * 1e6, got.distance == 0, float(np.median(got.distance))))
+            exact = got.distance if exact is None else exact
     path = trajectory(T)
     zt, Pa, Pb = np.zeros(1, np.int64), path[0::2], path[1::2]
 

@@ -10,8 +10,10 @@ Faces are local to each model's mesh; transforms are (k, 4, 4) rigid body->world
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from ..narrowphase.exact import ExactAnswer
@@ -21,6 +23,7 @@ from .tree import SSVBank, build_ssv, load_or_build_ssv
 
 ALL_CONTACTS_CAP = 64        # triangle pairs stored per row on a first all-contacts pass (rows with more run
 MAX_REMEMBERED_CAP = 4096    # again); a larger count seen is remembered for later calls, up to this
+PARALLEL_MIN_ROWS = 64       # smaller batches run on one thread: waking the pool costs more than they take
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,14 +47,28 @@ class SSVExact:
 
     meshes    : sequence of spaceship_sim.meshes.Mesh (model index = position)
     cache_dir : tree cache folder (None: assets/trees/); cache=False builds without caching
+    threads   : numba threads for batches of PARALLEL_MIN_ROWS pairs or more (None: numba's default);
+                the answers do not depend on it
     """
 
-    def __init__(self, meshes, cache_dir=None, cache: bool = True):
+    def __init__(self, meshes, cache_dir=None, cache: bool = True, threads: int | None = None):
         trees = [load_or_build_ssv(m, cache_dir) if cache else build_ssv(m.vertices, m.faces) for m in meshes]
         self.trees = trees
         self.bank = SSVBank.from_trees(trees)
         self.depth = int(self.bank.depth.max())
         self.cap = ALL_CONTACTS_CAP
+        self.threads = numba.config.NUMBA_NUM_THREADS if threads is None else max(1, min(int(threads),
+                                                                                       numba.config.NUMBA_NUM_THREADS))
+
+    @contextmanager
+    def _pool(self, rows: int):
+        """numba's thread count for a batch of `rows` pairs, restored after."""
+        before = numba.get_num_threads()
+        numba.set_num_threads(self.threads if rows >= PARALLEL_MIN_ROWS else 1)
+        try:
+            yield
+        finally:
+            numba.set_num_threads(before)
 
     def _setup(self, ma, mb, Ta, Tb):
         ma, mb = np.asarray(ma, np.int64).reshape(-1), np.asarray(mb, np.int64).reshape(-1)
@@ -70,8 +87,9 @@ class SSVExact:
         pairs, the exact separation of the pairs found apart (nan for them when not with_distance)."""
         ma, mb, Ta, R, t, ra, rb = self._setup(ma, mb, Ta, Tb)
         def run(rows, cap):
-            return collide_pairs(*self.bank.arrays, R[rows], t[rows], ra[rows], rb[rows], chunks(len(ra[rows])),
-                                 self.depth, cap)
+            with self._pool(len(ra[rows])):
+                return collide_pairs(*self.bank.arrays, R[rows], t[rows], ra[rows], rb[rows], chunks(len(ra[rows])),
+                                     self.depth, cap)
 
         count, hits = run(slice(None), self.cap if all_contacts else 1)
         count = count if all_contacts else np.minimum(count, 1)
@@ -97,10 +115,11 @@ class SSVExact:
                        stop_at=None, priority=False):
         k = len(ra)
         none = np.full(k, -1, np.int64)
-        return distance_pairs(*self.bank.arrays, R, t, ra, rb, chunks(k), self.depth,
-                              none if seed_a is None else seed_a, none if seed_b is None else seed_b,
-                              np.full(k, np.inf) if bound is None else bound, float(rel), float(abs_tol),
-                              np.zeros(k) if stop_at is None else stop_at, bool(priority))
+        with self._pool(k):
+            return distance_pairs(*self.bank.arrays, R, t, ra, rb, chunks(k), self.depth,
+                                  none if seed_a is None else seed_a, none if seed_b is None else seed_b,
+                                  np.full(k, np.inf) if bound is None else bound, float(rel), float(abs_tol),
+                                  np.zeros(k) if stop_at is None else stop_at, bool(priority))
 
     def distance(self, ma, mb, Ta, Tb, rel: float = 0.0, abs_tol: float = 0.0, seed=None,
                  priority: bool = False) -> DistanceAnswer:
