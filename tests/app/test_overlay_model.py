@@ -87,7 +87,10 @@ def _astuple(r: PairRow):
 def test_pair_rows_show_exact_distance_when_provided():
     narrow = SimpleNamespace(pairs=np.array([[0, 1], [2, 3]]), colliding=np.array([True, False]),
                              level=np.array([4, 1]), exact=np.array([True, False]),
-                             separation_bound=np.array([0.2, 1.0]), distance=np.array([0.05, 2.0]))
+                             separation_bound=np.array([0.2, np.inf]), distance=np.array([0.05, 2.0]))
+    # the pair found apart shows too: its exact distance was measured (collision.exact_method = "ssv")
+    assert pair_rows(narrow) == [PairRow(0, 1, 4, True, 0.2, 0.05), PairRow(2, 3, 1, False, np.inf, 2.0)]
+    narrow.distance = np.array([0.05, np.nan])  # not measured: colliding pairs only
     assert pair_rows(narrow) == [PairRow(0, 1, 4, True, 0.2, 0.05)]
     assert pair_rows(None) == []
 
