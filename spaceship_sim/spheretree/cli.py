@@ -18,7 +18,8 @@ def register(subparsers) -> None:
                     "the named models (default: every model in assets/), caching them in assets/trees/.")
     p.add_argument("meshes", nargs="*", metavar="MESH",
                    help="model names from assets/ or mesh file paths (default: all assets)")
-    p.add_argument("--method", choices=(*TREE_METHODS, "both"), default="both")
+    p.add_argument("--method", choices=(*TREE_METHODS, "both", "ssv"), default="both",
+                   help="sphere-tree builder(s), or ssv: swept-sphere-volume trees (the exact level's SSV strategy)")
     p.add_argument("--branching", type=int, default=8, help="children per node (medial; octree is 8-way)")
     p.add_argument("--depth", type=int, default=3, help="levels below the root")
     p.add_argument("--seed", type=int, default=0, help="surface sampling seed")
@@ -50,6 +51,8 @@ def _load_meshes(names):
 
 
 def run(args) -> int:
+    if args.method == "ssv":
+        return run_ssv(args)
     from .params import _check_params
 
     methods = list(TREE_METHODS) if args.method == "both" else [args.method]
@@ -83,4 +86,23 @@ def run(args) -> int:
         except OSError as e:
             raise InputError(args.picture, "--picture", f"cannot write ({e.strerror or e})") from None
         print(f"wrote {args.picture}")
+    return 0
+
+
+def run_ssv(args) -> int:
+    """build-trees --method ssv: SSV trees (cached beside the sphere trees), --report their statistics."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        meshes = _load_meshes(args.meshes)
+    from tqdm import tqdm
+
+    from ..ssv.tree import format_ssv_report, load_or_build_ssv
+
+    trees = {}
+    for mesh in tqdm(meshes, desc="SSV trees", unit="tree"):
+        trees[mesh.name] = load_or_build_ssv(mesh, cache_dir=args.cache_dir, force=args.force)
+    if args.report:
+        print(format_ssv_report(trees))
+    if args.picture:
+        raise InputError(COMMAND_LINE, "--picture", "not drawn for --method ssv")
     return 0

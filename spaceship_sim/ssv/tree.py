@@ -5,7 +5,7 @@ Building: a node holds a set of triangles; the principal axes of their vertices 
 covariance) orient the node's three fits — PSS (a sphere about the box centre), LSS (a segment along
 the longest axis, radius from the perpendicular bounding circle, ends pulled in while the caps still
 cover), RSS (a rectangle across the two longest axes, radius half the thickness along the shortest,
-sides pulled in while the rounded edges still cover) — and the node keeps the smallest by volume
+long then short sides pulled in while the rounded edges still cover) — and the node keeps the smallest by volume
 (the paper's static rule picks by axis ratios with an unstated factor; the volume is the criterion
 that rule approximates). The triangles are split by the plane through their mean orthogonal to the
 longest axis (by centroid; at the median when one side would be empty), down to one triangle a leaf.
@@ -21,7 +21,7 @@ import numpy as np
 
 from .core import LSS, PSS, RSS
 
-SSV_BUILDER_VERSION = "1"
+SSV_BUILDER_VERSION = "2"
 SLACK = 1e-9  # radius slack as a fraction of the model's bounding-box diagonal [-]
 
 
@@ -105,11 +105,13 @@ def fit_ssv(points):
     r = np.sqrt(rho2.max())
     x0, x1 = _pull_in(X[:, 0], np.sqrt(np.maximum(r * r - rho2, 0.0)))
     fits.append((LSS, np.array([(x0 + x1) / 2, mid[1], mid[2]]), (x1 - x0) / 2, 0.0, r))
-    # RSS: half the thickness along the shortest axis; each side gets half the leftover budget
+    # RSS: half the thickness along the shortest axis; the long sides pulled in with each point's
+    # whole leftover budget, then the short ones with what the first pull left it
     r = (hi[2] - lo[2]) / 2
-    slack = np.sqrt(np.maximum(r * r - (X[:, 2] - mid[2]) ** 2, 0.0) / 2)
-    x0, x1 = _pull_in(X[:, 0], slack)
-    y0, y1 = _pull_in(X[:, 1], slack)
+    budget = np.maximum(r * r - (X[:, 2] - mid[2]) ** 2, 0.0)
+    x0, x1 = _pull_in(X[:, 0], np.sqrt(budget))
+    dx = np.maximum(np.maximum(x0 - X[:, 0], X[:, 0] - x1), 0.0)
+    y0, y1 = _pull_in(X[:, 1], np.sqrt(np.maximum(budget - dx * dx, 0.0)))
     fits.append((RSS, np.array([(x0 + x1) / 2, (y0 + y1) / 2, mid[2]]), (x1 - x0) / 2, (y1 - y0) / 2, r))
     kind, c, a, b, r = min(fits, key=lambda f: _volumes(f[2], f[3], f[4]))
     u, v = E[:, 0], E[:, 1]
@@ -200,6 +202,33 @@ def load_or_build_ssv(mesh, cache_dir=None, force: bool = False) -> SSVTree:
     except OSError as exc:  # read-only install or full disk: the tree is still good to use
         warnings.warn(f"{path}: cannot cache SSV tree ({exc}); it will be rebuilt next time", stacklevel=2)
     return tree
+
+
+def node_depths(tree: SSVTree) -> np.ndarray:
+    """(n,) int64 depth of every node (root 0; children are numbered after their parent)."""
+    depth = np.zeros(tree.n_nodes, np.int64)
+    for node in range(tree.n_nodes):
+        if tree.child[node, 0] >= 0:
+            depth[tree.child[node]] = depth[node] + 1
+    return depth
+
+
+def format_ssv_report(trees: dict) -> str:
+    """Per model: nodes, depth, build time, PSS/LSS/RSS counts, and per level 0..4 and the leaves
+    the mean radius, mean half-extents and mean volume of the nodes."""
+    lines = []
+    for name, tree in trees.items():
+        kinds = np.bincount(tree.kind, minlength=3)
+        lines.append(f"{name}: {len(tree.tris)} triangles, {tree.n_nodes} nodes, depth {tree.depth}, build time "
+                     f"{tree.build_seconds:.2f} s; PSS {kinds[PSS]}, LSS {kinds[LSS]}, "
+                     f"RSS {kinds[RSS]}")
+        lines.append(f"  {'level':>6s} {'nodes':>6s} {'radius [m]':>11s} {'a [m]':>8s} {'b [m]':>8s} {'volume [m^3]':>13s}")
+        depth, vol = node_depths(tree), _volumes(tree.half[:, 0], tree.half[:, 1], tree.radius)
+        for label, m in [(str(k), depth == k) for k in range(5)] + [("leaves", tree.face >= 0)]:
+            if m.any():
+                lines.append(f"  {label:>6s} {int(m.sum()):6d} {tree.radius[m].mean():11.4f} {tree.half[m, 0].mean():8.4f} "
+                             f"{tree.half[m, 1].mean():8.4f} {vol[m].mean():13.4g}")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- bank
