@@ -206,7 +206,9 @@ class Overlay:
 
     def _collisions(self, m: OverlayModel, c: Controls) -> None:
         self._begin("Collisions")
-        imgui.text(f"candidate pairs {m.candidates_now}, colliding {len(m.pairs)}")
+        hits = sum(math.isfinite(r.sep_bound) for r in m.pairs)  # pairs found apart have an infinite bound
+        apart = f", measured apart {len(m.pairs) - hits}" if hits < len(m.pairs) else ""
+        imgui.text(f"candidate pairs {m.candidates_now}, colliding {hits}{apart}")
         imgui.text(f"sep. bound now {_metres(m.sep_bound_min)}")
         if imgui.is_item_hovered():
             imgui.set_tooltip("smallest separation bound of this frame's colliding pairs")
