@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 from spaceship_sim.ssv.core import LSS, PSS, RSS, core_bounds, dist2_core
 from spaceship_sim.ssv.tree import build_ssv, fit_ssv
 
-SETTINGS = settings(max_examples=60, deadline=None)
+SETTINGS = settings(max_examples=40, deadline=None)
 
 
 def core_distance_ref(c1, u1, v1, e1, c2, u2, v2, e2):

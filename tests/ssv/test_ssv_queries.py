@@ -10,7 +10,7 @@ from spaceship_sim.narrowphase.exact import BruteForceExact
 from spaceship_sim.narrowphase.reference import closest_point_triangle, world_triangles
 from spaceship_sim.narrowphase.triangles import distance_triangle_triangle
 
-SETTINGS = settings(max_examples=12, deadline=None)
+SETTINGS = settings(max_examples=8, deadline=None)
 SEEDS = st.integers(0, 2**32 - 1)
 MODEL = st.sampled_from([0, 1, 2])  # ico, torus, lamp (conftest.models)
 
