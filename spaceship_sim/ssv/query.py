@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from ..narrowphase.triangles import distance_triangle_triangle, intersect_triangle_triangle
+from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
 from .core import core_bounds, dist2_core
 
 CHUNKS_PER_THREAD = 4

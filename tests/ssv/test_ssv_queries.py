@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.narrowphase.exact import BruteForceExact
-from spaceship_sim.narrowphase.reference import closest_point_triangle, world_triangles
-from spaceship_sim.narrowphase.triangles import distance_triangle_triangle
+from spaceship_sim.geometry.reference import closest_point_triangle
+from spaceship_sim.narrowphase.reference import world_triangles
+from spaceship_sim.geometry.triangles import distance_triangle_triangle
 
 SETTINGS = settings(max_examples=8, deadline=None)
 SEEDS = st.integers(0, 2**32 - 1)
