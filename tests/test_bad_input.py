@@ -171,7 +171,7 @@ CASES = [
          "would need 6.98e+10 spheres per tree, limit 100000"),
     toml("config-exact-method-unknown", '[collision]\nexact_method = "bsp"\n', "collision.exact_method",
          "must be one of 'leaves', 'ssv'"),
-    toml("config-exact-method-number", "[collision]\nexact_method = 3\n", "collision.exact_method", "must be"),
+    toml("config-exact-method-number", "[collision]\nexact_method = 3\n", "collision.exact_method", "expected a string"),
     flag("narrowphase-threads-zero", ("bench", "narrowphase", "--threads", "0,1"), "--threads", "each must be in 1.."),
     flag("narrowphase-threads-garbage", ("bench", "narrowphase", "--threads", "1,x"), "--threads",
          "must be comma-separated integers"),

@@ -26,8 +26,8 @@ SLACK = 1e-9  # radius slack as a fraction of the model's bounding-box diagonal 
 
 
 @dataclass(frozen=True, eq=False)
-class SSVTree:
-    """One model's SSV hierarchy; n = 2 F - 1 nodes, root 0, body frame, metres.
+class _Nodes:
+    """SSV node and triangle arrays (n nodes, F triangles), body frame, metres.
 
     center : (n, 3) float64, centre of the node's core (point, segment middle, rectangle centre)
     u, v   : (n, 3) float64, unit axes of the core (u along a segment; u, v span a rectangle)
@@ -35,10 +35,8 @@ class SSVTree:
     radius : (n,) float64, radius of the swept sphere
     kind   : (n,) int64, PSS 0, LSS 1, RSS 2
     child  : (n, 2) int64, the two children, -1 at leaves
-    face   : (n,) int64, the leaf's face index into `faces`, -1 for inner nodes
-    tris   : (F, 3, 3) float64, the mesh's triangles, one vertex per row
-    depth  : int, edges on the longest root-leaf path
-    key    : str, cache key (mesh + builder version); build_seconds: float [s]
+    face   : (n,) int64, the leaf's triangle (index into tris), -1 for inner nodes
+    tris   : (F, 3, 3) float64, the mesh's triangles (faces' order), one vertex per row
     """
 
     center: np.ndarray
@@ -50,11 +48,20 @@ class SSVTree:
     child: np.ndarray
     face: np.ndarray
     tris: np.ndarray
-    depth: int
-    key: str = ""
-    build_seconds: float = float("nan")
 
     _ARRAYS = ("center", "u", "v", "half", "radius", "kind", "child", "face", "tris")
+
+
+@dataclass(frozen=True, eq=False)
+class SSVTree(_Nodes):
+    """One model's SSV hierarchy (the _Nodes arrays; n = 2 F - 1 nodes, root 0), plus
+    depth : int, edges on the longest root-leaf path
+    key   : str, cache key (mesh + builder version); build_seconds: float [s]
+    """
+
+    depth: int = 0
+    key: str = ""
+    build_seconds: float = float("nan")
 
     @property
     def n_nodes(self) -> int:
@@ -234,23 +241,14 @@ def format_ssv_report(trees: dict) -> str:
 # ---------------------------------------------------------------- bank
 
 @dataclass(frozen=True, eq=False)
-class SSVBank:
-    """The SSV trees of M models concatenated (N nodes, F triangles in all), global ids throughout;
-    fields as SSVTree's, plus node_offset (M+1,) int64 (model m's root is node_offset[m]),
-    tri_offset (M+1,) int64 (its faces are tri_offset[m]:tri_offset[m+1]) and depth (M,) int64."""
+class SSVBank(_Nodes):
+    """The SSV trees of M models concatenated (N nodes, F triangles in all), global ids throughout:
+    the _Nodes arrays, plus node_offset (M+1,) int64 (model m's root is node_offset[m]), tri_offset
+    (M+1,) int64 (its faces are tri_offset[m]:tri_offset[m+1]) and depth (M,) int64."""
 
-    center: np.ndarray
-    u: np.ndarray
-    v: np.ndarray
-    half: np.ndarray
-    radius: np.ndarray
-    kind: np.ndarray
-    child: np.ndarray
-    face: np.ndarray
-    tris: np.ndarray
-    node_offset: np.ndarray
-    tri_offset: np.ndarray
-    depth: np.ndarray
+    node_offset: np.ndarray = None
+    tri_offset: np.ndarray = None
+    depth: np.ndarray = None
 
     @classmethod
     def from_trees(cls, trees) -> "SSVBank":
