@@ -20,6 +20,7 @@ from .errors import InputError
 # The one list of each family of stages the config can name (their modules register the classes)
 BROADPHASE_NAMES = tuple(BROADPHASES)  # the registry lives with the broad phases
 TREE_METHODS = ("medial", "octree")
+BOX_KINDS = ("dynamic", "fixed")  # I-COLLIDE's boxes: resized by hill-climbing, or cubes fitting any turn
 
 
 class ConfigError(InputError):
@@ -33,6 +34,8 @@ MAX_SAMPLES_PER_FRAME = 1000   # detection samples per frame (frame_dt / min_tem
 MAX_TREE_NODES = 100_000       # spheres in one sphere tree (sum of branching^k, k = 0..depth)
 MAX_SPEED = 1e4                # [m/s] initial and cruise speeds
 MAX_ACCEL = 1e4                # [m/s^2] thrust (about 1,000 g)
+MAX_ASTEROIDS = 5_000          # the sweep keeps an (n, n) byte matrix over ships + asteroids
+MAX_SWEEP_BODIES = 6_000       # ships + asteroids in that sweep: 36 MB per matrix
 
 
 def _f(default, doc: str, *, lo=None, hi=None, lo_open=False, choices=None):
@@ -137,6 +140,19 @@ class CollisionConfig:
 
 
 @dataclass(frozen=True)
+class AsteroidsConfig:
+    count: int = _f(0, "tumbling convex asteroids in the arena (0: none) [-]", lo=0, hi=MAX_ASTEROIDS)
+    faces: int = _f(36, "faces of each asteroid's hull of random points on a sphere [-]", lo=8, hi=1000)
+    shapes: int = _f(12, "distinct asteroid shapes (each has its own sphere tree) [-]", lo=1, hi=256)
+    radius_min: float = _f(3.0, "smallest asteroid radius [m]", lo=0.0, lo_open=True, hi=1e4)
+    radius_max: float = _f(10.0, "largest asteroid radius [m]", lo=0.0, lo_open=True, hi=1e4)
+    speed_max: float = _f(3.0, "largest initial asteroid speed [m/s]", lo=0.0, hi=MAX_SPEED)
+    spin_max: float = _f(0.5, "largest asteroid angular speed [rad/s]", lo=0.0, hi=100.0)
+    density: float = _f(100.0, "asteroid density: mass = density x hull volume [kg/m^3]", lo=1e-3, hi=1e5)
+    boxes: str = _f("dynamic", "sweep-and-prune boxes of the asteroids [-]", choices=BOX_KINDS)
+
+
+@dataclass(frozen=True)
 class Config:
     arena: ArenaConfig = ArenaConfig()
     ships: ShipsConfig = ShipsConfig()
@@ -146,6 +162,7 @@ class Config:
     autopilot: AutopilotConfig = AutopilotConfig()
     script: ScriptConfig = ScriptConfig()
     collision: CollisionConfig = CollisionConfig()
+    asteroids: AsteroidsConfig = AsteroidsConfig()
     source: str = "<defaults>"  # file the config came from (not a TOML key)
 
 
@@ -249,6 +266,15 @@ def _check_relations(cfg: Config, file):
     if a.change_interval_min > a.change_interval_max:
         raise ConfigError(file, "autopilot.change_interval_min",
                           f"must be <= autopilot.change_interval_max ({a.change_interval_max})")
+    r = cfg.asteroids
+    if r.radius_min > r.radius_max:
+        raise ConfigError(file, "asteroids.radius_min", f"must be <= asteroids.radius_max ({r.radius_max})")
+    if r.count and r.count + cfg.ships.count > MAX_SWEEP_BODIES:
+        raise ConfigError(file, "asteroids.count", f"{r.count} asteroids + {cfg.ships.count} ships exceed "
+                          f"{MAX_SWEEP_BODIES} bodies in the asteroids' sweep-and-prune")
+    if r.count and 2 * r.radius_max >= cfg.arena.size:
+        raise ConfigError(file, "asteroids.radius_max", f"an asteroid {2 * r.radius_max:g} m across does not "
+                          f"fit in the {cfg.arena.size:g} m arena")
     if not cfg.ships.models:
         raise ConfigError(file, "ships.models", "must name at least one model")
     _check_work(cfg, file)

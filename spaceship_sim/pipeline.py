@@ -19,7 +19,6 @@ from .dynamics import accel_bound, contain
 from .narrowphase import refine_roots
 from .narrowphase.exact import exact_frame
 from .response import respond
-from .state import transforms
 from .stats import FrameStats, timed
 
 
@@ -32,44 +31,54 @@ def step(world) -> FrameStats:
     with timed(stats, "t_controls", clock):
         world.broad.invalidate(np.flatnonzero(world.controllers.update(world.t, state)))
     n_samples = samples_per_frame(cfg.sim.frame_dt, cfg.sim.min_temporal_resolution)
+    field = world.field  # asteroids (convex/field.py), bodies n.. after the ships; NoField when none
     for sample in range(n_samples):
         with timed(stats, "t_integrate", clock):
             world.record_integration(stats, world.integrator.step(state, cfg.sim.frame_dt / n_samples))
             world.broad.invalidate(contain(state, cfg.arena.size))
+            field.integrate(cfg.sim.frame_dt / n_samples)
             world.t += cfg.sim.frame_dt / n_samples
         with timed(stats, "t_broad", clock):
             pairs = world.broad.find_pairs(world.t, state.pos, state.vel, accel_bound(state, cfg.controls))
+            pairs = np.concatenate([pairs, field.ship_pairs(state, world.compiled)])
         budget = math.inf if not world.time_critical else detection_budget(
             stats.target, stats.render_predicted, spent=clock() - start, margin=cfg.collision.safety_margin,
             samples_left=n_samples - sample, overrun=world.overrun_predictor.predict())
         with timed(stats, "t_narrow", clock):
-            pairs = pairs[world.fair.order(pairs, state.n)]  # the least refined last time first
-            narrow = narrow_phase(world, pairs, deadline=clock() + budget)
-            world.fair.record(narrow.pairs, narrow.level, state.n)
+            deadline = clock() + budget
+            convex = field.collide(world.compiled)  # asteroid pairs: exact and cheap, first on the budget
+            n_bodies, model_id, T = field.n_bodies(state), field.model_ids(state), field.transforms(state)
+            pairs = pairs[world.fair.order(pairs, n_bodies)]  # the least refined last time first
+            narrow = narrow_phase(world, model_id, T, pairs, deadline=deadline)
+            world.fair.record(narrow.pairs, narrow.level, n_bodies)
         with timed(stats, "t_response", clock):
             hit = narrow.colliding
-            changed = respond(state.vel, state.inv_mass, narrow.pairs[hit], narrow.contact_normal[hit],
-                              cfg.collision.restitution, centre_line(state.pos, narrow.pairs[hit]),
+            pos, vel, inv_mass = field.bodies(state)
+            hits = np.concatenate([narrow.pairs[hit], convex.hits])
+            normals = np.concatenate([narrow.contact_normal[hit], centre_line(pos, convex.hits)])
+            changed = respond(vel, inv_mass, hits, normals, cfg.collision.restitution, centre_line(pos, hits),
                               cfg.collision.separation_speed)
-            world.broad.invalidate(changed)
-        world.record_collisions(stats, narrow, budget, len(changed))
+            field.set_velocities(state, vel)
+            world.broad.invalidate(changed[changed < state.n])
+        world.record_collisions(stats, narrow, budget, len(changed), convex)
     world.t = t0 + cfg.sim.frame_dt  # no drift from summing sample steps
     stats.sim_time = world.t
     stats.samples = n_samples
     return stats
 
 
-def narrow_phase(world, pairs, deadline: float):
-    """The sample's narrow phase: the world's exact strategy alone when it has one (an exact-only
-    baseline), else the sphere trees refined until the deadline — on root spheres only while numba
-    compiles their kernels."""
-    state, clock = world.state, world.clock
+def narrow_phase(world, model_id, T, pairs, deadline: float):
+    """The sample's narrow phase over bodies of models model_id (n,) at poses T (n, 4, 4) (ships,
+    then asteroids): the world's exact strategy alone when it has one (an exact-only baseline), else
+    the sphere trees refined until the deadline — on root spheres only while numba compiles their
+    kernels."""
+    clock = world.clock
     if world.exact is not None:
-        return exact_frame(world.exact, world.bank, state.model_id, transforms(state), pairs,
-                           all_contacts=world.narrow.all_contacts, clock=clock)
+        return exact_frame(world.exact, world.bank, model_id, T, pairs, all_contacts=world.narrow.all_contacts,
+                           clock=clock)
     if world.compiled:
-        return world.narrow(world.bank, state.model_id, transforms(state), pairs, deadline=deadline, clock=clock)
-    return refine_roots(world.bank, state.model_id, transforms(state), pairs, clock=clock)
+        return world.narrow(world.bank, model_id, T, pairs, deadline=deadline, clock=clock)
+    return refine_roots(world.bank, model_id, T, pairs, clock=clock)
 
 
 def centre_line(pos: np.ndarray, pairs: np.ndarray) -> np.ndarray:

@@ -46,6 +46,8 @@ class FrameStats:
     # colliding pair (an empty field in frames.csv)
     sep_bound_min: float = float("nan")     # smallest
     sep_bound_median: float = float("nan")  # median
+    convex_pairs: int = 0           # asteroid pairs whose boxes overlap (closest features walked; summed over samples)
+    convex_colliding: int = 0       # of those, pairs found interpenetrating
     # every colliding pair verdict of the frame (all samples), not in frames.csv: its separation
     # bound (m,) float64 [m] and that bound over the pair's mean bounding radius (m,) float64 [-]
     sep_bounds: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)

@@ -19,6 +19,7 @@ from . import pipeline
 from .clock import WALL
 from .broadphase import make_broadphase
 from .config import Config
+from .convex.field import AsteroidShapes, make_field
 from .dynamics import Controllers, Integrator, initial_state
 from .meshes import load_model
 from .narrowphase import NarrowPhase, TreeBank, refine_frame
@@ -46,7 +47,9 @@ class World:
         refinement (Hubbard's exact-only baselines: BSP, fcl); None: the sphere trees."""
         self.config, self.models, self.trees, self.user, self.clock = config, models, trees, user, clock
         self.exact = exact
-        self.bank = TreeBank.from_trees(trees)
+        # asteroid shapes (convex/field.py) follow the ship models in the tree bank
+        self.asteroid_shapes = AsteroidShapes.from_config(config) if config.asteroids.count else None
+        self.bank = TreeBank.from_trees(list(trees) + (self.asteroid_shapes.trees if self.asteroid_shapes else []))
         self.target_frame_time = config.sim.target_frame_time
         self.time_critical = config.collision.time_critical
         detector = None
@@ -125,6 +128,7 @@ class World:
         radii = np.array([m.bounding_radius for m in self.models])
         self.state = initial_state(cfg, names, radii)
         self.controllers = Controllers.from_config(cfg, self.state.n, user=self.user)
+        self.field = make_field(cfg, self.asteroid_shapes, self.state, model_offset=len(self.models))
         # until the kernels are compiled: numpy stages, which need no compiling
         self.integrator = Integrator(cfg, self.state.n, backend="numba" if self.compiled else "numpy")
         self.broad = make_broadphase(self.broadphase_name if self.compiled else "brute_force", self.state.radius,
@@ -197,8 +201,11 @@ class World:
         stats.step_min = s.step_min if stats.step_min == 0 else min(stats.step_min, s.step_min)
         stats.step_max = max(stats.step_max, s.step_max)
 
-    def record_collisions(self, stats: FrameStats, narrow, budget: float, responses: int) -> None:
+    def record_collisions(self, stats: FrameStats, narrow, budget: float, responses: int, convex=None) -> None:
         self.last_narrow = narrow
+        if convex is not None:  # asteroid pairs: Lin–Canny (convex/field.py)
+            stats.convex_pairs += len(convex.pairs)
+            stats.convex_colliding += int(convex.colliding.sum())
         hit = narrow.colliding
         stats.candidate_pairs += len(narrow.pairs)
         stats.colliding_pairs += int(hit.sum())
