@@ -116,14 +116,14 @@ class Recorder:
         record, self.frame = self.frame, None
         record["clock"], record["render"] = self.clock.take(), float(render_time)
         if world.frame % CHECKPOINT == 0:
-            record["hash"] = world.state.hash()
+            record["hash"] = world.state_hash()
         self._write(record)
         self.frames += 1
 
     # --- the file ----------------------------------------------------------------------------
     def commit(self, world) -> str:
         """Finish the file and move it to `path`; returns the final state hash."""
-        state_hash = world.state.hash()
+        state_hash = world.state_hash()
         try:
             self._write({"end": {"frames": self.frames, "state_hash": state_hash}})
             self.file.close()
@@ -308,8 +308,8 @@ def replay(recording: Recording, open_log, config=None, notify=to_stderr, progre
     try:
         for f in tqdm(rec.frames(), total=rec.n_frames, desc="replay", unit="frame", disable=not progress):
             _replay_frame(world, clock, f, log, rec, notify)
-        if world.state.hash() != rec.end["state_hash"]:
-            raise rec.error("end.state_hash", f"the replay ended in state {world.state.hash()[:16]}..., the "
+        if world.state_hash() != rec.end["state_hash"]:
+            raise rec.error("end.state_hash", f"the replay ended in state {world.state_hash()[:16]}..., the "
                             f"recording in {rec.end['state_hash'][:16]}...: the replay diverged")
     except BaseException:
         log.discard()
@@ -339,5 +339,5 @@ def _replay_frame(world, clock: ReplayClock, f: dict, log, rec: Recording, notif
                         f"{len(clock.readings)} readings recorded")
     world.end_frame(f["render"])
     log.add(stats)
-    if "hash" in f and world.state.hash() != f["hash"]:
+    if "hash" in f and world.state_hash() != f["hash"]:
         raise rec.error(f"{where}: hash", "the replay diverged: another state after this frame than recorded")

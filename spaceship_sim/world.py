@@ -141,6 +141,10 @@ class World:
         self.last_stats: FrameStats | None = None
         self.last_narrow = None
 
+    def state_hash(self) -> str:
+        """SHA-256 of every body's state (ships, and asteroids when there are any)."""
+        return self.field.hash(self.state)
+
     @property
     def keys(self):
         """The KeyState the keyboard controller reads (the app adds/removes action names)."""

@@ -69,7 +69,7 @@ def run(args) -> int:
     mode = "time-critical" if cfg.collision.time_critical else "exact-only"
     s = log.commit(title=f"{Path(args.config).name}: {mode}, render {args.render_ms:g} ms",
                    config=str(args.config), seed=cfg.sim.seed, render_ms=args.render_ms,
-                   time_critical=cfg.collision.time_critical, state_hash=world.state.hash())
+                   time_critical=cfg.collision.time_critical, state_hash=world.state_hash())
     print_summary(args.out, s)
     if args.record:
         print(f"recording: {args.record} ({args.frames} frames, {Path(args.record).stat().st_size / 1e3:.0f} kB)")
@@ -97,7 +97,7 @@ def replay_run(args) -> int:
     s = log.commit(title=f"replay of {Path(args.replay).name} ({rec.header['command']}, "
                          f"{Path(rec.header['source']).name}): {mode} at the start",
                    config=rec.header["source"], seed=cfg.sim.seed, time_critical=cfg.collision.time_critical,
-                   replay_of=str(args.replay), recorded_command=rec.header["command"], state_hash=world.state.hash())
+                   replay_of=str(args.replay), recorded_command=rec.header["command"], state_hash=world.state_hash())
     print_summary(args.out, s)
     print(f"state hash {s['state_hash']} (replay of {args.replay}: the recorded run's)")
     return 0

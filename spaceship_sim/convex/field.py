@@ -128,6 +128,10 @@ class NoField:
     def set_velocities(self, state, vel):
         pass
 
+    def hash(self, state) -> str:
+        """SHA-256 of every body's state (ships only here): equal hashes, bit-identical states."""
+        return state.hash()
+
 
 class AsteroidField(NoField):
     """The asteroids' state (struct of arrays, m asteroids) and their detection stages.
@@ -232,9 +236,9 @@ class AsteroidField(NoField):
         state.vel[:] = vel[:state.n]
         self.vel[:] = vel[state.n:]
 
-    def hash(self) -> str:
-        """SHA-256 of the asteroids' motion state: equal hashes mean bit-identical fields."""
-        h = hashlib.sha256()
+    def hash(self, state) -> str:
+        """SHA-256 of the ships' state hash and the asteroids' motion state."""
+        h = hashlib.sha256(state.hash().encode())
         for a in (self.pos, self.vel, self.quat, self.omega):
             h.update(np.ascontiguousarray(a).tobytes())
         return h.hexdigest()
