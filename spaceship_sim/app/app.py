@@ -16,6 +16,7 @@ from collections import deque
 import numpy as np
 
 from ..errors import InputError
+from .asteroids import ASTEROID_COLOR, field_lines
 from .camera import Camera
 from .keys import resolve
 from .overlay_model import OverlayModel, collision_changes
@@ -130,7 +131,7 @@ class App:
 
         self.window, self.ctx, self.world, self.mode, self.pace = window, ctx, world, mode, pace
         self.split_timing = split_timing
-        self.renderer = Renderer(ctx, world.models, world.trees)
+        self.renderer = Renderer(ctx, *scene_models(world))
         self.overlay = Overlay(window, ctx)
         self.model = OverlayModel(target_ms=1e3 * world.target_frame_time)
         self.camera = Camera("chase" if mode == "fly" else "action")
@@ -204,6 +205,10 @@ class App:
             self.window.set_fullscreen(not self.window.fullscreen)
         elif name == "screenshot":
             self.screenshot_requested = True
+        elif name == "boxes":
+            self.options.show_boxes = not self.options.show_boxes
+        elif name == "features":
+            self.options.show_features = not self.options.show_features
 
     # --- controls <-> world --------------------------------------------------------------
     def _sync_controls_from_world(self) -> None:
@@ -242,14 +247,16 @@ class App:
             f"compiling collision kernels (numba, first start only): {time.perf_counter() - self.warm_start:.0f} s;"
             " detection uses bounding spheres until then")
         stats = self.world.step() if stepping else None
-        state, narrow = self.world.state, self.world.last_narrow
+        state, narrow = self.world.field.body_state(self.world.state), self.world.last_narrow  # ships, asteroids
         hits = narrow.pairs[narrow.colliding] if narrow is not None and len(narrow.pairs) else None
         self.camera.aspect = self.window.width / max(self.window.height, 1)
         self.camera.update(state.pos, state.quat, state.radius, self.world.config.arena.size,
                            self.world.config.sim.frame_dt, hits)
         render_start = time.perf_counter()
         size = self.window.get_framebuffer_size()
-        self.view_proj, labels = self.renderer.render(self.ctx.screen, size, state, self.camera, narrow, self.options)
+        lines = field_lines(self.world.field, self.options.show_boxes, self.options.show_features)
+        self.view_proj, labels = self.renderer.render(self.ctx.screen, size, state, self.camera, narrow, self.options,
+                                                      lines)
         if self.split_timing:  # an extra GPU sync: only when asked, it costs a flush
             self.ctx.finish()
         scene_time = time.perf_counter() - render_start
@@ -338,6 +345,19 @@ class App:
             self.ctx.finish()
             times.append(time.perf_counter() - t0)
         return float(np.median(times))
+
+
+def scene_models(world):
+    """(models, trees, colours) of every body the renderer draws: the ships' models, then the
+    asteroid shapes (if any) in rock colour."""
+    from .renderer import MODEL_COLORS
+
+    shapes = world.asteroid_shapes
+    colors = [MODEL_COLORS[m % len(MODEL_COLORS)] for m in range(len(world.models))]
+    if shapes is None:
+        return world.models, world.trees, colors
+    return (list(world.models) + shapes.meshes, list(world.trees) + shapes.trees,
+            colors + [ASTEROID_COLOR] * len(shapes.meshes))
 
 
 def save_png(path, image: np.ndarray) -> None:

@@ -42,6 +42,9 @@ def _common(p) -> None:
                    help="sphere-tree level to draw for every ship from the start, at most collision.tree_depth "
                         "(default: -1, none)")
     p.add_argument("--bounds", action="store_true", help="draw the broad-phase bounding spheres")
+    p.add_argument("--boxes", action="store_true", help="draw the asteroids' sweep-and-prune boxes (key B)")
+    p.add_argument("--features", action="store_true",
+                   help="draw the asteroid pairs' closest-feature segments (key L)")
     p.add_argument("--broadphase", choices=BROADPHASE_NAMES,
                    help="override the config's broad phase")
     p.add_argument("--realtime", action="store_true",
@@ -104,6 +107,7 @@ def run_app(args, mode: str) -> int:
               warm_in_background=True)
     app.controls.tree_level = min(args.tree_level, world.max_level - 1)
     app.controls.show_bounds = args.bounds
+    app.options.show_boxes, app.options.show_features = args.boxes, args.features
     renderer = ctx.info.get("GL_RENDERER", "?")
     try:
         app.run(frames=args.frames, screenshot=args.screenshot)

@@ -13,7 +13,7 @@ FLIGHT = {
     "SPACE": "brake",
 }
 COMMANDS = {
-    "P": "pause", "N": "step", "R": "reset", "C": "camera", "T": "tree_level",
+    "P": "pause", "N": "step", "R": "reset", "C": "camera", "T": "tree_level", "B": "boxes", "L": "features",
     "F1": "overlay", "F11": "fullscreen", "F12": "screenshot",
 }
 # help panel lines: (keys, what they do)
@@ -25,6 +25,7 @@ HELP = [
     ("R", "reset"),
     ("C", "chase / orbit camera"),
     ("T", "next tree level drawn"),
+    ("B / L", "asteroid boxes / closest features"),
     ("drag, wheel", "orbit: turn, zoom"),
     ("table row", "camera on that pair"),
     ("F1 / F11", "overlay / fullscreen"),

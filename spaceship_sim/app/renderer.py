@@ -159,14 +159,19 @@ class SceneOptions:
     tree_level: int | None = None   # sphere-tree level drawn for every ship (None: none)
     show_hits: bool = True          # colliding spheres / triangles of the current frame
     show_bounds: bool = False       # broad-phase bounding spheres (candidates highlighted)
+    show_boxes: bool = False        # asteroids' sweep-and-prune boxes (app/asteroids.py)
+    show_features: bool = False     # asteroid pairs' closest-feature segments
 
 
 class Renderer:
     """Owns the GL objects; `render(...)` draws one frame into the bound framebuffer."""
 
-    def __init__(self, ctx: moderngl.Context, models, trees):
-        """models: list[Mesh]; trees: list[SphereTree] (same order)."""
+    def __init__(self, ctx: moderngl.Context, models, trees, colors=None):
+        """models: list[Mesh]; trees: list[SphereTree] (same order); colors: RGB per model
+        (default: MODEL_COLORS in turn)."""
         self.ctx, self.models, self.trees = ctx, models, trees
+        self.model_colors = np.array(colors or [MODEL_COLORS[m % len(MODEL_COLORS)] for m in range(len(models))],
+                                     np.float32)
         self.exact_level = max(t.depth for t in trees) + 1
         self.ship_prog = ctx.program(vertex_shader=SHIP_VS, fragment_shader=SHIP_FS)
         self.sphere_prog = ctx.program(vertex_shader=SPHERE_VS, fragment_shader=SPHERE_FS)
@@ -199,9 +204,10 @@ class Renderer:
         return _Instanced(self.ctx, prog, vbo, index_buffer, n_vertices or len(vertices), inst_format, inst_attrs)
 
     # --- per frame -----------------------------------------------------------------------
-    def render(self, fbo, size, state, camera, narrow=None, options: SceneOptions | None = None):
+    def render(self, fbo, size, state, camera, narrow=None, options: SceneOptions | None = None, lines=()):
         """Draw the scene for `state` (ShipState) seen by `camera` into `fbo` of `size`
-        (width, height) pixels. Returns the (4, 4) view-projection matrix used and the
+        (width, height) pixels; `lines`: [(GL_LINES world vertices (v, 3), rgba, end point size
+        [px] (0: none), on_top: seen through the hulls (else depth-tested))] drawn over the ships. Returns the (4, 4) view-projection matrix used and the
         labels to print over the scene: [(world point (3,), text, rgb)]."""
         options = options or SceneOptions()
         ctx = self.ctx
@@ -224,6 +230,13 @@ class Renderer:
         self.sphere_prog["proj"].write(gl_bytes(proj))
         R = quat_to_matrix(state.quat)
         self._draw_ships(state, R, narrow, camera.eye, geometry.in_frustum(state.pos, state.radius, view_proj))
+        ctx.enable_only(moderngl.DEPTH_TEST | moderngl.BLEND)
+        ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+        for vertices, rgba, point_size, on_top in lines:
+            ctx.enable_only(moderngl.BLEND | moderngl.PROGRAM_POINT_SIZE | (0 if on_top else moderngl.DEPTH_TEST))
+            self._draw_lines(vertices, rgba, moderngl.LINES)
+            if point_size:
+                self._draw_lines(vertices, rgba, moderngl.POINTS, point_size=point_size)
         return view_proj, self._draw_overlays(state, R, narrow, options)
 
     def _set_lights(self, view: np.ndarray, eye) -> None:
@@ -240,7 +253,7 @@ class Renderer:
     def _draw_ships(self, state, R, narrow, eye, visible) -> None:
         model = np.zeros((state.n, 4, 4), np.float32)
         model[:, :3, :3], model[:, :3, 3], model[:, 3, 3] = R, state.pos, 1.0
-        color = np.array(MODEL_COLORS, np.float32)[state.model_id % len(MODEL_COLORS)]
+        color = self.model_colors[state.model_id]
         color[0] = USER_COLOR
         if narrow is not None and len(narrow.pairs):
             color[np.unique(narrow.pairs[np.asarray(narrow.colliding)])] *= HIT_SHIP_TINT

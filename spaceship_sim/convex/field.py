@@ -25,6 +25,7 @@ points on a sphere); each has its own mass (density x volume). Until numba has c
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 
@@ -35,13 +36,14 @@ from ..broadphase.base import EMPTY_PAIRS
 from ..dynamics import contain
 from ..dynamics.integrator import quat_multiply
 from ..meshes import validate_mesh_arrays
-from ..state import quat_to_matrix, transforms
+from ..state import ShipState, quat_to_matrix, transforms
 from .closest import MAX_ITER, PENETRATING, walk_pairs
 from .polytope import Polytope, pack, random_polytope
 from .sweep import DynamicBoxes, SweepAndPrune, fixed_cubes
 
 SHAPE_SEED_SALT = 0xA57E  # asteroid shapes and placement draw from their own stream of sim.seed
 PLACEMENT_TRIES = 200     # random positions tried per asteroid before giving up
+_STATE_FIELDS = [f.name for f in dataclasses.fields(ShipState)]
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,10 @@ class NoField:
         """SHA-256 of every body's state (ships only here): equal hashes, bit-identical states."""
         return state.hash()
 
+    def body_state(self, state):
+        """Every body as one ShipState (what the app draws): the ships' own here."""
+        return state
+
 
 class AsteroidField(NoField):
     """The asteroids' state (struct of arrays, m asteroids) and their detection stages.
@@ -163,6 +169,7 @@ class AsteroidField(NoField):
         self._spin, self._spin_dt = None, None
         self.last = ConvexPairs.empty()
         self._convex_rows = np.zeros(0, np.int64)
+        self.box_lo = self.box_hi = np.zeros((0, 3))  # the asteroids' boxes of the last sweep (m, 3) world
         self.steps = self.fallbacks = 0  # Lin–Canny walk steps and brute-force fallbacks, last sample
 
     # --- integrate ----------------------------------------------------------------------
@@ -185,6 +192,7 @@ class AsteroidField(NoField):
         if compiled:
             lo_s, hi_s = fixed_cubes(state.radius, state.pos)
             lo_a, hi_a = self.boxes.boxes(self.rot, self.pos) if self.boxes else fixed_cubes(self.radius, self.pos)
+            self.box_lo, self.box_hi = lo_a, hi_a  # drawn by the app
             pairs = self.sweep.update(np.concatenate([lo_s, lo_a]), np.concatenate([hi_s, hi_a]))
         else:
             pairs = _sphere_pairs(np.concatenate([state.pos, self.pos]), np.concatenate([state.radius, self.radius]))
@@ -230,6 +238,14 @@ class AsteroidField(NoField):
         """(pos, vel, inv_mass) of every body, ships first (copies: see set_velocities)."""
         return (np.concatenate([state.pos, self.pos]), np.concatenate([state.vel, self.vel]),
                 np.concatenate([state.inv_mass, self.inv_mass]))
+
+    def body_state(self, state) -> ShipState:
+        """Ships then asteroids as one ShipState (pose, radius, model; asteroids have no controls):
+        what the app draws and what the narrow phase's pair indices refer to."""
+        rocks = ShipState.zeros(self.count)
+        rocks.pos[:], rocks.vel[:], rocks.quat[:], rocks.radius[:] = self.pos, self.vel, self.quat, self.radius
+        rocks.inv_mass[:], rocks.model_id[:] = self.inv_mass, self.model_offset + self.shape
+        return ShipState(**{f: np.concatenate([getattr(state, f), getattr(rocks, f)]) for f in _STATE_FIELDS})
 
     def set_velocities(self, state, vel) -> None:
         """Store velocities (n + m, 3) of every body (after response) back."""

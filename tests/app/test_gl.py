@@ -122,6 +122,16 @@ def test_colliding_spheres_show_in_their_level_colour_over_the_hull_and_the_tabl
     assert far["ship_peak"] > far["star_peak"] + 40, far
 
 
+def test_asteroids_drawn_with_their_boxes_and_closest_feature_segments_on_request():
+    out = scenario("asteroids")
+    assert out["asteroids_in_view"] > 100 and out["centres_drawn"] > 0.95, out  # instanced hulls at their poses
+    boxes, features = out["boxes"], out["features"]
+    assert boxes["changed"] > 5000 and boxes["near_geometry"] > 0.99, boxes  # key B: box edges, nowhere else
+    assert out["separated_pairs"] >= 1 and features["changed"] > 20, out  # key L: closest-feature segments...
+    assert features["near_geometry"] > 0.99, features                   # ...between the closest points
+    assert features["mean_rgb"][1] > 200 and features["mean_rgb"][0] < 120, features  # in the feature colour
+
+
 @pytest.mark.skipif(shutil.which("xvfb-run") is None or shutil.which("xdotool") is None,
                     reason="needs xvfb-run and xdotool (apt packages xvfb, xdotool)")
 def test_window_keys_and_resize_sent_through_the_x_server(tmp_path):
