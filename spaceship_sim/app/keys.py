@@ -25,7 +25,7 @@ HELP = [
     ("R", "reset"),
     ("C", "chase / orbit camera"),
     ("T", "next tree level drawn"),
-    ("B / L", "asteroid boxes / closest features"),
+    ("B / L", "asteroid boxes / features"),
     ("drag, wheel", "orbit: turn, zoom"),
     ("table row", "camera on that pair"),
     ("F1 / F11", "overlay / fullscreen"),
