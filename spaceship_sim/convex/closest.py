@@ -38,42 +38,50 @@ MAX_ITER = 200     # walk steps before the brute-force fallback
 _V, _E, _F = 0, 1, 2
 # indices into the kernel tuple S = PolytopeSet.kernel_args()
 _VERTS, _FSTART, _FVERTS, _FEDGES, _FNORMAL, _FOFFSET, _EDGES, _EFACES, _VSTART, _VNBRS, _VEDGES, \
-    _VRANGE, _FRANGE = range(13)
+    _VRANGE, _FRANGE, _MAXFACE = range(14)
 
 
-@njit(cache=True)
-def _dd(a, b, c, d):
-    """(a - b) . (c - d) for (3,) arrays."""
-    return (a[0] - b[0]) * (c[0] - d[0]) + (a[1] - b[1]) * (c[1] - d[1]) + (a[2] - b[2]) * (c[2] - d[2])
-
-
-@njit(cache=True)
-def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-@njit(cache=True)
-def _to_world(R, t, v, out):
-    """out (3,) = R v + t: a body-frame point to the world."""
+@njit(cache=True, inline="always")
+def _to_world(R, t, V, v, out, row):
+    """out[row] = R V[v] + t: a body-frame vertex to the world (rows by index: no views)."""
     for i in range(3):
-        out[i] = R[i, 0] * v[0] + R[i, 1] * v[1] + R[i, 2] * v[2] + t[i]
+        out[row, i] = R[i, 0] * V[v, 0] + R[i, 1] * V[v, 1] + R[i, 2] * V[v, 2] + t[i]
 
 
-@njit(cache=True)
-def _to_body(R, t, p):
-    """R^T (p - t): a world point (3,) into the body frame."""
-    q = np.empty(3)
+@njit(cache=True, inline="always")
+def _to_body(R, t, p, q):
+    """q (3,) = R^T (p - t): a world point (3,) into the body frame; returns q."""
     for i in range(3):
         q[i] = R[0, i] * (p[0] - t[0]) + R[1, i] * (p[1] - t[1]) + R[2, i] * (p[2] - t[2])
     return q
 
 
-@njit(cache=True)
-def _segment_params(p1, q1, p2, q2):
-    """Parameters (s, t) in [0, 1] of the closest points of segments p1q1 and p2q2 (Ericson 5.1.9);
-    a segment may be a single point (p == q)."""
-    a, e = _dd(q1, p1, q1, p1), _dd(q2, p2, q2, p2)
-    b, c, f = _dd(q1, p1, q2, p2), _dd(q1, p1, p1, p2), _dd(q2, p2, p1, p2)
+@njit(cache=True, inline="always")
+def _cross_dot(a0, a1, a2, b0, b1, b2, c0, c1, c2):
+    """(a x b) . c for scalar vectors (no temporary arrays in the walk)."""
+    return (a1 * b2 - a2 * b1) * c0 + (a2 * b0 - a0 * b2) * c1 + (a0 * b1 - a1 * b0) * c2
+
+
+@njit(cache=True, inline="always")
+def _cross_norm(a0, a1, a2, b0, b1, b2):
+    """|a x b| for scalar vectors a, b."""
+    x, y, z = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+    return np.sqrt(x * x + y * y + z * z)
+
+
+@njit(cache=True, inline="always")
+def _segment_params(P, i0, i1, Q, j0, j1):
+    """Parameters (s, t) in [0, 1] of the closest points of segments P[i0] P[i1] and Q[j0] Q[j1]
+    (rows of (., 3) arrays; Ericson 5.1.9); a segment may be a single point (i0 == i1).
+    Indices, not row views: a view costs reference counting in the walk's innermost loop."""
+    a = e = b = c = f = 0.0
+    for k in range(3):
+        d1, d2, r = P[i1, k] - P[i0, k], Q[j1, k] - Q[j0, k], P[i0, k] - Q[j0, k]
+        a += d1 * d1
+        e += d2 * d2
+        b += d1 * d2
+        c += d1 * r
+        f += d2 * r
     if a <= 1e-300 and e <= 1e-300:
         return 0.0, 0.0
     if a <= 1e-300:
@@ -90,7 +98,7 @@ def _segment_params(p1, q1, p2, q2):
     return s, t
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _where(i, s, k):
     """Sub-feature of a k-corner feature holding the point at parameter s of its side i:
     2 * j for corner j, 2 * i + 1 for the inside of side i."""
@@ -101,16 +109,22 @@ def _where(i, s, k):
     return 2 * i + 1
 
 
-@njit(cache=True)
-def _inside_polygon(Q, m, n, x):
-    """Whether x (3,), on the plane of the convex polygon Q[:m] (normal n), lies inside it."""
+@njit(cache=True, inline="always")
+def _inside_polygon(Q, m, n, x0, x1, x2):
+    """Whether point x, on the plane of the convex polygon Q[:m] (normal n (3,)), lies inside it."""
     for j in range(m):
-        a, b = Q[j], Q[(j + 1) % m]
-        e0, e1, e2 = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+        j1 = (j + 1) % m
+        e0, e1, e2 = Q[j1, 0] - Q[j, 0], Q[j1, 1] - Q[j, 1], Q[j1, 2] - Q[j, 2]
         u0, u1, u2 = e1 * n[2] - e2 * n[1], e2 * n[0] - e0 * n[2], e0 * n[1] - e1 * n[0]  # e x n: outward
-        if (x[0] - a[0]) * u0 + (x[1] - a[1]) * u1 + (x[2] - a[2]) * u2 > 1e-12 * (e0 * e0 + e1 * e1 + e2 * e2):
+        if (x0 - Q[j, 0]) * u0 + (x1 - Q[j, 1]) * u1 + (x2 - Q[j, 2]) * u2 > 1e-12 * (e0 * e0 + e1 * e1 + e2 * e2):
             return False
     return True
+
+
+@njit(cache=True, inline="always")
+def _row_dot(P, i, n):
+    """P[i] . n for a row of a (., 3) array and a (3,) array."""
+    return P[i, 0] * n[0] + P[i, 1] * n[1] + P[i, 2] * n[2]
 
 
 @njit(cache=True)
@@ -120,23 +134,27 @@ def _project_into(P, k, Q, m, nQ, best, out, oP, oQ):
     Improves on squared distance `best`: writes the points to out[oP:oP+3] and out[oQ:oQ+3] and
     returns (best, where on P, where on Q = -1 the face's inside); where on P is -2 if no better."""
     wP = -2
-    x = np.empty(3)
+    plane = _row_dot(Q, 0, nQ)
     for i in range(k):
-        sd = _dot(P[i], nQ) - _dot(Q[0], nQ)
+        sd = _row_dot(P, i, nQ) - plane
         if sd * sd >= best:
             continue
-        for c in range(3):
-            x[c] = P[i, c] - sd * nQ[c]
-        if _inside_polygon(Q, m, nQ, x):
+        x0, x1, x2 = P[i, 0] - sd * nQ[0], P[i, 1] - sd * nQ[1], P[i, 2] - sd * nQ[2]
+        if _inside_polygon(Q, m, nQ, x0, x1, x2):
             best, wP = sd * sd, 2 * i
-            out[oP:oP + 3], out[oQ:oQ + 3] = P[i], x
+            for c in range(3):
+                out[oP + c] = P[i, c]
+            out[oQ], out[oQ + 1], out[oQ + 2] = x0, x1, x2
     for i in range(k if k >= 3 else k - 1):  # sides: none for a vertex, one for an edge
-        d0 = _dot(P[i], nQ) - _dot(Q[0], nQ)
-        d1 = _dot(P[(i + 1) % k], nQ) - _dot(Q[0], nQ)
+        i1 = (i + 1) % k
+        d0, d1 = _row_dot(P, i, nQ) - plane, _row_dot(P, i1, nQ) - plane
         if d0 * d1 < 0.0:
-            x[:] = P[i] + (d0 / (d0 - d1)) * (P[(i + 1) % k] - P[i])
-            if _inside_polygon(Q, m, nQ, x):
-                out[oP:oP + 3], out[oQ:oQ + 3] = x, x
+            s = d0 / (d0 - d1)
+            x0, x1, x2 = (P[i, 0] + s * (P[i1, 0] - P[i, 0]), P[i, 1] + s * (P[i1, 1] - P[i, 1]),
+                          P[i, 2] + s * (P[i1, 2] - P[i, 2]))
+            if _inside_polygon(Q, m, nQ, x0, x1, x2):
+                out[oP], out[oP + 1], out[oP + 2] = x0, x1, x2
+                out[oQ], out[oQ + 1], out[oQ + 2] = x0, x1, x2
                 return 0.0, 2 * i + 1
     return best, wP
 
@@ -150,16 +168,17 @@ def _closest_polygons(P, k, nP, Q, m, nQ, out):
     where on Q) with `where` as in `_where`, -1 for a face's inside."""
     best, wP, wQ = np.inf, 0, 0
     for i in range(1 if k <= 2 else k):
+        i1 = (i + 1) % k
         for j in range(1 if m <= 2 else m):
-            a0, a1, b0, b1 = P[i], P[(i + 1) % k], Q[j], Q[(j + 1) % m]
-            s, t = _segment_params(a0, a1, b0, b1)
+            j1 = (j + 1) % m
+            s, t = _segment_params(P, i, i1, Q, j, j1)
             d2 = 0.0
             for c in range(3):  # scalar: no temporary arrays in the hot loop
-                d2 += (a0[c] + s * (a1[c] - a0[c]) - b0[c] - t * (b1[c] - b0[c])) ** 2
+                d2 += (P[i, c] + s * (P[i1, c] - P[i, c]) - Q[j, c] - t * (Q[j1, c] - Q[j, c])) ** 2
             if d2 < best:
                 best, wP, wQ = d2, _where(i, s, k), _where(j, t, m)
                 for c in range(3):
-                    out[c], out[3 + c] = a0[c] + s * (a1[c] - a0[c]), b0[c] + t * (b1[c] - b0[c])
+                    out[c], out[3 + c] = P[i, c] + s * (P[i1, c] - P[i, c]), Q[j, c] + t * (Q[j1, c] - Q[j, c])
     if m >= 3:
         best, w = _project_into(P, k, Q, m, nQ, best, out, 0, 3)
         if w != -2:
@@ -171,28 +190,28 @@ def _closest_polygons(P, k, nP, Q, m, nQ, out):
     return best, wP, wQ
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _feature_points(S, R, t, feat, out, normal):
     """World corners of a feature into out[:k] (and a face's world normal); returns k."""
     kind, idx = feat % 3, feat // 3
     V = S[_VERTS]
     if kind == _V:
-        _to_world(R, t, V[idx], out[0])
+        _to_world(R, t, V, idx, out, 0)
         return 1
     if kind == _E:
-        _to_world(R, t, V[S[_EDGES][idx, 0]], out[0])
-        _to_world(R, t, V[S[_EDGES][idx, 1]], out[1])
+        _to_world(R, t, V, S[_EDGES][idx, 0], out, 0)
+        _to_world(R, t, V, S[_EDGES][idx, 1], out, 1)
         return 2
     start, end = S[_FSTART][idx], S[_FSTART][idx + 1]
     for c in range(start, end):
-        _to_world(R, t, V[S[_FVERTS][c]], out[c - start])
-    n = S[_FNORMAL][idx]
+        _to_world(R, t, V, S[_FVERTS][c], out, c - start)
+    N = S[_FNORMAL]
     for i in range(3):
-        normal[i] = R[i, 0] * n[0] + R[i, 1] * n[1] + R[i, 2] * n[2]
+        normal[i] = R[i, 0] * N[idx, 0] + R[i, 1] * N[idx, 1] + R[i, 2] * N[idx, 2]
     return end - start
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _subfeature(S, feat, where):
     """The feature holding a point: `where` (see `_where`) on feature `feat`, -1 keeps feat."""
     kind, idx = feat % 3, feat // 3
@@ -204,38 +223,44 @@ def _subfeature(S, feat, where):
     return 3 * S[_FVERTS][c] if where % 2 == 0 else 3 * S[_FEDGES][c] + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _step_vertex(S, v, q, tol):
     """Vertex v's Voronoi region: planes through v normal to its edges; q (3,) body frame.
     Returns the edge across the most violated plane, or NO_STEP."""
     V = S[_VERTS]
     best, new = tol, NO_STEP
     for s in range(S[_VSTART][v], S[_VSTART][v + 1]):
-        w = V[S[_VNBRS][s]]
-        viol = _dd(q, V[v], w, V[v]) / np.sqrt(_dd(w, V[v], w, V[v]))
+        w = S[_VNBRS][s]
+        e0, e1, e2 = V[w, 0] - V[v, 0], V[w, 1] - V[v, 1], V[w, 2] - V[v, 2]
+        viol = ((q[0] - V[v, 0]) * e0 + (q[1] - V[v, 1]) * e1 + (q[2] - V[v, 2]) * e2) / \
+            np.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
         if viol > best:
             best, new = viol, 3 * S[_VEDGES][s] + 1
     return new
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _step_edge(S, e, q, where, tol):
     """Edge e's Voronoi region: the wedge between its faces' normals, between the planes normal to
     it through its ends. `where` locates the closest point on e (0 tail, 1 inside, 2 head)."""
-    V, E = S[_VERTS], S[_EDGES]
-    tail, head = V[E[e, 0]], V[E[e, 1]]
-    d = head - tail
-    length = np.sqrt(_dot(d, d))
-    past_tail, past_head = -(_dot(q, d) - _dot(tail, d)) / length, (_dot(q, d) - _dot(head, d)) / length
+    V, E, N = S[_VERTS], S[_EDGES], S[_FNORMAL]
+    ta, he = E[e, 0], E[e, 1]
+    d0, d1, d2 = V[he, 0] - V[ta, 0], V[he, 1] - V[ta, 1], V[he, 2] - V[ta, 2]
+    length = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    r0, r1, r2 = V[ta, 0] - q[0], V[ta, 1] - q[1], V[ta, 2] - q[2]
+    along = -(r0 * d0 + r1 * d1 + r2 * d2)
+    past_tail, past_head = -along / length, along / length - length
     if where == 0 and past_tail > tol:
         return 3 * E[e, 0]
     if where == 2 and past_head > tol:
         return 3 * E[e, 1]
     left, right = S[_EFACES][e, 0], S[_EFACES][e, 1]
-    u_left = np.cross(d, S[_FNORMAL][left])        # outward from the left face across e
-    u_right = np.cross(S[_FNORMAL][right], d)      # the edge runs head -> tail in the right face
-    over_left = (_dot(tail, u_left) - _dot(q, u_left)) / np.sqrt(_dot(u_left, u_left))
-    over_right = (_dot(tail, u_right) - _dot(q, u_right)) / np.sqrt(_dot(u_right, u_right))
+    # (tail - q) . u over |u| for u_left = d x n_left (outward from the left face across e) and
+    # u_right = n_right x d (the edge runs head -> tail in the right face)
+    over_left = _cross_dot(d0, d1, d2, N[left, 0], N[left, 1], N[left, 2], r0, r1, r2) / \
+        _cross_norm(d0, d1, d2, N[left, 0], N[left, 1], N[left, 2])
+    over_right = -_cross_dot(d0, d1, d2, N[right, 0], N[right, 1], N[right, 2], r0, r1, r2) / \
+        _cross_norm(d0, d1, d2, N[right, 0], N[right, 1], N[right, 2])
     if max(over_left, over_right) > tol:
         return 3 * (left if over_left >= over_right else right) + 2
     if max(past_tail, past_head) > tol:
@@ -243,43 +268,46 @@ def _step_edge(S, e, q, where, tol):
     return NO_STEP
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _step_face(S, f, q, where, tol):
     """Face f's Voronoi region: the prism over f bounded by planes normal to f through its edges,
     above f's plane. Outside the prism: step to the boundary feature holding the closest point
     (`where`) or else across the most violated side; below the plane: LOCAL_MIN."""
-    V, n = S[_VERTS], S[_FNORMAL][f]
+    V, N = S[_VERTS], S[_FNORMAL]
+    n0, n1, n2 = N[f, 0], N[f, 1], N[f, 2]
     start, end = S[_FSTART][f], S[_FSTART][f + 1]
     best, worst = tol, -1
     for c in range(start, end):
-        a, b = V[S[_FVERTS][c]], V[S[_FVERTS][start + (c - start + 1) % (end - start)]]
-        u = np.cross(b - a, n)
-        viol = (_dot(q, u) - _dot(a, u)) / np.sqrt(_dot(u, u))
+        a, b = S[_FVERTS][c], S[_FVERTS][start + (c - start + 1) % (end - start)]
+        e0, e1, e2 = V[b, 0] - V[a, 0], V[b, 1] - V[a, 1], V[b, 2] - V[a, 2]
+        # (q - a) . u / |u| for u = (b - a) x n, the side's outward normal in the face's plane
+        viol = _cross_dot(e0, e1, e2, n0, n1, n2, q[0] - V[a, 0], q[1] - V[a, 1], q[2] - V[a, 2]) / \
+            _cross_norm(e0, e1, e2, n0, n1, n2)
         if viol > best:
             best, worst = viol, c
     if worst >= 0:
         return _subfeature(S, 3 * f + 2, where) if where >= 0 else 3 * S[_FEDGES][worst] + 1
-    if _dot(q, n) - S[_FOFFSET][f] < -tol:
+    if q[0] * n0 + q[1] * n1 + q[2] * n2 - S[_FOFFSET][f] < -tol:
         return LOCAL_MIN
     return NO_STEP
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _highest_face(S, body, q):
     """(face, signed distance) of the face plane of `body` that q (3,), body frame, is furthest above."""
     best, face = -np.inf, -1
     for f in range(S[_FRANGE][body], S[_FRANGE][body + 1]):
-        sd = _dot(q, S[_FNORMAL][f]) - S[_FOFFSET][f]
+        sd = _row_dot(S[_FNORMAL], f, q) - S[_FOFFSET][f]
         if sd > best:
             best, face = sd, f
     return face, best
 
 
-@njit(cache=True)
-def _feature_step(S, R, t, body, feat, p, where, tol):
+@njit(cache=True, inline="always")
+def _feature_step(S, R, t, body, feat, p, where, tol, q):
     """Next feature of `body` given the other body's closest point p (3,), world frame:
-    NO_STEP when p is in feat's Voronoi region, INSIDE when p is inside the body."""
-    q = _to_body(R, t, p)
+    NO_STEP when p is in feat's Voronoi region, INSIDE when p is inside the body. q: (3,) scratch."""
+    _to_body(R, t, p, q)
     kind, idx = feat % 3, feat // 3
     if kind == _V:
         return _step_vertex(S, idx, q, tol)
@@ -293,18 +321,18 @@ def _feature_step(S, R, t, body, feat, p, where, tol):
 
 
 @njit(cache=True)
-def _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts):
+def _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts, x):
     """Lin–Canny walk from features (fa, fb); closest points left in pts[0:3] (A), pts[3:6] (B).
-    Returns (status, distance, fa, fb, steps); status CAPPED after max_iter steps."""
+    Returns (status, distance, fa, fb, steps); status CAPPED after max_iter steps. x: (3,) scratch."""
     for it in range(max_iter):
         kA = _feature_points(S, rot[a], pos[a], fa, PA, nA)
         kB = _feature_points(S, rot[b], pos[b], fb, PB, nB)
         d2, wA, wB = _closest_polygons(PA, kA, nA, PB, kB, nB, pts)
         if d2 <= tol * tol:
             return PENETRATING, 0.0, fa, fb, it
-        new = _feature_step(S, rot[a], pos[a], a, fa, pts[3:6], wA, tol)
+        new = _feature_step(S, rot[a], pos[a], a, fa, pts[3:6], wA, tol, x)
         if new == NO_STEP:
-            new = _feature_step(S, rot[b], pos[b], b, fb, pts[0:3], wB, tol)
+            new = _feature_step(S, rot[b], pos[b], b, fb, pts[0:3], wB, tol, x)
             if new == NO_STEP:
                 return SEPARATED, np.sqrt(d2), fa, fb, it
             if new == INSIDE:
@@ -320,9 +348,9 @@ def _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts):
 @njit(cache=True)
 def _first_vertex_inside(S, rot, pos, inner, outer, tol):
     """Whether the first vertex of body `inner` lies inside body `outer` (within tol)."""
-    p = np.empty(3)
-    _to_world(rot[inner], pos[inner], S[_VERTS][S[_VRANGE][inner]], p)
-    return _highest_face(S, outer, _to_body(rot[outer], pos[outer], p))[1] <= tol
+    p, q = np.empty((1, 3)), np.empty(3)
+    _to_world(rot[inner], pos[inner], S[_VERTS], S[_VRANGE][inner], p, 0)
+    return _highest_face(S, outer, _to_body(rot[outer], pos[outer], p[0], q))[1] <= tol
 
 
 @njit(cache=True)
@@ -354,10 +382,8 @@ def walk_pairs(S, radius, rot, pos, pairs, feats, max_iter, brute, dist, status,
     start from each body's first vertex), out: this frame's. Outputs: dist (P,) float64 (0 when
     penetrating), status (P,) int8 (SEPARATED / PENETRATING), points (P, 2, 3) float64 world
     closest points (undefined when penetrating). Returns (walk steps, brute-force fallbacks)."""
-    m = 3
-    for f in range(len(S[_FSTART]) - 1):
-        m = max(m, S[_FSTART][f + 1] - S[_FSTART][f])
-    PA, PB, nA, nB, pts = np.empty((m, 3)), np.empty((m, 3)), np.empty(3), np.empty(3), np.empty(6)
+    m = max(3, S[_MAXFACE])
+    PA, PB, nA, nB, pts, x = np.empty((m, 3)), np.empty((m, 3)), np.empty(3), np.empty(3), np.empty(6), np.empty(3)
     steps = fallbacks = 0
     for p in range(len(pairs)):
         a, b = pairs[p, 0], pairs[p, 1]
@@ -366,7 +392,7 @@ def walk_pairs(S, radius, rot, pos, pairs, feats, max_iter, brute, dist, status,
         fb = feats[p, 1] if feats[p, 1] >= 0 else 3 * S[_VRANGE][b]
         st = CAPPED
         if not brute:
-            st, d, fa, fb, it = _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts)
+            st, d, fa, fb, it = _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts, x)
             steps += it
         if st == CAPPED:
             fallbacks += not brute

@@ -255,7 +255,7 @@ class PolytopeSet(_Features):
         """The arrays, in the order the closest-feature kernels take them."""
         return (self.vertices, self.face_start, self.face_verts, self.face_edges, self.face_normal,
                 self.face_offset, self.edges, self.edge_faces, self.vert_start, self.vert_nbrs,
-                self.vert_edges, self.vert_range, self.face_range)
+                self.vert_edges, self.vert_range, self.face_range, self.max_face_size)
 
 
 def pack(polytopes: list[Polytope]) -> PolytopeSet:
