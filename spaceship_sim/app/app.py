@@ -348,16 +348,16 @@ class App:
 
 
 def scene_models(world):
-    """(models, trees, colours) of every body the renderer draws: the ships' models, then the
-    asteroid shapes (if any) in rock colour."""
+    """(models, trees, colours, coarse meshes) of every body the renderer draws: the ships' models,
+    then the asteroid shapes (if any) in rock colour, with their coarse stand-ins for far away."""
     from .renderer import MODEL_COLORS
 
     shapes = world.asteroid_shapes
     colors = [MODEL_COLORS[m % len(MODEL_COLORS)] for m in range(len(world.models))]
     if shapes is None:
-        return world.models, world.trees, colors
+        return world.models, world.trees, colors, None
     return (list(world.models) + shapes.meshes, list(world.trees) + shapes.trees,
-            colors + [ASTEROID_COLOR] * len(shapes.meshes))
+            colors + [ASTEROID_COLOR] * len(shapes.meshes), [None] * len(world.models) + shapes.coarse)
 
 
 def save_png(path, image: np.ndarray) -> None:

@@ -29,6 +29,7 @@ HIT_SPHERE_ALPHA = 0.5            # colliding spheres (seen through the hulls)
 SEGMENT_COLOR = (1.0, 1.0, 1.0)
 BOUND_COLOR = (0.4, 0.4, 0.5, 0.5)
 CANDIDATE_BOUND_COLOR = (1.0, 0.85, 0.2, 0.9)
+COARSE_BELOW_PX = 12.0  # bodies smaller than this on screen (bounding radius) use their coarse mesh if any
 
 SHIP_VS = """
 #version 330
@@ -166,9 +167,10 @@ class SceneOptions:
 class Renderer:
     """Owns the GL objects; `render(...)` draws one frame into the bound framebuffer."""
 
-    def __init__(self, ctx: moderngl.Context, models, trees, colors=None):
+    def __init__(self, ctx: moderngl.Context, models, trees, colors=None, coarse=None):
         """models: list[Mesh]; trees: list[SphereTree] (same order); colors: RGB per model
-        (default: MODEL_COLORS in turn)."""
+        (default: MODEL_COLORS in turn); coarse: per model a Mesh drawn instead when the body's
+        bounding sphere is under COARSE_BELOW_PX pixels in radius, or None (default: none)."""
         self.ctx, self.models, self.trees = ctx, models, trees
         self.model_colors = np.array(colors or [MODEL_COLORS[m % len(MODEL_COLORS)] for m in range(len(models))],
                                      np.float32)
@@ -179,6 +181,7 @@ class Renderer:
         self.star_prog = ctx.program(vertex_shader=STAR_VS, fragment_shader=STAR_FS)
         self.flat_prog = ctx.program(vertex_shader=FLAT_VS, fragment_shader=FLAT_FS)
         self.ship_meshes = [self._ship_vao(m) for m in models]
+        self.coarse_meshes = [None if c is None else self._ship_vao(c) for c in (coarse or [None] * len(models))]
         corners = np.array([[-1, -1], [1, -1], [1, 1], [-1, -1], [1, 1], [-1, 1]], "f4")
         self.sphere = _Instanced(ctx, self.sphere_prog, ctx.buffer(corners), None, 6, "4f 4f/i",
                                  ["in_sphere", "in_rgba"], vertex_attr=("2f", "in_corner"))
@@ -229,7 +232,8 @@ class Renderer:
         self._set_lights(view, camera.eye)
         self.sphere_prog["proj"].write(gl_bytes(proj))
         R = quat_to_matrix(state.quat)
-        self._draw_ships(state, R, narrow, camera.eye, geometry.in_frustum(state.pos, state.radius, view_proj))
+        pixels = proj[1, 1] * size[1] / 2 * state.radius / np.maximum(np.linalg.norm(state.pos - camera.eye, axis=1), 1e-9)
+        self._draw_ships(state, R, narrow, camera.eye, geometry.in_frustum(state.pos, state.radius, view_proj), pixels)
         ctx.enable_only(moderngl.DEPTH_TEST | moderngl.BLEND)
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
         for vertices, rgba, point_size, on_top in lines:
@@ -250,7 +254,8 @@ class Renderer:
         self.sphere_prog["key_view"].value = tuple(view[:3, :3] @ key)
         self.sphere_prog["view"].write(gl_bytes(view))
 
-    def _draw_ships(self, state, R, narrow, eye, visible) -> None:
+    def _draw_ships(self, state, R, narrow, eye, visible, pixels) -> None:
+        """pixels: (n,) on-screen radius of each body's bounding sphere [px] (picks coarse meshes)."""
         model = np.zeros((state.n, 4, 4), np.float32)
         model[:, :3, :3], model[:, :3, 3], model[:, 3, 3] = R, state.pos, 1.0
         color = self.model_colors[state.model_id]
@@ -265,7 +270,14 @@ class Renderer:
         order = order[visible[order]]  # off-screen ships cost vertex work: skip them
         models = dict.fromkeys(state.model_id[order].tolist())
         for m in models:
-            self.ship_meshes[m].render(inst[order[state.model_id[order] == m]])
+            mine = order[state.model_id[order] == m]
+            coarse = self.coarse_meshes[m]
+            if coarse is None:
+                self.ship_meshes[m].render(inst[mine])
+                continue
+            far = pixels[mine] < COARSE_BELOW_PX  # triangles cost most under software GL: fewer where unseen
+            self.ship_meshes[m].render(inst[mine[~far]])
+            coarse.render(inst[mine[far]])
         # a marker at every centre (hidden inside near hulls): far ships stay visible among stars
         self.ctx.enable(moderngl.PROGRAM_POINT_SIZE)
         self.marker.render(np.c_[state.pos[order], np.zeros(len(order)), color[order], np.ones(len(order))],

@@ -38,22 +38,24 @@ from ..dynamics.integrator import quat_multiply
 from ..meshes import validate_mesh_arrays
 from ..state import ShipState, quat_to_matrix, transforms
 from .closest import MAX_ITER, PENETRATING, walk_pairs
-from .polytope import Polytope, pack, random_polytope
+from .polytope import Polytope, _hull_polytope, pack, random_polytope
 from .sweep import DynamicBoxes, SweepAndPrune, fixed_cubes
 
 SHAPE_SEED_SALT = 0xA57E  # asteroid shapes and placement draw from their own stream of sim.seed
 PLACEMENT_TRIES = 200     # random positions tried per asteroid before giving up
+COARSE_CORNERS = 8        # vertices of the stand-in drawn for far asteroids
 _STATE_FIELDS = [f.name for f in dataclasses.fields(ShipState)]
 
 
 @dataclass(frozen=True)
 class AsteroidShapes:
     """The distinct asteroid shapes: polytopes (body frame at the mass centre [m]), their
-    triangulated meshes and sphere trees (same order)."""
+    triangulated meshes, sphere trees and coarse meshes for drawing far away (same order)."""
 
     polytopes: list
     meshes: list
     trees: list
+    coarse: list
 
     @classmethod
     def from_config(cls, cfg) -> "AsteroidShapes":
@@ -65,14 +67,28 @@ class AsteroidShapes:
         polys = [random_polytope(a.faces, rng, radius=r) for r in radii]
         meshes = [polytope_mesh(p, f"asteroid-{k}") for k, p in enumerate(polys)]
         trees = [load_or_build(m, method="octree", depth=cfg.collision.tree_depth) for m in meshes]
-        return cls(polys, meshes, trees)
+        return cls(polys, meshes, trees, [coarse_mesh(p) for p in polys])
 
 
 def polytope_mesh(poly: Polytope, name: str):
     """The polytope's faces fanned into triangles: a `Mesh` (counter-clockwise from outside)."""
     tris = [(face[0], face[i], face[i + 1]) for face in (poly.face(f) for f in range(poly.n_faces))
             for i in range(1, len(face) - 1)]
-    return validate_mesh_arrays(poly.vertices, np.array(tris, np.int32), source=name, name="asteroid")
+    return validate_mesh_arrays(poly.vertices, np.array(tris, np.int32), source=name, name=name)
+
+
+def coarse_mesh(poly: Polytope, corners: int = COARSE_CORNERS):
+    """A few-triangle stand-in for drawing a polytope far away: the hull of `corners` of its vertices
+    spread by farthest-point sampling (inside the polytope, same body frame)."""
+    v = poly.vertices
+    pick = [int(np.argmax((v ** 2).sum(axis=1)))]
+    gap = ((v - v[pick[0]]) ** 2).sum(axis=1)
+    while len(pick) < min(corners, len(v)):
+        pick.append(int(np.argmax(gap)))
+        gap = np.minimum(gap, ((v - v[pick[-1]]) ** 2).sum(axis=1))
+    hull, centre = _hull_polytope(v[pick], "coarse asteroid")
+    shifted = dataclasses.replace(hull, vertices=hull.vertices + centre)  # back into the polytope's frame
+    return polytope_mesh(shifted, "asteroid-coarse")
 
 
 @dataclass(eq=False)

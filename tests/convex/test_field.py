@@ -159,3 +159,14 @@ def test_cold_world_flies_then_switches_to_the_kernels():
     cold.kernels_ready.set()
     cold.step()
     assert cold.compiled
+
+
+def test_coarse_mesh_is_a_closed_hull_of_the_polytopes_own_vertices():
+    from spaceship_sim.convex.field import coarse_mesh
+    from spaceship_sim.convex.polytope import random_polytope
+
+    poly = random_polytope(24, np.random.default_rng(4), radius=5.0)
+    mesh = coarse_mesh(poly, corners=8)
+    assert mesh.closed and len(mesh.vertices) == 8 and 0 < mesh.volume < poly.volume
+    dist = np.linalg.norm(mesh.vertices[:, None] - poly.vertices[None], axis=2).min(axis=1)
+    assert dist.max() < 1e-9, "same body frame, corners taken from the polytope"
