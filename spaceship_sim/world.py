@@ -225,7 +225,7 @@ class World:
         stats.level_hist = tuple(int(x) for x in old + hist)
         bounds = narrow.separation_bound[hit]
         if len(bounds):
-            radius = self.state.radius[narrow.pairs[hit]].mean(axis=1)  # the pair's mean bounding radius
+            radius = self.field.radii(self.state)[narrow.pairs[hit]].mean(axis=1)  # the pair's mean bounding radius
             stats.sep_bounds = np.concatenate([stats.sep_bounds, bounds])
             stats.sep_bounds_rel = np.concatenate([stats.sep_bounds_rel, bounds / radius])
             stats.sep_bound_min = float(stats.sep_bounds.min())

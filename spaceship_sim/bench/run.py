@@ -192,7 +192,7 @@ def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, open_log, pr
 
 
 def frame_poses(world) -> tuple:
-    """(model_id, T, pairs): copies of the last frame's ship models, poses and candidate pairs."""
-    from ..state import transforms
-
-    return world.state.model_id.copy(), transforms(world.state), world.last_narrow.pairs.copy()
+    """(model_id, T, pairs): copies of the last frame's body models, poses and candidate pairs (ships,
+    then asteroids if any)."""
+    return world.field.model_ids(world.state).copy(), world.field.transforms(world.state), \
+        world.last_narrow.pairs.copy()

@@ -143,6 +143,10 @@ class NoField:
     def bodies(self, state):
         return state.pos, state.vel, state.inv_mass
 
+    def radii(self, state):
+        """(n,) bounding radius of every body [m]."""
+        return state.radius
+
     def set_velocities(self, state, vel):
         pass
 
@@ -262,6 +266,10 @@ class AsteroidField(NoField):
         rocks.pos[:], rocks.vel[:], rocks.quat[:], rocks.radius[:] = self.pos, self.vel, self.quat, self.radius
         rocks.inv_mass[:], rocks.model_id[:] = self.inv_mass, self.model_offset + self.shape
         return ShipState(**{f: np.concatenate([getattr(state, f), getattr(rocks, f)]) for f in _STATE_FIELDS})
+
+    def radii(self, state) -> np.ndarray:
+        """(n + m,) bounding radius of every body, ships first [m]."""
+        return np.concatenate([state.radius, self.radius])
 
     def set_velocities(self, state, vel) -> None:
         """Store velocities (n + m, 3) of every body (after response) back."""
