@@ -275,6 +275,9 @@ def _check_relations(cfg: Config, file):
     if r.count and 2 * r.radius_max >= cfg.arena.size:
         raise ConfigError(file, "asteroids.radius_max", f"an asteroid {2 * r.radius_max:g} m across does not "
                           f"fit in the {cfg.arena.size:g} m arena")
+    if r.count and cfg.collision.exact_method != "leaves":
+        raise ConfigError(file, "collision.exact_method", f"{cfg.collision.exact_method!r} is built from the ship "
+                          "models only; with asteroids the exact level must be 'leaves'")
     if not cfg.ships.models:
         raise ConfigError(file, "ships.models", "must name at least one model")
     _check_work(cfg, file)

@@ -181,6 +181,8 @@ CASES = [
          "must be one of 'dynamic', 'fixed'"),
     toml("config-asteroid-radii-crossed", "[asteroids]\nradius_min = 5.0\nradius_max = 2.0\n",
          "asteroids.radius_min", "must be <= asteroids.radius_max"),
+    toml("config-asteroids-exact-method", "[asteroids]\ncount = 10\n[collision]\nexact_method = 'ssv'\n",
+         "collision.exact_method", "with asteroids the exact level must be 'leaves'"),
     toml("config-asteroids-too-many", "[asteroids]\ncount = 1000000\n", "asteroids.count", "must be <= 5000"),
     toml("config-asteroids-do-not-fit", "[arena]\nsize = 100.0\n[ships]\ncount = 1\nuser_model = 'lamp'\n"
          "[asteroids]\ncount = 3000\n", "asteroids.count",
