@@ -97,6 +97,11 @@ class TreeBank:
                    node_offset=node_offset, tri_offset=tri_offset,
                    depth=np.array([t.depth for t in trees], dtype=np.int64), trees=trees)
 
+    @property
+    def max_children(self) -> int:
+        """Most children of any node (>= 1)."""
+        return max(int(self.child_count.max(initial=1)), 1)
+
     def side(self):
         """The arrays one side of a pair kernel takes, in kernel argument order."""
         return (self.center, self.radius, self.first_child, self.child_count, self.tri_ptr, self.tri_idx,

@@ -90,12 +90,13 @@ def stack_width(bank_a, bank_b, depth: int) -> int:
     """Entries a row's depth-first stack can ever hold: its root pair, plus at most one sibling
     group per level below the root (the search expands the top entry only), a group being at
     most (most children of a node of A) x (most of B) pairs."""
-    kids = max(int(bank_a.child_count.max(initial=1)), 1) * max(int(bank_b.child_count.max(initial=1)), 1)
+    kids = bank_a.max_children * bank_b.max_children
     return 1 + max(int(depth), 0) * kids
 
 
 @njit(cache=True)
-def descend_stacks(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, s, e, target, sa, sb, sl, height, level, apart):
+def descend_stacks(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, s, e, target, sa, sb, sl, height, level, apart,
+                   blocked):
     """Depth-first search, in place, for pair rows rows[s:e], of one colliding node pair at
     level target[i].
 
@@ -112,14 +113,22 @@ def descend_stacks(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, s, e, target,
     an emptied stack, to one below the deepest level at which the row had a colliding pair —
     where a breadth-first descent finds its frontier empty — with apart[r] = True. Stacks are
     (k, width) arrays sized by stack_width.
+
+    On-collide trees (ocst.py): a row whose top entry has a node with children not built yet
+    (child_count < 0) stops there with blocked[r] = True and level[r] = the deepest level seen;
+    once they are built, a second call resumes it where it stopped.
     """
     xb = np.empty((1, 3))
     for i in range(s, e):
         r = rows[i]
         A, B, L = sa[r], sb[r], sl[r]
         top = height[r]
-        deep = L[top - 1] if top > 0 else np.int64(0)
+        deep = max(level[r], L[top - 1]) if top > 0 else level[r]
+        blocked[r] = False
         while top > 0 and L[top - 1] < target[i]:
+            if cca[A[top - 1]] < 0 or ccb[B[top - 1]] < 0:
+                blocked[r] = True
+                break
             top -= 1
             before = top
             top = _push_children(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, r, A[top], B[top], L[top] + 1, A, B, L,
@@ -127,7 +136,9 @@ def descend_stacks(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, s, e, target,
             if top > before:
                 deep = max(deep, L[top - 1])
         height[r] = top
-        if top > 0:
+        if blocked[r]:
+            level[r] = deep
+        elif top > 0:
             level[r] = target[i]
         else:
             level[r] = deep + 1
@@ -183,11 +194,14 @@ def csr_by_pose_row(rows, ptr, fa, fb, k):
 def complete_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, s, e):
     """Every colliding leaf pair below the stacks of active rows s..e (see descend_stacks): the
     breadth-first frontier at the leaves, which the exact level's triangle tests need whole.
-    Returns CSR (out_ptr (e-s+1,), out_a, out_b) int64."""
+    Returns CSR (out_ptr (e-s+1,), out_a, out_b) int64 and blocked (e-s,) bool: the row met
+    pairs whose children are not built yet (child_count < 0); they are output with its leaf
+    pairs, so that the output, once they are built, is the row's stack to resume from."""
     size, _ = _stack_capacity(cca, ccb, ptr, s, e, np.int64(64))  # tree depth < 64
     sa, sb, sl = np.empty(size, np.int64), np.empty(size, np.int64), np.zeros(size, np.int64)
     out_ptr = np.zeros(e - s + 1, np.int64)
     out_a, out_b = np.empty(ptr[e] - ptr[s] + 16, np.int64), np.empty(ptr[e] - ptr[s] + 16, np.int64)
+    blocked = np.zeros(e - s, np.bool_)
     xb = np.empty((1, 3))
     n = 0
     for i in range(s, e):
@@ -196,7 +210,9 @@ def complete_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, 
         while top > 0:
             top -= 1
             a, b = sa[top], sb[top]
-            if cca[a] == 0 and ccb[b] == 0:
+            unbuilt = cca[a] < 0 or ccb[b] < 0
+            if unbuilt or (cca[a] == 0 and ccb[b] == 0):
+                blocked[i - s] |= unbuilt
                 if n == len(out_a):
                     out_a, out_b = _grow1(out_a, n + 1), _grow1(out_b, n + 1)
                 out_a[n], out_b[n] = a, b
@@ -205,7 +221,7 @@ def complete_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, 
                 top = _push_children(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, r, a, b, sl[top], sa, sb, sl, top,
                                      xb)
         out_ptr[i - s + 1] = n
-    return out_ptr, out_a[:n], out_b[:n]
+    return out_ptr, out_a[:n], out_b[:n], blocked
 
 
 @njit(cache=True)

@@ -30,6 +30,7 @@ from ..clock import WALL
 from .bank import TreeBank, bank_of
 from .kernels import (complete_pairs, csr_by_pose_row, descend_stacks, exact_pairs, relative_poses, stack_width, stacks_csr,
                       summarize_pairs)
+from .ocst import resume_blocked, resume_stacks
 
 PROBE = 8               # pair rows in the first descent call of a level under a finite deadline
 EXACT_PROBE = 1         # ... of the exact level: one row's triangle tests can take a millisecond
@@ -340,12 +341,17 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
     height = hit0.astype(np.int64)
     level = np.zeros(k, np.int64)
     apart = ~hit0  # found apart at `level`
+    blocked = np.zeros(k, bool)  # on a node not built yet (on-collide trees, ocst.py)
 
     def descend(rows, targets, deadline, n_forced=0):
         """Deepen `rows` toward targets (per row) in batches while the clock allows; returns
         how many rows (a prefix) were processed."""
+        def resume(r, tg):
+            descend_stacks(*tree_args, r, 0, len(r), tg, sa, sb, sl, height, level, apart, blocked)
+
         def kernel(s, e):
-            descend_stacks(*tree_args, rows, s, e, targets, sa, sb, sl, height, level, apart)
+            descend_stacks(*tree_args, rows, s, e, targets, sa, sb, sl, height, level, apart, blocked)
+            resume_stacks(A, B, rows[s:e], targets[s:e], sa, sb, height, blocked, resume)
 
         return _run_batches(kernel, len(rows), deadline, n_forced, clock)[0]
 
@@ -384,8 +390,12 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
                                R, t, front.rows, front.ptr, front.fa, front.fb, 0, len(front.rows), first)
 
         def all_leaves(rows):  # the whole leaf frontier below each row's stack
+            def resume(idx, ptr, fa, fb):
+                return complete_pairs(*tree_args, rows[idx], ptr, fa, fb, 0, len(idx))
+
             front = stacks(rows)
-            return _join(rows, [complete_pairs(*tree_args, rows, front.ptr, front.fa, front.fb, 0, len(rows))])
+            piece = complete_pairs(*tree_args, rows, front.ptr, front.fa, front.fb, 0, len(rows))
+            return _join(rows, [resume_blocked(A, B, piece, resume)])
 
         def kernel(s, e):
             rows = leaves[s:e]

@@ -5,7 +5,7 @@ import sys
 import warnings
 
 from ..args import COMMAND_LINE, png_file
-from ..config import TREE_METHODS
+from ..config import PREBUILT_TREE_METHODS
 from ..errors import InputError
 
 LOADING_LINE_BYTES = 1_000_000  # a mesh file this big takes seconds to read and check: say so first
@@ -18,7 +18,7 @@ def register(subparsers) -> None:
                     "the named models (default: every model in assets/), caching them in assets/trees/.")
     p.add_argument("meshes", nargs="*", metavar="MESH",
                    help="model names from assets/ or mesh file paths (default: all assets)")
-    p.add_argument("--method", choices=(*TREE_METHODS, "both", "ssv"), default="both",
+    p.add_argument("--method", choices=(*PREBUILT_TREE_METHODS, "both", "ssv"), default="both",
                    help="sphere-tree builder(s), or ssv: swept-sphere-volume trees (the exact level's SSV strategy)")
     p.add_argument("--branching", type=int, default=8, help="children per node (medial; octree is 8-way)")
     p.add_argument("--depth", type=int, default=3, help="levels below the root")
@@ -55,7 +55,7 @@ def run(args) -> int:
         return run_ssv(args)
     from .params import _check_params
 
-    methods = list(TREE_METHODS) if args.method == "both" else [args.method]
+    methods = list(PREBUILT_TREE_METHODS) if args.method == "both" else [args.method]
     for m in methods:
         try:
             _check_params(m, args.branching, args.depth, args.seed, source=COMMAND_LINE)

@@ -129,13 +129,17 @@ class MeshQuery:
     (then `signed_distance` is negative inside and `solid_distance` is 0 inside).
     """
 
-    def __init__(self, vertices: np.ndarray, faces: np.ndarray, closed: bool):
+    def __init__(self, vertices: np.ndarray, faces: np.ndarray, closed: bool, pseudo: np.ndarray | None = None):
+        """pseudo: (m, 7, 3) pseudo-normals of `faces` when known — a query over part of a closed
+        mesh passes the whole mesh's (the part's own boundary edges would get wrong normals)."""
         self.vertices = np.ascontiguousarray(vertices, dtype=np.float64)
         self.faces = np.ascontiguousarray(faces, dtype=np.int64)
         self.closed = bool(closed)
         self.tris = np.ascontiguousarray(self.vertices[self.faces])
-        self.pseudo = pseudo = (_pseudo_normals(self.vertices, self.faces) if self.closed
-                                else np.zeros((len(self.faces), 7, 3)))  # (m,7,3), faces order
+        if pseudo is None:
+            pseudo = (_pseudo_normals(self.vertices, self.faces) if self.closed
+                      else np.zeros((len(self.faces), 7, 3)))
+        self.pseudo = pseudo = np.asarray(pseudo, np.float64)  # (m,7,3), faces order
         # kernel copies in Z order so that blocks of 8 consecutive triangles have tight boxes
         self._order = _morton_order(self.tris.mean(axis=1))
         self._tris = np.ascontiguousarray(self.tris[self._order])

@@ -15,15 +15,41 @@ from .geometry import MeshQuery, min_enclosing_sphere
 _OCT = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=np.int64)
 
 
+def bounding_cube(tris: np.ndarray) -> tuple[np.ndarray, float]:
+    """(origin (3,), side) of the cube the octree splits: centred on the triangles' box, a hair larger."""
+    lo, hi = tris.min(axis=(0, 1)), tris.max(axis=(0, 1))
+    side = float(np.max(hi - lo)) * (1 + 1e-6)
+    return (lo + hi) / 2 - side / 2, side
+
+
+def cell_spheres(origin: np.ndarray, cells: np.ndarray, size: float) -> tuple[np.ndarray, np.ndarray]:
+    """(centers (n,3), radii (n,)) circumscribing the cells (n,3) int64 of side `size` [m]."""
+    return origin + (cells + 0.5) * size, np.full(len(cells), size * np.sqrt(3) / 2)
+
+
+def occupied_children(tris, pair_tri, pair_cell, cells, origin, size):
+    """The children of side `size` of `cells` (n,3) int64 that triangles meet (exact SAT test).
+
+    (pair_tri[i], pair_cell[i]): triangle (row of tris (m,3,3)) meets cells[pair_cell[i]]; only
+    those triangles are tested against that cell's 8 children. Returns (children (c,3) int64,
+    parent (c,) index into cells, ascending; pair_tri (p,), pair_child (p,) index into children).
+    """
+    kids = (2 * cells[:, None, :] + _OCT[None]).reshape(-1, 3)  # child j of cell i at 8 i + j
+    pt = np.repeat(pair_tri, 8)
+    pc = (8 * pair_cell[:, None] + np.arange(8)[None]).ravel()
+    hit = triangle_box_overlap(tris[pt], origin + (kids[pc] + 0.5) * size, size / 2)
+    pt, pc = pt[hit], pc[hit]
+    used, pair_child = np.unique(pc, return_inverse=True)
+    return kids[used], used // 8, pt, pair_child.reshape(-1)
+
+
 def octree_levels(query: MeshQuery, depth: int, seed: int = 0):
     """Per-level (centers (n_k,3), radii (n_k,), parent (n_k,)) for `finish.assemble`.
 
     Level 0 is the smallest sphere enclosing the vertices; level k >= 1 circumscribes occupied cells.
     """
     tris = query.tris
-    lo, hi = tris.min(axis=(0, 1)), tris.max(axis=(0, 1))
-    side = float(np.max(hi - lo)) * (1 + 1e-6)
-    origin = (lo + hi) / 2 - side / 2
+    origin, side = bounding_cube(tris)
     c0, r0 = min_enclosing_sphere(query.vertices[np.unique(query.faces)], seed=seed)
     levels = [(c0[None], np.array([r0]), np.array([-1]))]
     cells = np.zeros((1, 3), np.int64)
@@ -31,15 +57,6 @@ def octree_levels(query: MeshQuery, depth: int, seed: int = 0):
     pair_cell = np.zeros(len(tris), np.int64)
     for k in range(1, depth + 1):
         size = side / 2 ** k
-        kids = (2 * cells[:, None, :] + _OCT[None]).reshape(-1, 3)  # child j of cell i at 8 i + j
-        pt = np.repeat(pair_tri, 8)
-        pc = (8 * pair_cell[:, None] + np.arange(8)[None]).ravel()
-        ctr = origin + (kids[pc] + 0.5) * size
-        hit = triangle_box_overlap(tris[pt], ctr, size / 2)
-        pt, pc = pt[hit], pc[hit]
-        used, pair_cell = np.unique(pc, return_inverse=True)
-        pair_tri = pt
-        cells = kids[used]
-        parent = used // 8
-        levels.append((origin + (cells + 0.5) * size, np.full(len(cells), size * np.sqrt(3) / 2), parent))
+        cells, parent, pair_tri, pair_cell = occupied_children(tris, pair_tri, pair_cell, cells, origin, size)
+        levels.append((*cell_spheres(origin, cells, size), parent))
     return levels

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import MAX_TREE_NODES, TREE_METHODS, tree_nodes
+from ..config import MAX_TREE_NODES, PREBUILT_TREE_METHODS, tree_nodes
 from ..errors import InputError
 
-METHODS = TREE_METHODS
+METHODS = PREBUILT_TREE_METHODS
 MAX_DEPTH = 6
 
 

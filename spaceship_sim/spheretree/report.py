@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import TREE_METHODS
+from ..config import PREBUILT_TREE_METHODS
 from .finish import coverage_verified, min_piece_size
 from .tree import SphereTree
 
@@ -52,7 +52,7 @@ def format_report(rows: dict[str, dict[str, SphereTree]]) -> str:
         depth = max(t.depth for t in trees.values())
         for k in range(depth + 1):
             cells = []
-            for m in TREE_METHODS:
+            for m in PREBUILT_TREE_METHODS:
                 s = stats.get(m)
                 if s is None or k >= len(s):
                     cells.append(f"{'-':>8} {'-':>7} {'-':>7} {'-':>3} {'-':>7}")
@@ -62,7 +62,7 @@ def format_report(rows: dict[str, dict[str, SphereTree]]) -> str:
                 cells.append(f"{st.count:>8d} {st.mean_error:>7.4f} {st.max_error:>7.4f} "
                              f"{'yes' if st.covered else 'NO':>3} {secs:>7.2f}")
             ratio = (f"{stats['medial'][k].mean_error / stats['octree'][k].mean_error:>5.2f}"
-                     if set(TREE_METHODS) <= stats.keys() and k < min(len(v) for v in stats.values())
+                     if set(PREBUILT_TREE_METHODS) <= stats.keys() and k < min(len(v) for v in stats.values())
                      and stats["octree"][k].mean_error > 0 else f"{'-':>5}")
             lines.append(f"{name if k == 0 else '':<10} {k:>3} | {cells[0]} | {cells[1]} | {ratio}")
     lines.append("errors: fraction of the bounding radius (root sphere); cov: union of the level's spheres "

@@ -1,0 +1,355 @@
+"""On-collide sphere trees (OCST; Franquesa et al. 2006): octree sphere trees built while ships
+collide, kept while they are used, evicted when they are not.
+
+Geometry: the prebuilt octree's (`spheretree/octree.py`). Level 0 is the smallest sphere enclosing
+the vertices; a node at level k >= 1 circumscribes an occupied cell of side L / 2^k of the mesh's
+bounding cube (occupied: a triangle meets the cell, exact SAT test). Coverage holds by
+construction: every point of a triangle in a parent's cell lies in one of its child cells, which
+that triangle meets, hence is occupied and inside its circumscribed sphere. Error bounds and
+witnesses are `spheretree.finish`'s (`error_bounds`, `witnesses`), computed on a distance query
+over the triangles near the new spheres (within 5 radii of each centre: every point the bound
+examines lies within 2 radii, and its closest surface point within 3 more, so the local query
+answers exactly what the whole mesh's would). Leaves (level = depth) list the triangles meeting
+their cell: an intersection point lies in one cell of each ship, whose leaf spheres then collide
+and hold both triangles, so the exact level finds every intersecting pair.
+
+Layout (OcstBank): a TreeBank's arrays (the kernels and refine.py walk it unchanged) with room for
+every model's full tree, allocated once (untouched pages of numpy's zeroed arrays take no memory):
+slots 0..M-1 hold the roots, slot M is a spacer, then blocks of 9 slots, each the children of one
+node (up to 8) and a spacer, so that tri_ptr[i]:tri_ptr[i+1] is node i's triangle list for every
+node although blocks come and go (each block's lists are contiguous in tri_idx). A node whose
+children are not built yet has child_count -1: the descent kernels stop a pair row on it
+(`deepen_pairs`, `complete_pairs` report blocked rows), `resume_blocked` builds those children
+(the triangles of the parent's cell, split into its 8 octants) and resumes the rows where they
+stopped, inside the same timed batch, so building counts against the frame budget and
+`min_level` holds as for prebuilt trees. Node arrays never move; only tri_idx is reallocated
+(refine.py reads it when the exact level runs).
+
+Memory: nodes are stamped with the simulation time whenever they (or a descendant) are part of a
+colliding pair. `maintain(now)`, once per detection sample, evicts whole sibling groups — the
+paper's unit: "if a complete level does not participate in a collision during a certain amount
+of time, it is deleted and the parent initialised with its own time stamp" — unused for
+`evict_after` seconds, then the least recently used groups while more than `max_nodes` are
+resident. Eviction runs only between refinement calls, so no live frontier loses a node; one
+sample's working set may exceed the cap until the next `maintain`.
+"""
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from ..spheretree.finish import error_bounds, witnesses
+from ..spheretree.geometry import MeshQuery, _pseudo_normals, min_enclosing_sphere
+from ..spheretree.octree import bounding_cube, cell_spheres, occupied_children
+
+UNBUILT = -1   # child_count of a node whose children have not been built yet
+_BLOCK = 9     # slots per sibling group: 8 children and a spacer (see the module docstring)
+_REACH = 5.0   # radii around a new sphere's centre whose triangles answer its distance queries
+
+
+class OcstBank:
+    """Sphere trees of M models built on collision, as a TreeBank's flat arrays.
+
+    Kernel arrays, as TreeBank's (N = slots, all allocated up front):
+    center (N,3) float64 body frame [m]; radius, error (N,) float64 [m]; witness (N,3) float64 [m];
+    first_child, child_count (N,) int64 (child_count UNBUILT: not built yet); tri_ptr (N+1,) int64,
+    tri_idx (K,) int64 global triangle ids (each node's cell triangles); tri_verts (F,3,3),
+    tri_center (F,3), tri_radius (F,); node_offset (M+1,) int64 = 0..M (slot of model m's root is m;
+    reported sphere ids are slot - m); tri_offset (M+1,) int64; depth (M,) int64.
+    Bookkeeping: stamp (N,) float64 [s] last use (simulation time); level, parent, model (N,) int64;
+    cell (N,3) int64 integer octree cell of the node.
+    models: the meshes (spaceship_sim.meshes.Mesh); evict_after [s]; max_nodes: cap on resident
+    spheres over all models.
+    """
+
+    def __init__(self, models, depth: int = 3, evict_after: float = 2.0, max_nodes: int = 100_000, seed: int = 0):
+        self.models = list(models)
+        if not self.models:
+            raise ValueError("OcstBank needs at least one model")
+        M = len(self.models)
+        self.evict_after, self.max_nodes, self.now = float(evict_after), int(max_nodes), 0.0
+        self.depth = np.full(M, int(depth), np.int64)
+        n_tris = np.array([len(m.faces) for m in self.models])
+        self.tri_offset = np.concatenate([[0], np.cumsum(n_tris)]).astype(np.int64)
+        self.node_offset = np.arange(M + 1, dtype=np.int64)
+        self.tri_verts = np.ascontiguousarray(np.concatenate([m.vertices[m.faces] for m in self.models]),
+                                              dtype=np.float64)
+        self.tri_center = np.ascontiguousarray(self.tri_verts.mean(axis=1))
+        self.tri_radius = np.ascontiguousarray(
+            np.sqrt(((self.tri_verts - self.tri_center[:, None, :]) ** 2).sum(axis=2)).max(axis=1))
+        # room for every interior node's child group in every model
+        n_blocks = M * sum(8 ** k for k in range(int(depth)))
+        n = M + 1 + _BLOCK * n_blocks
+        self.center, self.witness = np.zeros((n, 3)), np.zeros((n, 3))
+        self.radius, self.error, self.stamp = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.first_child = np.full(n, -1, np.int64)
+        self.child_count = np.zeros(n, np.int64)
+        self.level, self.parent, self.model = (np.zeros(n, np.int64) for _ in range(3))
+        self.cell = np.zeros((n, 3), np.int64)
+        self.tri_ptr = np.zeros(n + 1, np.int64)
+        self.tri_idx = np.arange(self.tri_offset[-1], dtype=np.int64)  # roots' lists: all their triangles
+        self._tri_top = len(self.tri_idx)
+        self._free = list(range(n_blocks))  # a heap: the lowest free block first keeps memory compact
+        self._block_parent = np.full(n_blocks, -1, np.int64)  # owner of each used block
+        self._block_tris = np.zeros((n_blocks, 2), np.int64)  # its region of tri_idx
+        self._cube, self._query, self._pseudo = [], {}, {}
+        for m, mesh in enumerate(self.models):
+            self._make_root(m, mesh, seed)
+        self.built_groups = 0   # counters for reports
+        self.evicted_groups = 0
+
+    # --- the TreeBank interface refine.py uses ------------------------------------------
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    @property
+    def max_level(self) -> int:
+        return int(self.depth.max()) + 1
+
+    max_children = 8  # octree: stack widths are sized for full groups before any is built
+
+    @property
+    def resident_nodes(self) -> int:
+        """Spheres held now, roots included."""
+        used = self._block_parent >= 0
+        return self.n_models + int(self.child_count[self._block_parent[used]].clip(0).sum())
+
+    # --- building -------------------------------------------------------------------
+    def _make_root(self, m, mesh, seed):
+        tris = mesh.vertices[mesh.faces]
+        self._cube.append(bounding_cube(tris))
+        c, r = min_enclosing_sphere(mesh.vertices[np.unique(mesh.faces)], seed=seed)
+        self._finish(m, np.array([m]), c[None], np.array([r]))
+        self.tri_ptr[m], self.tri_ptr[m + 1] = self.tri_offset[m], self.tri_offset[m + 1]
+        self.child_count[m] = UNBUILT
+        self.parent[m], self.model[m], self.level[m] = -1, m, 0
+
+    def _local_query(self, m, centers, radii) -> MeshQuery:
+        """A distance query over model m's triangles within _REACH radii of every sphere."""
+        mesh = self.models[m]
+        if m not in self._pseudo:
+            self._pseudo[m] = (_pseudo_normals(mesh.vertices, mesh.faces) if mesh.closed
+                               else np.zeros((len(mesh.faces), 7, 3)))
+        tris = self.tri_verts[self.tri_offset[m]:self.tri_offset[m + 1]]
+        reach = _REACH * radii[:, None]
+        lo, hi = (centers - reach).min(axis=0), (centers + reach).max(axis=0)
+        near = np.flatnonzero(((tris.min(axis=1) <= hi) & (tris.max(axis=1) >= lo)).all(axis=1))
+        return MeshQuery(mesh.vertices, mesh.faces[near], mesh.closed, pseudo=self._pseudo[m][near])
+
+    def _finish(self, m, slots, centers, radii):
+        """Witnesses and error bounds (spheretree.finish) of new spheres of model m into `slots`."""
+        query = self._local_query(m, centers, radii)
+        witness, radii = witnesses(query, centers, radii)
+        self.center[slots], self.radius[slots], self.witness[slots] = centers, radii, witness
+        self.error[slots] = error_bounds(query, centers, radii)
+        self.stamp[slots] = self.now
+
+    def build(self, nodes) -> None:
+        """Build the children of the UNBUILT nodes among `nodes` (global slots, repeats allowed)."""
+        nodes = np.unique(np.asarray(nodes, np.int64))
+        nodes = nodes[self.child_count[nodes] == UNBUILT]
+        for m in np.unique(self.model[nodes]):
+            for k in np.unique(self.level[nodes[self.model[nodes] == m]]):
+                self._build_group(int(m), int(k), nodes[(self.model[nodes] == m) & (self.level[nodes] == k)])
+
+    def _build_group(self, m, k, parents):
+        """Children of `parents` (slots of model m at level k): occupied octants of their cells."""
+        origin, side = self._cube[m]
+        size = side / 2 ** (k + 1)
+        lists = [self.tri_idx[self.tri_ptr[p]:self.tri_ptr[p + 1]] for p in parents]
+        pair_tri = np.concatenate(lists) - self.tri_offset[m]
+        pair_cell = np.repeat(np.arange(len(parents)), [len(x) for x in lists])
+        tris = self.tri_verts[self.tri_offset[m]:self.tri_offset[m + 1]]
+        cells, owner, pt, pc = occupied_children(tris, pair_tri, pair_cell, self.cell[parents], origin, size)
+        centers, radii = cell_spheres(origin, cells, size)
+        order = np.argsort(pc, kind="stable")  # triangle lists grouped by child, children by parent
+        pt, pc = pt[order] + self.tri_offset[m], pc[order]
+        counts = np.bincount(pc, minlength=len(cells))
+        slots = np.empty(len(cells), np.int64)
+        leaf = k + 1 >= self.depth[m]
+        kids_of = np.bincount(owner, minlength=len(parents))
+        first_kid = np.concatenate([[0], np.cumsum(kids_of)])
+        for j, p in enumerate(parents):
+            n_kids = int(kids_of[j])
+            if n_kids == 0:  # cannot happen for an occupied cell, barring rounding: stand in for itself
+                self.child_count[p] = 0
+                continue
+            block = self._alloc_block(p)
+            start = self._block_start(block)
+            kids = slice(first_kid[j], first_kid[j + 1])
+            slots[kids] = start + np.arange(n_kids)
+            region = pt[np.searchsorted(pc, first_kid[j]):np.searchsorted(pc, first_kid[j + 1])]
+            t0 = self._store_tris(block, region)
+            self.tri_ptr[start:start + _BLOCK] = t0 + len(region)
+            self.tri_ptr[start:start + n_kids + 1] = t0 + np.concatenate([[0], np.cumsum(counts[kids])])
+            self.first_child[p], self.child_count[p] = start, n_kids
+        self._finish(m, slots, centers, radii)
+        self.first_child[slots] = -1
+        self.child_count[slots] = 0 if leaf else UNBUILT
+        self.parent[slots], self.model[slots], self.level[slots] = parents[owner], m, k + 1
+        self.cell[slots] = cells
+        self.built_groups += int(np.count_nonzero(kids_of))
+
+    def _block_start(self, block) -> int:
+        return self.n_models + 1 + _BLOCK * int(block)
+
+    def _alloc_block(self, parent) -> int:
+        block = heapq.heappop(self._free)
+        self._block_parent[block] = parent
+        return block
+
+    def _store_tris(self, block, ids) -> int:
+        """Copy ids into tri_idx (compacting or growing it when full); returns their start."""
+        if self._tri_top + len(ids) > len(self.tri_idx):
+            self._compact(len(ids))
+        t0 = self._tri_top
+        self.tri_idx[t0:t0 + len(ids)] = ids
+        self._tri_top += len(ids)
+        self._block_tris[block] = t0, self._tri_top
+        return t0
+
+    def _compact(self, extra):
+        """Move the live blocks' lists together (a new tri_idx, twice the live size at least)."""
+        live = np.flatnonzero(self._block_parent >= 0)
+        live = live[self._block_tris[live, 1] > self._block_tris[live, 0]]
+        roots = int(self.tri_offset[-1])
+        size = roots + int((self._block_tris[live, 1] - self._block_tris[live, 0]).sum())
+        new = np.empty(max(2 * (size + extra), len(self.tri_idx)), np.int64)
+        new[:roots] = self.tri_idx[:roots]
+        top = roots
+        for b in live:
+            s, e = self._block_tris[b]
+            new[top:top + e - s] = self.tri_idx[s:e]
+            start = self._block_start(b)
+            self.tri_ptr[start:start + _BLOCK] += top - s
+            self._block_tris[b] = top, top + e - s
+            top += e - s
+        self.tri_idx, self._tri_top = new, top
+
+    # --- use and eviction ------------------------------------------------------------
+    def touch(self, nodes) -> None:
+        """Stamp nodes (global slots) and their ancestors with the current time."""
+        nodes = np.unique(np.asarray(nodes, np.int64))
+        while len(nodes):
+            self.stamp[nodes] = self.now
+            nodes = np.unique(self.parent[nodes])
+            nodes = nodes[nodes >= 0]
+
+    def maintain(self, now: float) -> None:
+        """Set the time [s] and evict stale groups, then least recently used ones over the cap."""
+        self.now = float(now)
+        used = np.flatnonzero(self._block_parent >= 0)
+        if not len(used):
+            return
+        slots = self._block_start(0) + _BLOCK * used[:, None] + np.arange(8)[None]
+        mine = np.arange(8)[None] < self.child_count[self._block_parent[used]][:, None]
+        last = np.where(mine, self.stamp[slots], -np.inf).max(axis=1)  # a group's last use
+        for b in used[last < self.now - self.evict_after]:
+            if self._block_parent[b] >= 0:  # not already gone with an ancestor's group
+                self._evict(b)
+        excess = self.resident_nodes - self.max_nodes
+        for i in np.argsort(last, kind="stable"):
+            if excess <= 0:
+                break
+            if self._block_parent[used[i]] >= 0:
+                before = self.resident_nodes
+                self._evict(used[i])
+                excess -= before - self.resident_nodes
+
+    def _kids(self, block) -> np.ndarray:
+        start = self._block_start(block)
+        return np.arange(start, start + self.child_count[self._block_parent[block]])
+
+    def _evict(self, block) -> None:
+        """Free a sibling group and everything below it; its parent becomes UNBUILT again."""
+        for s in self._kids(block):
+            if self.child_count[s] > 0:
+                self._evict((self.first_child[s] - self.n_models - 1) // _BLOCK)
+        p = self._block_parent[block]
+        self.first_child[p], self.child_count[p] = -1, UNBUILT
+        self._block_parent[block] = -1
+        self._block_tris[block] = 0
+        heapq.heappush(self._free, int(block))
+        self.evicted_groups += 1
+
+    def built_nodes(self) -> np.ndarray:
+        """Global slots of every resident node (roots first)."""
+        used = np.flatnonzero(self._block_parent >= 0)
+        return np.concatenate([np.arange(self.n_models)] + [self._kids(b) for b in used]).astype(np.int64)
+
+
+# --- the hooks refine.py calls after each descent kernel ---------------------------------
+
+def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> None:
+    """After kernels.descend_stacks ran pair rows `rows` (n,) toward targets (n,): build the
+    children each blocked row stopped on (its top entry's UNBUILT nodes) and resume those rows,
+    `descend(rows, targets)`, until none is blocked; then touch every node the stacks hold.
+    sa, sb (k, width) int64, height (k,) int64, blocked (k,) bool: the in-place stacks."""
+    if not (isinstance(A, OcstBank) or isinstance(B, OcstBank)):
+        return  # prebuilt trees: nothing is ever unbuilt
+    stuck = np.flatnonzero(blocked[rows])
+    while len(stuck):
+        r = rows[stuck]
+        for bank, s in ((A, sa), (B, sb)):
+            if isinstance(bank, OcstBank):
+                bank.build(s[r, height[r] - 1])
+        descend(r, targets[stuck])
+        stuck = stuck[blocked[r]]
+    held = np.arange(sa.shape[1])[None] < height[rows][:, None]
+    for bank, s in ((A, sa), (B, sb)):
+        if isinstance(bank, OcstBank):
+            bank.touch(s[rows][held])
+
+
+def resume_blocked(A, B, piece, complete):
+    """After kernels.complete_pairs: piece = (ptr, fa, fb, blocked) over some rows, where blocked
+    rows hold, beside their leaf pairs, pairs with UNBUILT nodes. Build those, and rerun the
+    blocked rows idx from their output, `complete(idx, ptr, fa, fb)`, until none is blocked.
+    Returns (ptr, fa, fb), as a prebuilt bank's call gives it."""
+    ptr, fa, fb, blocked = piece
+    while blocked.any():
+        idx = np.flatnonzero(blocked)
+        ptr_i, fa_i, fb_i = _rows_of(ptr, (fa, fb), idx)
+        for bank, col in ((A, fa_i), (B, fb_i)):
+            bank.build(col[bank.child_count[col] == UNBUILT])
+        again = complete(idx, ptr_i, fa_i, fb_i)
+        ptr, fa, fb = _replace_rows(ptr, (fa, fb), idx, again[0], again[1:3])
+        blocked = np.zeros(len(blocked), bool)
+        blocked[idx] = again[3]
+    for bank, col in ((A, fa), (B, fb)):
+        if isinstance(bank, OcstBank):
+            bank.touch(col)
+    return ptr, fa, fb
+
+
+def _rows_of(ptr, cols, idx):
+    """CSR (ptr, *cols) restricted to rows idx."""
+    counts = ptr[idx + 1] - ptr[idx]
+    sub_ptr = np.zeros(len(idx) + 1, np.int64)
+    np.cumsum(counts, out=sub_ptr[1:])
+    src = np.repeat(ptr[idx] - sub_ptr[:-1], counts) + np.arange(sub_ptr[-1])
+    return (sub_ptr, *(c[src] for c in cols))
+
+
+def _replace_rows(ptr, cols, idx, new_ptr, new_cols):
+    """CSR (ptr, *cols) with rows idx replaced by the CSR (new_ptr, *new_cols) over those rows."""
+    n = len(ptr) - 1
+    counts = np.diff(ptr)
+    counts[idx] = np.diff(new_ptr)
+    out_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=out_ptr[1:])
+    keep = np.ones(n, bool)
+    keep[idx] = False
+    old_rows = np.repeat(np.arange(n), np.diff(ptr))
+    take = keep[old_rows]
+    dest_old = np.repeat(out_ptr[:-1] - ptr[:-1], np.diff(ptr))[take] + np.flatnonzero(take)
+    dest_new = np.repeat(out_ptr[idx] - new_ptr[:-1], np.diff(new_ptr)) + np.arange(new_ptr[-1])
+    out = []
+    for c, nc in zip(cols, new_cols):
+        o = np.empty(out_ptr[-1], c.dtype)
+        o[dest_old] = c[take]
+        o[dest_new] = nc
+        out.append(o)
+    return [out_ptr, *out]
