@@ -283,6 +283,9 @@ def _check_relations(cfg: Config, file):
     if r.count and cfg.collision.exact_method != "leaves":
         raise ConfigError(file, "collision.exact_method", f"{cfg.collision.exact_method!r} is built from the ship "
                           "models only; with asteroids the exact level must be 'leaves'")
+    if r.count and cfg.collision.tree_method == "ocst":
+        raise ConfigError(file, "collision.tree_method", "'ocst' builds the ship models' trees only; with "
+                          "asteroids use 'medial' or 'octree'")
     if not cfg.ships.models:
         raise ConfigError(file, "ships.models", "must name at least one model")
     _check_work(cfg, file)

@@ -45,6 +45,7 @@ def step(world) -> FrameStats:
             stats.target, stats.render_predicted, spent=clock() - start, margin=cfg.collision.safety_margin,
             samples_left=n_samples - sample, overrun=world.overrun_predictor.predict())
         with timed(stats, "t_narrow", clock):
+            world.bank.maintain(world.t)  # on-collide trees evict what went unused (prebuilt: nothing)
             deadline = clock() + budget
             convex = field.collide(world.compiled)  # asteroid pairs: exact and cheap, first on the budget
             n_bodies, model_id, T = field.n_bodies(state), field.model_ids(state), field.transforms(state)

@@ -24,6 +24,7 @@ from .dynamics import Controllers, Integrator, initial_state
 from .meshes import load_model
 from .narrowphase import NarrowPhase, TreeBank, refine_frame
 from .narrowphase.fairness import FairOrder
+from .narrowphase.ocst import OcstBank, OcstTreeView, warm_up_bank
 from .progress import slow_notice, to_stderr
 from .spheretree import load_or_build
 from .stats import FrameStats, MovingAverage
@@ -33,8 +34,10 @@ COMPILING = "compiling numba kernels (first start only; later starts load them f
 
 class World:
     def __init__(self, config: Config, models, trees, user: str = "autopilot", warm: bool = True, clock=WALL,
-                 notify=to_stderr, exact=None):
-        """models: list[Mesh]; trees: list[SphereTree], one per model (same order).
+                 notify=to_stderr, exact=None, bank=None):
+        """models: list[Mesh]; trees: list[SphereTree], one per model (same order), or with `bank`
+        an OcstBank of the models (tree_method "ocst": trees built during collisions) its
+        OcstTreeViews.
         warm: compile every kernel now. Else the world steps at once on the stages' numpy
         references (brute-force broad phase, numpy integrator, bounding spheres only) until
         warm_up() — e.g. in a background thread while a window already shows the scene — has
@@ -49,7 +52,8 @@ class World:
         self.exact = exact
         # asteroid shapes (convex/field.py) follow the ship models in the tree bank
         self.asteroid_shapes = AsteroidShapes.from_config(config) if config.asteroids.count else None
-        self.bank = TreeBank.from_trees(list(trees) + (self.asteroid_shapes.trees if self.asteroid_shapes else []))
+        self.bank = bank if bank is not None else TreeBank.from_trees(
+            list(trees) + (self.asteroid_shapes.trees if self.asteroid_shapes else []))
         self.target_frame_time = config.sim.target_frame_time
         self.time_critical = config.collision.time_critical
         detector = None
@@ -76,9 +80,13 @@ class World:
         nothing the stepping thread uses: the switch happens in step()."""
         eye = np.broadcast_to(np.eye(4), (2, 4, 4))
         with slow_notice(COMPILING + "narrow phase", notify):
+            # on-collide trees: a scratch bank of a tiny mesh compiles the same kernels, where this
+            # bank would build every model's whole tree
+            bank = self.bank if isinstance(self.bank, TreeBank) else warm_up_bank()
             for m in range(len(self.trees)):
-                refine_frame(self.bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf,
-                             min_level=0, max_level=None, exact=True, detector=self.narrow.detector)
+                if m < bank.n_models:
+                    refine_frame(bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf,
+                                 min_level=0, max_level=None, exact=True, detector=self.narrow.detector)
                 if self.exact is not None:
                     self.exact.collide(np.array([m]), np.array([m]), eye[:1], eye[1:], all_contacts=False)
             if self.narrow.detector is not None:  # its distance kernel: on a pair found apart
@@ -87,7 +95,8 @@ class World:
                 refine_frame(self.bank, np.zeros(2, np.int64), apart, np.array([[0, 1]]), deadline=math.inf,
                              min_level=0, exact=True, detector=self.narrow.detector)
         with slow_notice(COMPILING + "dynamics and broad phase", notify):
-            scratch = World(self.config, self.models, self.trees, user=self.user, warm=False, notify=None)
+            scratch = World(self.config, self.models, self.trees, user=self.user, warm=False, notify=None,
+                            bank=None if isinstance(self.bank, TreeBank) else self.bank)
             scratch.use_compiled_stages()
             scratch.step()
         self.kernels_ready.set()
@@ -109,13 +118,18 @@ class World:
         names = list(dict.fromkeys([config.ships.user_model, *config.ships.models]))
         models = [load_model(name) for name in names]
         c = config.collision
-        trees = [load_or_build(m, method=c.tree_method, branching=c.tree_branching, depth=c.tree_depth)
-                 for m in models]
         exact = None
         if exact_method is not None:
             from .narrowphase.exact import EXACT_METHODS
 
             exact = EXACT_METHODS[exact_method](models)
+        if c.tree_method == "ocst":  # nothing to build before the first frame
+            bank = OcstBank(models, depth=c.tree_depth, evict_after=c.ocst_evict_after, max_nodes=c.ocst_max_nodes)
+            views = [OcstTreeView(bank, m) for m in range(len(models))]  # what the app draws
+            return cls(config, models, views, user=user, warm=warm, clock=clock, notify=notify, exact=exact,
+                       bank=bank)
+        trees = [load_or_build(m, method=c.tree_method, branching=c.tree_branching, depth=c.tree_depth)
+                 for m in models]
         return cls(config, models, trees, user=user, warm=warm, clock=clock, notify=notify, exact=exact)
 
     # --- lifecycle --------------------------------------------------------------------
@@ -195,7 +209,7 @@ class World:
     @property
     def max_level(self) -> int:
         """Deepest level a pair can reach: the exact triangle level, one below the leaves."""
-        return max(t.depth for t in self.trees) + 1
+        return self.bank.max_level
 
     # --- stats bookkeeping (called by pipeline.step) ---------------------------------------
     @staticmethod

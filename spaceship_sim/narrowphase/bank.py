@@ -102,6 +102,10 @@ class TreeBank:
         """Most children of any node (>= 1)."""
         return max(int(self.child_count.max(initial=1)), 1)
 
+    def maintain(self, now: float) -> None:
+        """Called before each detection sample at simulation time `now` [s]: prebuilt trees keep
+        every node (on-collide trees, ocst.OcstBank, evict unused ones here)."""
+
     def side(self):
         """The arrays one side of a pair kernel takes, in kernel argument order."""
         return (self.center, self.radius, self.first_child, self.child_count, self.tri_ptr, self.tri_idx,

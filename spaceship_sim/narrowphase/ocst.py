@@ -280,6 +280,16 @@ class OcstBank:
         return np.concatenate([np.arange(self.n_models)] + [self._kids(b) for b in used]).astype(np.int64)
 
 
+def warm_up_bank() -> OcstBank:
+    """A bank of one octahedron (depth 2): refining it against itself compiles every kernel an
+    OcstBank uses, in milliseconds once numba's cache holds them."""
+    from ..meshes import validate_mesh_arrays
+
+    v = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], np.float64)
+    f = np.array([[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4], [2, 0, 5], [1, 2, 5], [3, 1, 5], [0, 3, 5]])
+    return OcstBank([validate_mesh_arrays(v, f, "octahedron")], depth=2)
+
+
 # --- the hooks refine.py calls after each descent kernel ---------------------------------
 
 def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> None:

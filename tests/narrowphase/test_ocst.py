@@ -1,0 +1,198 @@
+"""On-collide sphere trees (narrowphase/ocst.py): verdicts equal brute force, coverage and error
+bounds hold for every group built, also after evictions and re-creations, and building counts
+against the frame's deadline."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from narrow_helpers import random_rotation
+from spaceship_sim.clock import TickClock
+from spaceship_sim.meshes import load_model, validate_mesh_arrays
+from spaceship_sim.narrowphase import TreeBank, refine_frame
+from spaceship_sim.narrowphase.exact import BruteForceExact
+from spaceship_sim.narrowphase.kernels import min_distance_all_pairs
+from spaceship_sim.narrowphase.ocst import UNBUILT, OcstBank
+from spaceship_sim.spheretree.finish import error_bounds
+from spaceship_sim.spheretree.geometry import MeshQuery
+
+DEPTH = 3
+
+
+@pytest.fixture(scope="module")
+def models(meshes):
+    """An asset (the lamp, concave, 802 triangles) and a generated torus."""
+    return [load_model("lamp"), validate_mesh_arrays(*meshes["torus"], "torus")]
+
+
+@pytest.fixture(scope="module")
+def bank(models):
+    """One bank for the module: it keeps growing from test to test, as in a long run."""
+    return OcstBank(models, depth=DEPTH)
+
+
+def poses(rng, models, mid, n, reach=1.1):
+    """(n, 4, 4) transforms of ships with models mid: pair (2i, 2i+1) has centres at most
+    reach x (sum of bounding radii) apart, random orientations."""
+    T = np.tile(np.eye(4), (n, 1, 1))
+    for i in range(n):
+        T[i, :3, :3] = random_rotation(rng)
+    radius = np.array([m.bounding_radius for m in models])[mid]
+    for i in range(0, n, 2):
+        d = rng.normal(size=3)
+        T[i + 1, :3, 3] = T[i, :3, 3] + d / np.linalg.norm(d) * rng.uniform(0, reach) * (radius[i] + radius[i + 1])
+    return T
+
+
+def check_coverage(bank, rng, samples=20):
+    """Every built group covers its parent's cell: points sampled on the triangles of the parent's
+    list that lie in the parent's cell lie in some child sphere; every point lies in its root."""
+    tris = bank.tri_verts
+    for m in range(bank.n_models):
+        tm = tris[bank.tri_offset[m]:bank.tri_offset[m + 1]]
+        w = rng.dirichlet(np.ones(3), size=(len(tm), 4))
+        pts = np.einsum("tsk,tkc->tsc", w, tm).reshape(-1, 3)
+        assert (np.linalg.norm(pts - bank.center[m], axis=1) <= bank.radius[m] * (1 + 1e-9)).all()
+    origin_side = bank._cube
+    for p in bank.built_nodes():
+        if bank.child_count[p] <= 0:
+            continue
+        origin, side = origin_side[bank.model[p]]
+        size = side / 2 ** bank.level[p]
+        lo = origin + bank.cell[p] * size
+        ids = bank.tri_idx[bank.tri_ptr[p]:bank.tri_ptr[p + 1]]
+        w = rng.dirichlet(np.ones(3), size=(len(ids), samples))
+        pts = np.einsum("tsk,tkc->tsc", w, tris[ids]).reshape(-1, 3)
+        pts = pts[((pts >= lo) & (pts <= lo + size)).all(axis=1)]
+        kids = np.arange(bank.first_child[p], bank.first_child[p] + bank.child_count[p])
+        d = np.linalg.norm(pts[:, None] - bank.center[kids][None], axis=2)
+        assert (d <= bank.radius[kids][None] * (1 + 1e-9)).any(axis=1).all(), f"group of node {p} misses a point"
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), all_contacts=st.booleans())
+def test_exact_verdicts_equal_brute_force(bank, models, seed, all_contacts):
+    rng = np.random.default_rng(seed)
+    mid = rng.integers(0, 2, 8)
+    T = poses(rng, models, mid, 8)
+    pairs = np.arange(8).reshape(-1, 2)
+    r = refine_frame(bank, mid, T, pairs, deadline=np.inf, min_level=0, all_contacts=all_contacts)
+    want = BruteForceExact(models).collide(mid[pairs[:, 0]], mid[pairs[:, 1]], T[pairs[:, 0]], T[pairs[:, 1]])
+    assert r.exact.all()
+    assert np.array_equal(r.colliding, want.colliding)
+    for k in range(len(pairs)):
+        got = {tuple(x) for x in r.tri_pairs[k].tolist()}
+        if all_contacts:
+            assert got == {tuple(x) for x in want.pairs_of(k).tolist()}
+        else:
+            assert got <= {tuple(x) for x in want.pairs_of(k).tolist()} and len(got) == want.colliding[k]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), level=st.integers(1, DEPTH))
+def test_separation_bound_at_least_exact_distance(bank, models, seed, level):
+    rng = np.random.default_rng(seed)
+    mid = rng.integers(0, 2, 6)
+    T = poses(rng, models, mid, 6, reach=0.9)
+    pairs = np.arange(6).reshape(-1, 2)
+    r = refine_frame(bank, mid, T, pairs, deadline=np.inf, min_level=0, max_level=level, exact=False)
+    for k in np.flatnonzero(r.colliding):
+        a, b = pairs[k]
+        ta = models[mid[a]].vertices @ T[a, :3, :3].T + T[a, :3, 3]
+        tb = models[mid[b]].vertices @ T[b, :3, :3].T + T[b, :3, 3]
+        exact = min_distance_all_pairs(ta[models[mid[a]].faces], tb[models[mid[b]].faces])
+        assert r.separation_bound[k] >= exact - 1e-9
+    # apart at a sphere level is certain: brute force agrees
+    want = BruteForceExact(models).collide(mid[pairs[:, 0]], mid[pairs[:, 1]], T[pairs[:, 0]], T[pairs[:, 1]])
+    assert not (want.colliding & ~r.colliding).any()
+
+
+def test_error_bounds_and_witnesses_are_finish_py_s(bank, models):
+    """The local distance query gives exactly the bounds finish.error_bounds gives on the whole mesh."""
+    built = bank.built_nodes()
+    assert len(built) > bank.n_models, "earlier tests built nodes"
+    for m, mesh in enumerate(models):
+        nodes = built[bank.model[built] == m][:40]
+        whole = MeshQuery(mesh.vertices, mesh.faces, mesh.closed)
+        want = error_bounds(whole, bank.center[nodes], bank.radius[nodes])
+        assert np.allclose(bank.error[nodes], want, rtol=1e-12, atol=1e-12)
+        d, _, _, _ = whole.query(bank.center[nodes])
+        assert np.allclose(np.linalg.norm(bank.witness[nodes] - bank.center[nodes], axis=1), d, atol=1e-12)
+
+
+def test_coverage_survives_evictions_and_re_creation(models):
+    """Groups evicted by age and by the cap, then rebuilt: coverage holds at every step, the cap is
+    met after each maintain, and a rebuilt group equals the first one built for the same cell."""
+    rng = np.random.default_rng(3)
+    bank = OcstBank(models, depth=DEPTH, evict_after=0.5, max_nodes=60)
+    first = {}
+    mid = np.array([0, 0, 1, 1, 0, 1])
+    for step in range(6):
+        bank.maintain(0.2 * step)
+        assert bank.resident_nodes <= 60 or step == 0
+        T = poses(rng, models, mid, 6, reach=0.8)
+        refine_frame(bank, mid, T, np.arange(6).reshape(-1, 2), deadline=np.inf, min_level=0)
+        check_coverage(bank, rng)
+        for s in bank.built_nodes():
+            key = (int(bank.model[s]), int(bank.level[s]), *bank.cell[s].tolist())
+            got = (bank.center[s].tolist(), float(bank.radius[s]), float(bank.error[s]))
+            assert first.setdefault(key, got) == got
+    assert bank.evicted_groups > 0
+    bank.maintain(100.0)  # nothing used for far longer than evict_after: back to the roots
+    assert bank.resident_nodes == bank.n_models
+    assert (bank.child_count[:bank.n_models] == UNBUILT).all()
+    r = refine_frame(bank, mid, poses(rng, models, mid, 6, reach=0.8), np.arange(6).reshape(-1, 2),
+                     deadline=np.inf, min_level=0)
+    assert r.exact.all()
+    check_coverage(bank, rng)
+
+
+class BuildClock(TickClock):
+    """A TickClock that also advances by `cost` per group the bank builds (building is work the
+    deadline must see, as the wall clock sees it)."""
+
+    def __init__(self, bank, cost):
+        super().__init__(1e-6)
+        build = bank.build
+
+        def timed_build(nodes):
+            before = bank.built_groups
+            build(nodes)
+            self.spend(cost * (bank.built_groups - before))
+        bank.build = timed_build
+
+
+def test_building_counts_against_the_deadline_and_min_level_holds(models):
+    rng = np.random.default_rng(11)
+    mid = np.zeros(16, np.int64)
+    T = poses(rng, models, mid, 16, reach=0.5)
+    pairs = np.arange(16).reshape(-1, 2)
+    fresh = OcstBank(models, depth=DEPTH)
+    clock = BuildClock(fresh, cost=1.0)  # one second per group: far past any deadline
+    r = refine_frame(fresh, mid, T, pairs, deadline=clock() + 0.01, min_level=2, clock=clock)
+    assert (r.level[r.colliding] == 2).all() and not r.exact[r.colliding].any()
+    # the same deadline on trees already built reaches deeper (less is spent)
+    ticks = TickClock(1e-6)
+    warm = refine_frame(fresh, mid, T, pairs, deadline=ticks() + 0.01, min_level=2, clock=ticks)
+    assert warm.level[warm.colliding].max() > 2
+
+
+def test_prebuilt_and_on_collide_trees_agree_level_by_level(models):
+    """Same octree geometry: the sphere levels reached and their verdicts equal the prebuilt
+    octree's (built through the project's builder) when both refine without deadline."""
+    from spaceship_sim.spheretree.build import build_tree
+
+    lamp = models[0]
+    tree = build_tree(lamp.vertices, lamp.faces, method="octree", depth=2, closed=lamp.closed)
+    pre, on = TreeBank.from_trees([tree]), OcstBank([lamp], depth=2)
+    rng = np.random.default_rng(5)
+    T = poses(rng, [lamp], np.zeros(12, np.int64), 12, reach=1.0)
+    pairs = np.arange(12).reshape(-1, 2)
+    mid = np.zeros(12, np.int64)
+    for level in (1, 2):
+        a = refine_frame(pre, mid, T, pairs, deadline=np.inf, min_level=0, max_level=level, exact=False)
+        b = refine_frame(on, mid, T, pairs, deadline=np.inf, min_level=0, max_level=level, exact=False)
+        assert np.array_equal(a.colliding, b.colliding) and np.array_equal(a.level, b.level)
+    assert on.resident_nodes <= tree.n_nodes
