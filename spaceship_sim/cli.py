@@ -26,6 +26,7 @@ BENCHES = [
     "spaceship_sim.bench.bench_narrowphase",
     "spaceship_sim.bench.bench_hubbard",
     "spaceship_sim.bench.bench_multibody",
+    "spaceship_sim.bench.bench_ocst",
 ]
 
 
