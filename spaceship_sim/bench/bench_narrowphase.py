@@ -2,7 +2,8 @@
 kinds of poses, every figure measured in the same run.
 
 Methods: sphere levels 0..depth (no triangle tests), the exact level (first contact, all
-contacts), fcl BVHModel(OBBRSS) collide (first contact, all contacts) and the brute-force
+contacts), the exact level on on-collide trees (ocst; cold: one call on a fresh bank, building
+every node the poses reach; warm: all built), fcl BVHModel(OBBRSS) collide (first contact, all contacts) and the brute-force
 all-triangle-pairs oracle on the first few poses. Ratios are against fcl first contact, the peer
 to beat; without python-fcl, against the project's exact first contact.
 
@@ -271,6 +272,24 @@ def timed_refine(bank, T, max_level, exact, repeat, all_contacts=True):
     return best / n * 1e6, result
 
 
+def timed_ocst(mesh, depth, T, repeat):
+    """µs/pair of the exact level (first contact) on on-collide trees of `mesh`: cold — one call
+    on a fresh bank, which builds every node the poses reach — and warm (best_time, all built)."""
+    from ..narrowphase import refine_frame
+    from ..narrowphase.ocst import OcstBank
+    n = len(T) // 2
+    bank = OcstBank([mesh], depth=depth)
+    pairs, model_id = np.arange(2 * n).reshape(n, 2), np.zeros(2 * n, np.int64)
+
+    def call():
+        return refine_frame(bank, model_id, T, pairs, deadline=np.inf, min_level=0, exact=True, all_contacts=False)
+    t0 = time.perf_counter()
+    call()
+    cold = time.perf_counter() - t0
+    best, result = best_time(call, repeat)
+    return cold / n * 1e6, best / n * 1e6, result
+
+
 def exact_verdict(bank):
     """verdict(T) -> colliding per pose, from the project's exact level (first contact)."""
     from ..narrowphase import refine_frame
@@ -384,8 +403,12 @@ def measure(T, tree, bank, mesh, peer, args):
     all_us, exact = timed_refine(bank, T, None, True, args.repeat)
     rows += [("exact, first contact", first_us, first.colliding, 0.0),
              ("exact, all contacts", all_us, exact.colliding, 0.0)]
+    cold_us, warm_us, on = timed_ocst(mesh, tree.depth, T, args.repeat)
+    rows += [("ocst cold, first contact", cold_us, on.colliding, 0.0),
+             ("ocst warm, first contact", warm_us, on.colliding, 0.0)]
     n, m = len(T) // 2, min(args.brute_poses, len(T) // 2)
-    checks = [("exact first contact = all contacts", np.sum(first.colliding == exact.colliding), n)]
+    checks = [("exact first contact = all contacts", np.sum(first.colliding == exact.colliding), n),
+              ("ocst = exact", np.sum(on.colliding == exact.colliding), n)]
     if peer:
         for method in (FclPair.FIRST, FclPair.ALL):
             us, hits = peer.timed(T, method, args.repeat)
