@@ -99,12 +99,19 @@ def _ssv(meshes) -> ExactDetector:
     return SSVExact(meshes)
 
 
+def _ocst(meshes) -> ExactDetector:
+    from .ocst import OcstExact  # imports the refinement loop, which imports this module
+
+    return OcstExact(meshes)
+
+
 # name -> constructor from the scenario's meshes (list of meshes.Mesh); strategies register here
 EXACT_METHODS: dict[str, Callable[[Sequence], ExactDetector]] = {
     "brute": BruteForceExact,
     "bsp": _bsp,
     "fcl": _fcl,
     "ssv": _ssv,  # swept-sphere-volume trees (Larsen et al.): fills `distance` for pairs found apart
+    "ocst": _ocst,  # on-collide sphere trees (Franquesa et al.): sphere levels built as pairs reach them
 }
 
 

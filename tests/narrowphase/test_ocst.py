@@ -12,7 +12,7 @@ from narrow_helpers import random_rotation
 from spaceship_sim.clock import TickClock
 from spaceship_sim.meshes import load_model, validate_mesh_arrays
 from spaceship_sim.narrowphase import TreeBank, refine_frame
-from spaceship_sim.narrowphase.exact import BruteForceExact
+from spaceship_sim.narrowphase.exact import EXACT_METHODS, BruteForceExact
 from spaceship_sim.narrowphase.kernels import min_distance_all_pairs
 from spaceship_sim.narrowphase.ocst import UNBUILT, OcstBank
 from spaceship_sim.spheretree.finish import error_bounds
@@ -88,6 +88,18 @@ def test_exact_verdicts_equal_brute_force(bank, models, seed, all_contacts):
             assert got == {tuple(x) for x in want.pairs_of(k).tolist()}
         else:
             assert got <= {tuple(x) for x in want.pairs_of(k).tolist()} and len(got) == want.colliding[k]
+
+
+def test_registered_exact_strategy_answers_like_the_oracle(models):
+    rng = np.random.default_rng(2)
+    ma, mb = np.array([0, 1, 0, 1]), np.array([0, 1, 1, 0])
+    T = poses(rng, models, np.ravel(np.stack([ma, mb], 1)), 8)
+    Ta, Tb = T[0::2], T[1::2]
+    got = EXACT_METHODS["ocst"](models).collide(ma, mb, Ta, Tb)
+    want = BruteForceExact(models).collide(ma, mb, Ta, Tb)
+    assert np.array_equal(got.colliding, want.colliding) and want.colliding.any()
+    for i in range(4):
+        assert {tuple(p) for p in got.pairs_of(i).tolist()} == {tuple(p) for p in want.pairs_of(i).tolist()}
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
