@@ -210,24 +210,34 @@ def min_enclosing_sphere(points: np.ndarray, seed: int = 0) -> tuple[np.ndarray,
     pts = pts[np.random.default_rng(seed).permutation(len(pts))]
     tol = 1e-12 * (1.0 + float(np.abs(pts).max()))
 
-    def out(c, r2, p):
-        return np.sum((p - c) ** 2) > r2 + tol
+    def outside(c, r2, start, stop):
+        """Indices start <= i < stop, ascending, of points outside the sphere (c, r2) at the
+        time they are reached: the scan stops at the first one, as the sequential loop would
+        recompute the sphere there (numpy in chunks instead of a Python loop per point)."""
+        i, chunk = start, 256
+        while i < stop:
+            hit = np.flatnonzero(np.sum((pts[i:min(stop, i + chunk)] - c) ** 2, axis=1) > r2 + tol)
+            if len(hit):
+                return i + int(hit[0])
+            i, chunk = i + chunk, 4 * chunk
+        return stop
 
     c, r2 = _sphere_through(pts[:1])
-    for i in range(1, len(pts)):
-        if not out(c, r2, pts[i]):
-            continue
+    i = outside(c, r2, 1, len(pts))
+    while i < len(pts):
         c, r2 = _sphere_through(pts[i:i + 1])
-        for j in range(i):
-            if not out(c, r2, pts[j]):
-                continue
+        j = outside(c, r2, 0, i)
+        while j < i:
             c, r2 = _sphere_through(pts[[i, j]])
-            for k in range(j):
-                if not out(c, r2, pts[k]):
-                    continue
+            k = outside(c, r2, 0, j)
+            while k < j:
                 c, r2 = _sphere_through(pts[[i, j, k]])
-                for m in range(k):
-                    if out(c, r2, pts[m]):
-                        c, r2 = _sphere_through(pts[[i, j, k, m]])
+                m = outside(c, r2, 0, k)
+                while m < k:
+                    c, r2 = _sphere_through(pts[[i, j, k, m]])
+                    m = outside(c, r2, m + 1, k)
+                k = outside(c, r2, k + 1, j)
+            j = outside(c, r2, j + 1, i)
+        i = outside(c, r2, i + 1, len(pts))
     r = float(np.sqrt(np.max(np.sum((pts - c) ** 2, axis=1))))
     return c, r
