@@ -6,10 +6,11 @@
    prebuilt octree tree of the same mesh (same depth) takes to build — what a prebuilt method
    must wait for before that first frame. The ratio is printed.
 2. Memory over a run: the lamps scenario (configs/lamps.toml) with tree_method "ocst" for
-   --frames frames under the stand-in render load; the resident spheres after every frame
-   against the full octree tree's spheres (every model's). Writes ocst_resident.csv and
-   ocst_resident.png (resident / full per frame) into --out and prints the largest and the
-   median ratio.
+   --frames frames under the stand-in render load, once per --evict-after value; the resident
+   spheres after every frame against the full octree tree's spheres (every model's: the lamps
+   share one). Writes ocst_resident.csv and ocst_resident.png (resident / full per frame, a curve
+   per eviction time) into --out and prints the largest and the median ratio, the frame times and
+   the levels reached.
 """
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def register(sub) -> None:
     p.add_argument("--render-ms", type=milliseconds, default=31.0, help="stand-in render time per frame [ms]")
     p.add_argument("--config", default=shipped_config("lamps.toml"), help="scenario of the memory run")
     p.add_argument("--out", type=output_folder, default="runs/ocst", help="folder for the csv and the plot")
+    p.add_argument("--evict-after", default="",
+                   help="eviction times to compare in the lamps run [s, comma-separated] (default: the config's)")
     p.add_argument("--part", choices=("first-frame", "memory", "both"), default="both",
                    help="first frame on the big mesh, resident spheres over the lamps run, or both")
     p.add_argument("--skip-prebuilt", action="store_true",
@@ -44,13 +47,30 @@ def register(sub) -> None:
 
 def run(args, clock=WALL) -> int:
     cfg = load_config(args.config)  # checked before any work
+    evict = parse_seconds(args.evict_after)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.part != "memory":
         first_frame(args.triangles, args.skip_prebuilt)
     if args.part != "first-frame":
-        resident_over_run(cfg, args.frames, args.render_ms / 1e3, out, clock)
+        resident_over_run(cfg, args.frames, args.render_ms / 1e3, evict, out, clock)
     return 0
+
+
+def parse_seconds(text: str) -> list[float]:
+    """'0.5,2' -> [0.5, 2.0]; each > 0 and finite, else an InputError naming --evict-after."""
+    from ..errors import InputError
+
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        try:
+            value = float(part)
+        except ValueError:
+            raise InputError("command line", "--evict-after", f"expected numbers, got {part!r}") from None
+        if not 0 < value < 1e6:
+            raise InputError("command line", "--evict-after", f"each must be in (0, 1e6) s, got {part}")
+        out.append(value)
+    return out
 
 
 def big_torus(triangles: int):
@@ -107,51 +127,66 @@ def full_tree_nodes(models, depth: int) -> int:
                for m in models)
 
 
-def resident_over_run(cfg, frames: int, render_s: float, out: Path, clock) -> None:
-    from tqdm import tqdm
-
+def resident_over_run(cfg, frames: int, render_s: float, evict_after: list[float], out: Path, clock) -> None:
+    """The lamps run once per eviction time [s]; one csv row per frame and run, one plot."""
     from . import report
-    from ..world import World
 
-    cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, tree_method="ocst"))
-    world = World.from_config(cfg, clock=clock, notify=None)
-    full = full_tree_nodes(world.models, cfg.collision.tree_depth)
-    rows, levels = [], np.zeros(world.max_level + 1, np.int64)
-    for f in tqdm(range(frames), desc="lamps, ocst", unit="frame"):
-        stats = world.step()
-        world.end_frame(clock.spend(render_s))
-        if stats.level_hist:
-            levels += stats.level_hist
-        rows.append({"frame": f, "resident": world.bank.resident_nodes, "full": full,
-                     "colliding_pairs": stats.colliding_pairs, "frame_ms": 1e3 * stats.frame_time})
+    full = None
+    rows, curves = [], {}
+    for evict in evict_after or [cfg.collision.ocst_evict_after]:
+        c = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, tree_method="ocst",
+                                                                   ocst_evict_after=evict))
+        run_rows, world = _lamps_run(c, frames, render_s, clock)
+        full = full or full_tree_nodes(world.models, c.collision.tree_depth)
+        ratio = np.array([r["resident"] for r in run_rows]) / full
+        curves[evict] = ratio
+        rows += [dict(r, evict_after_s=evict, full=full) for r in run_rows]
+        levels = np.sum([r["levels"] for r in run_rows], axis=0)
+        frame_ms = np.array([r["frame_ms"] for r in run_rows])
+        print(f"lamps, {frames} frames, render {1e3 * render_s:g} ms, evict after {evict:g} s: resident / full "
+              f"({full:,} spheres) max {ratio.max():.1%}, median {np.median(ratio):.1%}; frame time median "
+              f"{np.median(frame_ms):.1f} ms, within target {np.mean(frame_ms <= 1e3 * cfg.sim.target_frame_time):.0%}; "
+              f"groups built {world.bank.built_groups}, evicted {world.bank.evicted_groups}; colliding "
+              f"pair-samples by level reached 0..exact {levels.tolist()}")
+    for r in rows:
+        r.pop("levels")
     report.write_csv(out / "ocst_resident.csv", rows)
-    ratio = np.array([r["resident"] for r in rows]) / full
-    plot_resident(out / "ocst_resident.png", ratio, np.array([r["colliding_pairs"] for r in rows]), cfg, full,
-                  render_s)
-    print(f"lamps, {frames} frames, ocst depth {cfg.collision.tree_depth}: full trees {full:,} spheres; resident "
-          f"max {ratio.max():.1%}, median {np.median(ratio):.1%}, final {ratio[-1]:.1%} "
-          f"(groups built {world.bank.built_groups}, evicted {world.bank.evicted_groups}; colliding pair-samples "
-          f"per level reached 0..exact: {np.asarray(levels).tolist()})")
+    plot_resident(out / "ocst_resident.png", curves, cfg, full, render_s)
     print(f"wrote {out / 'ocst_resident.csv'} and {out / 'ocst_resident.png'}")
 
 
-def plot_resident(path: Path, ratio, colliding, cfg, full: int, render_s: float) -> None:
+def _lamps_run(cfg, frames: int, render_s: float, clock):
+    from tqdm import tqdm
+
+    from ..world import World
+
+    world = World.from_config(cfg, clock=clock, notify=None)
+    rows = []
+    for f in tqdm(range(frames), desc=f"ocst, evict after {cfg.collision.ocst_evict_after:g} s", unit="frame"):
+        stats = world.step()
+        world.end_frame(clock.spend(render_s))
+        levels = np.zeros(world.max_level + 1, np.int64)
+        levels[:len(stats.level_hist)] = stats.level_hist
+        rows.append({"frame": f, "resident": world.bank.resident_nodes, "colliding_pairs": stats.colliding_pairs,
+                     "frame_ms": 1e3 * stats.frame_time, "levels": levels})
+    return rows, world
+
+
+def plot_resident(path: Path, curves: dict, cfg, full: int, render_s: float) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 3.5), dpi=110)
-    ax.plot(100 * ratio, color="tab:blue", label="resident / full tree")
+    for evict, ratio in curves.items():
+        ax.plot(100 * ratio, lw=1, label=f"evict after {evict:g} s")
     ax.axhline(25, color="tab:red", ls="--", lw=1, label="25%")
     ax.set_xlabel("frame")
-    ax.set_ylabel("resident spheres [% of full]")
-    ax.set_ylim(0, max(30, 100 * ratio.max() * 1.15))
-    ax2 = ax.twinx()
-    ax2.plot(colliding, color="tab:gray", lw=0.6, alpha=0.6)
-    ax2.set_ylabel("colliding pairs per frame", color="tab:gray")
-    ax.set_title(f"OCST on {Path(cfg.source).name}, stand-in render {1e3 * render_s:g} ms: full trees {full:,} "
-                 f"spheres, evict after {cfg.collision.ocst_evict_after:g} s", fontsize=9)
-    ax.legend(loc="upper left", fontsize=8)
+    ax.set_ylabel("resident spheres [% of full tree]")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"OCST on {Path(cfg.source).name}, stand-in render {1e3 * render_s:g} ms: resident spheres "
+                 f"against the full octree tree ({full:,} spheres)", fontsize=9)
+    ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
