@@ -133,6 +133,10 @@ def resident_over_run(cfg, frames: int, render_s: float, evict_after: list[float
 
     full = None
     rows, curves = [], {}
+    ref = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, tree_method="octree"))
+    ref_rows, _ = _lamps_run(ref, frames, render_s, clock)
+    print(f"lamps, {frames} frames, render {1e3 * render_s:g} ms, prebuilt octree (reference): "
+          f"{_run_summary(ref_rows, cfg)}")
     for evict in evict_after or [cfg.collision.ocst_evict_after]:
         c = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, tree_method="ocst",
                                                                    ocst_evict_after=evict))
@@ -141,18 +145,23 @@ def resident_over_run(cfg, frames: int, render_s: float, evict_after: list[float
         ratio = np.array([r["resident"] for r in run_rows]) / full
         curves[evict] = ratio
         rows += [dict(r, evict_after_s=evict, full=full) for r in run_rows]
-        levels = np.sum([r["levels"] for r in run_rows], axis=0)
-        frame_ms = np.array([r["frame_ms"] for r in run_rows])
-        print(f"lamps, {frames} frames, render {1e3 * render_s:g} ms, evict after {evict:g} s: resident / full "
-              f"({full:,} spheres) max {ratio.max():.1%}, median {np.median(ratio):.1%}; frame time median "
-              f"{np.median(frame_ms):.1f} ms, within target {np.mean(frame_ms <= 1e3 * cfg.sim.target_frame_time):.0%}; "
-              f"groups built {world.bank.built_groups}, evicted {world.bank.evicted_groups}; colliding "
-              f"pair-samples by level reached 0..exact {levels.tolist()}")
+        print(f"lamps, {frames} frames, render {1e3 * render_s:g} ms, ocst, evict after {evict:g} s: resident / "
+              f"full ({full:,} spheres) max {ratio.max():.1%}, median {np.median(ratio):.1%}; groups built "
+              f"{world.bank.built_groups}, evicted {world.bank.evicted_groups}; {_run_summary(run_rows, cfg)}")
     for r in rows:
         r.pop("levels")
     report.write_csv(out / "ocst_resident.csv", rows)
     plot_resident(out / "ocst_resident.png", curves, cfg, full, render_s)
     print(f"wrote {out / 'ocst_resident.csv'} and {out / 'ocst_resident.png'}")
+
+
+def _run_summary(rows, cfg) -> str:
+    """Frame times and the levels colliding pairs reached over a run's rows."""
+    levels = np.sum([r["levels"] for r in rows], axis=0)
+    frame_ms = np.array([r["frame_ms"] for r in rows])
+    return (f"frame time median {np.median(frame_ms):.1f} ms, within target "
+            f"{np.mean(frame_ms <= 1e3 * cfg.sim.target_frame_time):.0%}; colliding pair-samples by level reached "
+            f"0..exact {levels.tolist()}")
 
 
 def _lamps_run(cfg, frames: int, render_s: float, clock):
@@ -162,12 +171,13 @@ def _lamps_run(cfg, frames: int, render_s: float, clock):
 
     world = World.from_config(cfg, clock=clock, notify=None)
     rows = []
-    for f in tqdm(range(frames), desc=f"ocst, evict after {cfg.collision.ocst_evict_after:g} s", unit="frame"):
+    for f in tqdm(range(frames), desc=cfg.collision.tree_method, unit="frame"):
         stats = world.step()
         world.end_frame(clock.spend(render_s))
         levels = np.zeros(world.max_level + 1, np.int64)
         levels[:len(stats.level_hist)] = stats.level_hist
-        rows.append({"frame": f, "resident": world.bank.resident_nodes, "colliding_pairs": stats.colliding_pairs,
+        rows.append({"frame": f, "resident": getattr(world.bank, "resident_nodes", 0),
+                     "colliding_pairs": stats.colliding_pairs,
                      "frame_ms": 1e3 * stats.frame_time, "levels": levels})
     return rows, world
 
