@@ -280,6 +280,28 @@ class OcstBank:
         return np.concatenate([np.arange(self.n_models)] + [self._kids(b) for b in used]).astype(np.int64)
 
 
+class OcstTreeView:
+    """Model m of an OcstBank seen as a SphereTree by readers of reported spheres (the app's
+    drawing): node ids are local to the model (slot - m, as FrameNarrowResult reports them),
+    `level(k)` gives the spheres of level k resident now."""
+
+    def __init__(self, bank: OcstBank, m: int):
+        self.bank, self.m = bank, int(m)
+        self.center, self.radius = bank.center[m:], bank.radius[m:]  # views: they follow the bank
+        self.error, self.witness = bank.error[m:], bank.witness[m:]
+
+    @property
+    def depth(self) -> int:
+        return int(self.bank.depth[self.m])
+
+    def level(self, k: int):
+        """(centers (n,3), radii (n,), errors (n,)) of model m's resident spheres at level k."""
+        b = self.bank
+        nodes = b.built_nodes()
+        nodes = nodes[(b.model[nodes] == self.m) & (b.level[nodes] == k)]
+        return b.center[nodes], b.radius[nodes], b.error[nodes]
+
+
 def warm_up_bank() -> OcstBank:
     """A bank of one octahedron (depth 2): refining it against itself compiles every kernel an
     OcstBank uses, in milliseconds once numba's cache holds them."""
