@@ -196,7 +196,7 @@ def plot_resident(path: Path, curves: dict, cfg, full: int, render_s: float) -> 
     ax.set_ylim(0, 105)
     ax.set_title(f"OCST on {Path(cfg.source).name}, stand-in render {1e3 * render_s:g} ms: resident spheres "
                  f"against the full octree tree ({full:,} spheres)", fontsize=9)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="center right", fontsize=8, framealpha=0.9)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
