@@ -89,10 +89,12 @@ def test_config_is_frozen():
 
 
 def test_stage_names_come_from_one_registry_each():
-    """The config's lists of broad phases and tree builders are the ones the stages implement."""
+    """The config's lists of broad phases and tree builders are the ones the stages implement
+    (prebuilt trees: spheretree's builders; "ocst": trees built on collision, narrowphase/ocst.py)."""
     from spaceship_sim.broadphase import BROADPHASES
-    from spaceship_sim.config import BROADPHASE_NAMES, TREE_METHODS, CollisionConfig
+    from spaceship_sim.config import BROADPHASE_NAMES, PREBUILT_TREE_METHODS, TREE_METHODS, CollisionConfig
     from spaceship_sim.spheretree.params import METHODS
-    assert set(BROADPHASES) == set(BROADPHASE_NAMES) and METHODS == TREE_METHODS
+    assert set(BROADPHASES) == set(BROADPHASE_NAMES) and METHODS == PREBUILT_TREE_METHODS
+    assert TREE_METHODS == (*METHODS, "ocst")
     meta = {f.name: f.metadata for f in dataclasses.fields(CollisionConfig)}
     assert meta["broadphase"]["choices"] == BROADPHASE_NAMES and meta["tree_method"]["choices"] == TREE_METHODS
