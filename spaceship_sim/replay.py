@@ -66,12 +66,14 @@ def config_dict(cfg) -> dict:
 
 
 def trees_fingerprint(bank) -> str:
-    """sha-256 over a TreeBank's arrays: the models' sphere trees and triangles as the run uses them."""
+    """sha-256 over a TreeBank's arrays: the models' sphere trees and triangles as the run uses them
+    (an OcstBank's: what its trees are built from, see OcstBank.defining_arrays)."""
     h = hashlib.sha256()
-    for f in dataclasses.fields(bank):
-        a = getattr(bank, f.name)
+    arrays = ({f.name: getattr(bank, f.name) for f in dataclasses.fields(bank)} if dataclasses.is_dataclass(bank)
+              else bank.defining_arrays())
+    for name, a in arrays.items():
         if isinstance(a, np.ndarray):
-            h.update(f.name.encode() + str(a.dtype).encode() + str(a.shape).encode())
+            h.update(name.encode() + str(a.dtype).encode() + str(a.shape).encode())
             h.update(np.ascontiguousarray(a).tobytes())
     return h.hexdigest()
 

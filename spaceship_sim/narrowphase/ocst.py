@@ -116,6 +116,11 @@ class OcstBank:
         used = self._block_parent >= 0
         return self.n_models + int(self.child_count[self._block_parent[used]].clip(0).sum())
 
+    def defining_arrays(self) -> dict:
+        """The arrays every node of this bank is a function of: the models' triangles and the
+        depth (what a recording fingerprints; the resident part changes as the run goes)."""
+        return {"tri_verts": self.tri_verts, "tri_offset": self.tri_offset, "depth": self.depth}
+
     # --- building -------------------------------------------------------------------
     def _make_root(self, m, mesh, seed):
         tris = mesh.vertices[mesh.faces]
