@@ -255,7 +255,9 @@ class OcstBank:
             if self._block_parent[b] >= 0:  # not already gone with an ancestor's group
                 self._evict(b)
         excess = self.resident_nodes - self.max_nodes
-        for i in np.argsort(last, kind="stable"):
+        # least recently used first; among groups last used together, the deepest first (a
+        # shallow group takes everything below it along)
+        for i in np.lexsort((-self.level[self._block_parent[used]], last)):
             if excess <= 0:
                 break
             if self._block_parent[used[i]] >= 0:

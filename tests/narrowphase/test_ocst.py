@@ -162,6 +162,18 @@ def test_coverage_survives_evictions_and_re_creation(models):
     check_coverage(bank, rng)
 
 
+def test_cap_evicts_least_recently_used_deepest_first(models):
+    torus = models[1:]
+    bank = OcstBank(torus, depth=DEPTH)
+    T = poses(np.random.default_rng(4), torus, np.zeros(2, np.int64), 2, reach=0.3)
+    refine_frame(bank, np.zeros(2, np.int64), T, np.array([[0, 1]]), deadline=np.inf, min_level=0)
+    assert bank.resident_nodes > 9 and bank.child_count[0] == 8
+    bank.max_nodes = 9  # the root and its 8 children: everything was used at the same time
+    bank.maintain(bank.now)
+    assert bank.resident_nodes == 9 and bank.child_count[0] == 8
+    assert (bank.child_count[bank.first_child[0]:bank.first_child[0] + 8] == UNBUILT).all()
+
+
 class BuildClock(TickClock):
     """A TickClock that also advances by `cost` per group the bank builds (building is work the
     deadline must see, as the wall clock sees it)."""
@@ -213,7 +225,8 @@ def test_prebuilt_and_on_collide_trees_agree_level_by_level(models):
 
 def test_world_flies_the_same_on_prebuilt_and_on_collide_octrees():
     """The lamps scenario, every pair refined to the triangles (time_critical off): OCST and the
-    prebuilt octree have the same geometry, so verdicts, contacts and the state hash agree."""
+    prebuilt octree have the same geometry, so verdicts, contacts and the state hash agree — also
+    while groups are evicted and rebuilt."""
     import dataclasses
 
     from spaceship_sim.config import load_config, shipped_config
@@ -223,9 +236,10 @@ def test_world_flies_the_same_on_prebuilt_and_on_collide_octrees():
     hashes, hits = {}, {}
     for method in ("octree", "ocst"):
         c = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, tree_method=method,
-                                                                   time_critical=False))
+                                                                   time_critical=False, ocst_evict_after=0.3))
         world = World.from_config(c, clock=TickClock(1e-5), notify=None)
         hits[method] = sum(world.step().colliding_pairs for _ in range(80))
         hashes[method] = world.state.hash()
     assert hits["ocst"] == hits["octree"] > 0
     assert hashes["ocst"] == hashes["octree"]
+    assert world.bank.evicted_groups > 0 and world.bank.built_groups > world.bank.evicted_groups
