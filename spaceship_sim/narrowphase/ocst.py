@@ -59,8 +59,9 @@ class OcstBank:
     reported sphere ids are slot - m); tri_offset (M+1,) int64; depth (M,) int64.
     Bookkeeping: stamp (N,) float64 [s] last use (simulation time); level, parent, model (N,) int64;
     cell (N,3) int64 integer octree cell of the node.
-    models: the meshes (spaceship_sim.meshes.Mesh); evict_after [s]; max_nodes: cap on resident
-    spheres over all models.
+    models: the meshes (spaceship_sim.meshes.Mesh); depth: levels below the roots; evict_after [s];
+    max_nodes: cap on resident spheres over all models; seed: of the roots' enclosing-sphere
+    search (as the prebuilt octree's).
     """
 
     def __init__(self, models, depth: int = 3, evict_after: float = 2.0, max_nodes: int = 100_000, seed: int = 0):
@@ -93,7 +94,7 @@ class OcstBank:
         self._free = list(range(n_blocks))  # a heap: the lowest free block first keeps memory compact
         self._block_parent = np.full(n_blocks, -1, np.int64)  # owner of each used block
         self._block_tris = np.zeros((n_blocks, 2), np.int64)  # its region of tri_idx
-        self._cube, self._query, self._pseudo = [], {}, {}
+        self._cube, self._pseudo = [], {}  # per model: (origin, side) of its octree; pseudo-normals
         for m, mesh in enumerate(self.models):
             self._make_root(m, mesh, seed)
         self.built_groups = 0   # counters for reports
