@@ -134,6 +134,19 @@ def test_closest_points_match_trimesh(seed):
     np.testing.assert_allclose(np.linalg.norm(ours - p, axis=1), np.linalg.norm(ref - p, axis=1), atol=1e-9)
 
 
+@settings(max_examples=20, deadline=None)
+@given(seed=SEEDS, grid=st.booleans())
+def test_triangle_box_overlap_kernel_equals_numpy_oracle_bit_for_bit(seed, grid):
+    """On random and on grid-aligned input (vertices on box faces, edges along them: the touching cases)."""
+    rng = np.random.default_rng(seed)
+    n = 2000
+    if grid:
+        tris, centers, half = rng.integers(-3, 4, (n, 3, 3)) / 2, rng.integers(-2, 3, (n, 3)) / 2, np.full(n, 0.5)
+    else:
+        tris, centers, half = rng.uniform(-1, 1, (n, 3, 3)), rng.uniform(-1, 1, (n, 3)), rng.uniform(0.05, 0.5, n)
+    assert np.array_equal(triangle_box_overlap(tris, centers, half), ref.triangle_box_overlap_ref(tris, centers, half))
+
+
 @settings(max_examples=30, deadline=None)
 @given(seed=SEEDS)
 def test_triangle_box_overlap_against_sampling(seed):

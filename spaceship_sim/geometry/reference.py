@@ -4,7 +4,8 @@ computed differently from the kernels so that tests comparing them mean somethin
 - triangle–triangle intersection from segment–triangle tests: two closed triangles meet iff an
   edge of one meets the other (their intersection is convex; its boundary lies on an edge);
 - point–triangle closest point by plane projection, else the closest of the three edges;
-- triangle distance by dense sampling (an upper bound that converges to the distance).
+- triangle distance by dense sampling (an upper bound that converges to the distance);
+- triangle-box overlap by the separating axes, vectorised (the kernel repeats its arithmetic).
 """
 from __future__ import annotations
 
@@ -112,3 +113,26 @@ def triangle_distances(points: np.ndarray, tris: np.ndarray) -> np.ndarray:
     P = np.repeat(points, m, axis=0)
     q = closest_point_triangle(P, np.tile(tris, (n, 1, 1)))
     return np.linalg.norm(P - q, axis=1).reshape(n, m)
+
+
+def triangle_box_overlap_ref(tris: np.ndarray, box_center: np.ndarray, half: float | np.ndarray) -> np.ndarray:
+    """(n,) bool: closed triangle tris[i] (3,3) meets the cube box_center[i] +- half (Akenine-Moller SAT).
+
+    tris (n,3,3), box_center (n,3), half scalar or (n,); plain numpy, vectorised over pairs (the
+    oracle of triangles.overlap_triangles_boxes).
+    A small relative padding keeps touching-but-rounded cases occupied (conservative).
+    """
+    h = np.broadcast_to(np.asarray(half, np.float64), (len(tris),)) * (1 + 1e-9)
+    v = tris - box_center[:, None, :]
+    ok = (v.min(axis=1) <= h[:, None]).all(axis=1) & (v.max(axis=1) >= -h[:, None]).all(axis=1)
+    e = v[:, [1, 2, 0]] - v  # the three edges
+    n = np.cross(e[:, 0], e[:, 1])
+    ok &= np.abs(np.einsum("ij,ij->i", n, v[:, 0])) <= h * np.abs(n).sum(axis=1)
+    for i in range(3):
+        axis_unit = np.zeros(3)
+        axis_unit[i] = 1.0
+        a = np.cross(axis_unit[None, None, :], e)  # (n, 3 edges, 3)
+        p = np.einsum("nek,nvk->nev", a, v)  # projections of the 3 vertices on the 3 axes
+        r = h[:, None] * np.abs(a).sum(axis=2)
+        ok &= ((p.min(axis=2) <= r) & (p.max(axis=2) >= -r)).all(axis=1)
+    return ok
