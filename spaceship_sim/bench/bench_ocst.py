@@ -4,7 +4,8 @@
    scratch assets folder, nothing committed) in a small scenario with tree_method "ocst": the
    time from loading the scenario to the end of the first simulated frame, against the time the
    prebuilt octree tree of the same mesh (same depth) takes to build — what a prebuilt method
-   must wait for before that first frame. The ratio is printed.
+   must wait for before that first frame. The ratio is printed, and what a first contact of two
+   such ships then costs (the nodes it builds), grazing and deep.
 2. Memory over a run: the lamps scenario (configs/lamps.toml) with tree_method "ocst" for
    --frames frames under the stand-in render load, once per --evict-after value; the resident
    spheres after every frame against the full octree tree's spheres (every model's: the lamps
@@ -106,6 +107,7 @@ def first_frame(triangles: int, skip_prebuilt: bool) -> None:
     print(f"first frame, {len(mesh.faces):,}-triangle torus, depth {cfg.collision.tree_depth}:")
     print(f"  ocst: scenario loaded to first frame simulated  {ocst_s:8.2f} s  "
           f"({world.bank.resident_nodes} spheres resident)")
+    first_contact(world.bank, mesh)
     if skip_prebuilt:
         return
     from ..spheretree.build import build_tree
@@ -116,6 +118,24 @@ def first_frame(triangles: int, skip_prebuilt: bool) -> None:
     build_s = time.perf_counter() - t0
     print(f"  prebuilt octree: tree build alone               {build_s:8.2f} s  ({tree.n_nodes:,} spheres)")
     print(f"  ratio prebuilt wait / ocst first frame          {build_s / ocst_s:8.1f}x")
+
+
+def first_contact(bank, mesh) -> None:
+    """What the first contact of two such ships costs, grazing (rims 2.5% of the radius deep) then
+    deep (centres 1.5 radii apart), in one plane: min_level 1 forced (the root's children built)
+    under an expired deadline, then the rest of the way to the triangles (all contacts)."""
+    from ..narrowphase import refine_frame
+
+    for kind, apart in (("grazing", 1.975), ("deep", 1.5)):
+        T = np.tile(np.eye(4), (2, 1, 1))
+        T[1, 0, 3] = apart * mesh.bounding_radius
+        args = (bank, np.zeros(2, np.int64), T, np.array([[0, 1]]))
+        for what, opts in (("level 1 (forced, deadline passed)", dict(deadline=0.0, min_level=1)),
+                           ("then to the triangles (no deadline)", dict(deadline=np.inf, min_level=0))):
+            t0 = time.perf_counter()
+            r = refine_frame(*args, **opts)
+            print(f"  ocst {kind} contact, {what}: {time.perf_counter() - t0:6.2f} s, level {int(r.level[0])}, "
+                  f"colliding {bool(r.colliding[0])}, {bank.resident_nodes} spheres resident")
 
 
 def full_tree_nodes(models, depth: int) -> int:
