@@ -99,12 +99,19 @@ def _ssv(meshes) -> ExactDetector:
     return SSVExact(meshes)
 
 
+def _face_octree(meshes) -> ExactDetector:
+    from ..faceoctree import FaceOctreeExact  # imported when asked for: faceoctree imports this module
+
+    return FaceOctreeExact(meshes)
+
+
 # name -> constructor from the scenario's meshes (list of meshes.Mesh); strategies register here
 EXACT_METHODS: dict[str, Callable[[Sequence], ExactDetector]] = {
     "brute": BruteForceExact,
     "bsp": _bsp,
     "fcl": _fcl,
     "ssv": _ssv,  # swept-sphere-volume trees (Larsen et al.): fills `distance` for pairs found apart
+    "faceoctree": _face_octree,
 }
 
 
