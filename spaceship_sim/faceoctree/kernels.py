@@ -112,6 +112,43 @@ def _select(X, X1, F, f0, nf, codes, codes1, swept, region, T, T1, lo, hi):
 
 
 @njit(cache=True)
+def _shrink(region, lo, hi, n):
+    """region[0] = its intersection with the box of boxes lo[:n], hi[:n]; False when empty."""
+    for k in range(3):
+        a, b = np.inf, -np.inf
+        for u in range(n):
+            a, b = min(a, lo[u, k]), max(b, hi[u, k])
+        region[0, 0, k], region[0, 1, k] = max(region[0, 0, k], a), min(region[0, 1, k], b)
+        if region[0, 0, k] > region[0, 1, k]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _refilter(sel, T, T1, lo, hi, exact, region):
+    """Keep, in place and in order, the entries of sel (T, T1, lo, hi alike) still meeting the
+    (shrunk) region; returns how many are left."""
+    n = 0
+    for u in range(len(sel)):
+        if _meets(T, lo, hi, u, exact, region):
+            sel[n], T[n], T1[n], lo[n], hi[n] = sel[u], T[u], T1[u], lo[u], hi[u]
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def _meets(T, lo, hi, u, exact, cells):
+    """Entry u (triangle T[u], box lo[u], hi[u]) meets cells[0]: box reject, box inside
+    (certainly meets), else the exact test when `exact`."""
+    inside = True
+    for k in range(3):
+        if lo[u, k] > cells[0, 1, k] or hi[u, k] < cells[0, 0, k]:
+            return False
+        inside = inside and lo[u, k] >= cells[0, 0, k] and hi[u, k] <= cells[0, 1, k]
+    return inside or not exact or overlap_triangle_box(T, u, cells, 0)
+
+
+@njit(cache=True)
 def _children(box, b, pad, cells):
     """cells (8, 2, 3) = the octants of box[b], each grown by `pad` across the split planes."""
     for o in range(8):
@@ -125,21 +162,25 @@ def _children(box, b, pad, cells):
 
 @njit(cache=True)
 def _route(pool, s, e, T, lo, hi, exact, cells, mask, count):
-    """For entries pool[s:e]: mask[j] (8 bits) = the children cells (8, 2, 3) entry j meets
-    (box test; the exact test only when its box straddles the child's boundary and `exact`);
-    count[o] += entries meeting child o."""
+    """For entries pool[s:e]: mask[j] (8 bits) = the children cells (8, 2, 3) of one parent
+    entry j meets (box test per axis; the exact test only where its box straddles a split plane
+    and `exact`); count[o] += entries meeting child o. Child o takes the upper half along axis k
+    when bit k of o is set; cells[0] is the lower corner child, cells[7] the upper one."""
     for j in range(s, e):
         u = pool[j]
+        reach = 0  # bit 2k: reaches the lower half along k, bit 2k+1: the upper half
+        for k in range(3):
+            if lo[u, k] <= cells[0, 1, k] and hi[u, k] >= cells[0, 0, k]:
+                reach |= 1 << (2 * k)
+            if hi[u, k] >= cells[7, 0, k] and lo[u, k] <= cells[7, 1, k]:
+                reach |= 2 << (2 * k)
+        straddles = (reach & 0b010101) & (reach >> 1)  # both halves along some axis
         m = 0
         for o in range(8):
-            inside = True
-            meets = True
+            ok = True
             for k in range(3):
-                if lo[u, k] > cells[o, 1, k] or hi[u, k] < cells[o, 0, k]:
-                    meets = False
-                    break
-                inside = inside and lo[u, k] >= cells[o, 0, k] and hi[u, k] <= cells[o, 1, k]
-            if meets and (inside or not exact or overlap_triangle_box(T, u, cells, o)):
+                ok = ok and (reach >> (2 * k + ((o >> k) & 1))) & 1 == 1
+            if ok and (straddles == 0 or not exact or overlap_triangle_box(T, u, cells, o)):
                 m |= 1 << o
                 count[o] += 1
         mask[j] = m
@@ -214,7 +255,8 @@ def _octree_pairs(TA, loA, hiA, na, TB, TB1, loB, hiB, nb, swept, region, pad, m
         _route(pool_a, a0, a1, TA, loA, hiA, True, cells, mask_a, count_a)
         _route(pool_b, b0, b1, TB, loB, hiB, not swept, cells, mask_b, count_b)
         ta, tb, kids = a1, b1, top
-        for o in range(8):
+        # the child with the most face pairs goes on top: searched first for a first contact
+        for o in np.argsort(count_a * count_b):
             if count_a[o] == 0 or count_b[o] == 0:
                 continue
             for j in range(a0, a1):
@@ -294,6 +336,16 @@ def face_octree(V, F, voff, foff, ma, mb, R, t, R1, t1, swept, max_depth, leaf_p
             nfa, nfb = foff[a + 1] - foff[a], foff[b + 1] - foff[b]
             sel_a = _select(XA, XA, F, foff[a], nfa, codes_a, codes_a, False, region, TA, TA, loA, hiA)
             sel_b = _select(XB, XB1, F, foff[b], nfb, codes_b, codes_b1, swept, region, TB, TB1, loB, hiB)
+            # each mesh's selected faces bound the region tighter (deep poses: much tighter)
+            if len(sel_a) and len(sel_b) and _shrink(region, loA, hiA, len(sel_a)) and \
+                    _shrink(region, loB, hiB, len(sel_b)):
+                for q in range(3):
+                    region[0, 0, q] -= pad
+                    region[0, 1, q] += pad
+                sel_a = sel_a[:_refilter(sel_a, TA, TA, loA, hiA, True, region)]
+                sel_b = sel_b[:_refilter(sel_b, TB, TB1, loB, hiB, not swept, region)]
+            else:
+                sel_a = sel_a[:0]
             nb = len(sel_b)
             if len(sel_a) and nb:
                 keys = _octree_pairs(TA, loA, hiA, len(sel_a), TB, TB1, loB, hiB, nb, swept, region, pad,
