@@ -1,11 +1,9 @@
 """Fixtures for the face-octree tests: small generated meshes the project's assets do not cover
-(a capsule, a torus, a thin plate), and poses."""
+(a capsule, a torus, a thin plate)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from spaceship_sim.bench.bench_narrowphase import random_rotations
 from spaceship_sim.meshes import validate_mesh_arrays
 
 
@@ -18,12 +16,3 @@ def shapes():
                                             minor_sections=7),
             "plate": trimesh.creation.box(extents=(3.0, 2.0, 0.05))}
     return {k: validate_mesh_arrays(m.vertices, m.faces, k) for k, m in made.items()}
-
-
-def random_transforms(rng, n: int, reach: float) -> np.ndarray:
-    """(n, 4, 4) rigid body->world transforms: random rotations, translations in a ball of `reach`."""
-    T = np.tile(np.eye(4), (n, 1, 1))
-    T[:, :3, :3] = random_rotations(rng, n)
-    d = rng.normal(size=(n, 3))
-    T[:, :3, 3] = d / np.linalg.norm(d, axis=1, keepdims=True) * reach * rng.uniform(size=(n, 1)) ** (1 / 3)
-    return T

@@ -8,7 +8,7 @@ from spaceship_sim.faceoctree import FaceOctreeExact
 from spaceship_sim.meshes import load_model, validate_mesh_arrays
 from spaceship_sim.narrowphase.exact import EXACT_METHODS, BruteForceExact
 
-from conftest import random_transforms
+from faceoctree_helpers import random_transforms
 
 SEEDS = st.integers(0, 2**32 - 1)
 NAMES = ("capsule", "torus", "plate")
