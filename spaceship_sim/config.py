@@ -153,6 +153,17 @@ class AsteroidsConfig:
 
 
 @dataclass(frozen=True)
+class DeformConfig:
+    models: tuple[str, ...] = _f((), "ship models whose hulls flex every frame: pairs with one of them take the "
+                                 "face-octree narrow phase [-]")
+    amplitude: float = _f(0.15, "peak swelling of the hull's cross-section, a fraction of its size [-]", lo=0.0,
+                          hi=0.5)
+    frequency: float = _f(0.5, "pulses per second [Hz]", lo=0.0, hi=100.0)
+    wavelength: float = _f(12.0, "length of the wave running along the ship's body x axis [m]", lo=0.0,
+                           lo_open=True, hi=1e6)
+
+
+@dataclass(frozen=True)
 class Config:
     arena: ArenaConfig = ArenaConfig()
     ships: ShipsConfig = ShipsConfig()
@@ -163,6 +174,7 @@ class Config:
     script: ScriptConfig = ScriptConfig()
     collision: CollisionConfig = CollisionConfig()
     asteroids: AsteroidsConfig = AsteroidsConfig()
+    deform: DeformConfig = DeformConfig()
     source: str = "<defaults>"  # file the config came from (not a TOML key)
 
 
@@ -281,6 +293,11 @@ def _check_relations(cfg: Config, file):
     if not cfg.ships.models:
         raise ConfigError(file, "ships.models", "must name at least one model")
     _check_work(cfg, file)
+    flying = {cfg.ships.user_model, *cfg.ships.models}
+    for j, name in enumerate(cfg.deform.models):
+        if name not in flying:
+            raise ConfigError(file, f"deform.models[{j}]", f"{name!r} is not a ship model of this scenario "
+                              f"(ships.user_model, ships.models: {', '.join(sorted(flying))})")
     for j, p in enumerate(cfg.script.paths):
         key = f"script.paths[{j}]"
         if p.ship >= cfg.ships.count:

@@ -21,8 +21,9 @@ from .broadphase import make_broadphase
 from .config import Config
 from .convex.field import AsteroidShapes, make_field
 from .dynamics import Controllers, Integrator, initial_state
+from .faceoctree.deform import hull_scale, narrow_phase
 from .meshes import load_model
-from .narrowphase import NarrowPhase, TreeBank, refine_frame
+from .narrowphase import TreeBank, refine_frame
 from .narrowphase.fairness import FairOrder
 from .progress import slow_notice, to_stderr
 from .spheretree import load_or_build
@@ -56,8 +57,9 @@ class World:
         if config.collision.exact_method == "ssv":
             from .ssv.exact import SSVExact
             detector = SSVExact(models)
-        self.narrow = NarrowPhase(min_level=config.collision.min_level, exact=config.collision.exact,
-                                  all_contacts=config.collision.all_contacts, detector=detector)
+        # pairs with a flexing ship ([deform]) take the face octree, the others the sphere trees
+        self.narrow = narrow_phase(config, models, lambda: self.t, detector=detector)
+        self.deforming = getattr(self.narrow, "ships", None)  # faceoctree.deform.DeformingShips
         self.broadphase_name = config.collision.broadphase
         self.kernels_ready = threading.Event()  # set by warm_up
         self.recorder = None  # spaceship_sim.replay.Recorder: sees every input of every frame
@@ -76,9 +78,9 @@ class World:
         nothing the stepping thread uses: the switch happens in step()."""
         eye = np.broadcast_to(np.eye(4), (2, 4, 4))
         with slow_notice(COMPILING + "narrow phase", notify):
+            exact = dataclasses.replace(self.narrow, min_level=0, max_level=None, exact=True)
             for m in range(len(self.trees)):
-                refine_frame(self.bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf,
-                             min_level=0, max_level=None, exact=True, detector=self.narrow.detector)
+                exact(self.bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf)
                 if self.exact is not None:
                     self.exact.collide(np.array([m]), np.array([m]), eye[:1], eye[1:], all_contacts=False)
             if self.narrow.detector is not None:  # its distance kernel: on a pair found apart
@@ -125,7 +127,7 @@ class World:
             self.recorder.event("reset")
         cfg = self.config
         names = [m.name for m in self.models]
-        radii = np.array([m.bounding_radius for m in self.models])
+        radii = np.array([m.bounding_radius * hull_scale(cfg, m.name) for m in self.models])
         self.state = initial_state(cfg, names, radii)
         self.controllers = Controllers.from_config(cfg, self.state.n, user=self.user)
         self.field = make_field(cfg, self.asteroid_shapes, self.state, model_offset=len(self.models))
