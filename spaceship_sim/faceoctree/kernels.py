@@ -131,7 +131,11 @@ def _refilter(sel, T, T1, lo, hi, exact, region):
     n = 0
     for u in range(len(sel)):
         if _meets(T, lo, hi, u, exact, region):
-            sel[n], T[n], T1[n], lo[n], hi[n] = sel[u], T[u], T1[u], lo[u], hi[u]
+            sel[n] = sel[u]
+            for k in range(3):
+                lo[n, k], hi[n, k] = lo[u, k], hi[u, k]
+                for j in range(3):
+                    T[n, j, k], T1[n, j, k] = T[u, j, k], T1[u, j, k]
             n += 1
     return n
 
@@ -196,8 +200,17 @@ def _hit(TA, u, TB, TB1, v, swept):
 @njit(cache=True)
 def _grow(arr, need):
     out = np.empty(max(need, 2 * len(arr)), arr.dtype)
-    out[:len(arr)] = arr
+    for i in range(len(arr)):  # element-wise: a slice copy compiles numba's shape-error messages (seconds)
+        out[i] = arr[i]
     return out
+
+
+@njit(cache=True)
+def _copy_box(src, i, dst, j):
+    """dst[j] = src[i] for (m, 2, 3) box arrays."""
+    for c in range(2):
+        for k in range(3):
+            dst[j, c, k] = src[i, c, k]
 
 
 @njit(cache=True)
@@ -217,12 +230,12 @@ def _octree_pairs(TA, loA, hiA, na, TB, TB1, loB, hiB, nb, swept, region, pad, m
     box = np.empty((size, 2, 3))
     depth, a_end, b_end = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
     cells = np.empty((8, 2, 3))
-    count_a, count_b = np.zeros(8, np.int64), np.zeros(8, np.int64)
+    count_a, count_b, order = np.zeros(8, np.int64), np.zeros(8, np.int64), np.empty(8, np.int64)
     for u in range(na):
         pool_a[u] = u
     for v in range(nb):
         pool_b[v] = v
-    box[0] = region[0]
+    _copy_box(region, 0, box, 0)
     depth[0], a_end[0], b_end[0] = 0, na, nb
     top = 1
     keys = np.empty(max(16, na + nb), np.int64)
@@ -250,13 +263,13 @@ def _octree_pairs(TA, loA, hiA, na, TB, TB1, loB, hiB, nb, swept, region, pad, m
                         nk += 1
             continue
         _children(box, top, pad, cells)
-        count_a[:] = 0
-        count_b[:] = 0
+        for o in range(8):
+            count_a[o] = count_b[o] = 0
         _route(pool_a, a0, a1, TA, loA, hiA, True, cells, mask_a, count_a)
         _route(pool_b, b0, b1, TB, loB, hiB, not swept, cells, mask_b, count_b)
         ta, tb, kids = a1, b1, top
         # the child with the most face pairs goes on top: searched first for a first contact
-        for o in np.argsort(count_a * count_b):
+        for o in _order_by_pairs(count_a, count_b, order):
             if count_a[o] == 0 or count_b[o] == 0:
                 continue
             for j in range(a0, a1):
@@ -267,7 +280,7 @@ def _octree_pairs(TA, loA, hiA, na, TB, TB1, loB, hiB, nb, swept, region, pad, m
                 if (mask_b[j] >> o) & 1:
                     pool_b[tb] = pool_b[j]
                     tb += 1
-            box[kids] = cells[o]
+            _copy_box(cells, o, box, kids)
             depth[kids] = d + 1
             a_end[kids], b_end[kids] = ta - (a1 - a0), tb - (b1 - b0)  # after the move down
             kids += 1
@@ -278,7 +291,7 @@ def _octree_pairs(TA, loA, hiA, na, TB, TB1, loB, hiB, nb, swept, region, pad, m
         top = kids
     if mode == FIRST_HIT:
         return keys[:0]
-    out = np.sort(keys[:nk])
+    out = _sorted_keys(keys, nk, nb, na * nb)
     m = 0
     for i in range(nk):
         if (i == 0 or out[i] != out[i - 1]) and (mode == CANDIDATES or _hit(TA, out[i] // nb, TB, TB1, out[i] % nb,
@@ -286,6 +299,43 @@ def _octree_pairs(TA, loA, hiA, na, TB, TB1, loB, hiB, nb, swept, region, pad, m
             out[m] = out[i]
             m += 1
     return out[:m]
+
+
+@njit(cache=True)
+def _order_by_pairs(count_a, count_b, order):
+    """order (8,) = the children by count_a * count_b ascending (insertion sort: np.argsort
+    would cost seconds of compilation for 8 numbers)."""
+    for o in range(8):
+        j = o
+        while j > 0 and count_a[order[j - 1]] * count_b[order[j - 1]] > count_a[o] * count_b[o]:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = o
+    return order
+
+
+@njit(cache=True)
+def _counting_pass(src, n, digit, base, dst):
+    """dst[:n] = src[:n] stably sorted by digit(key) = (key // digit) % base."""
+    count = np.zeros(base + 1, np.int64)
+    for i in range(n):
+        count[(src[i] // digit) % base + 1] += 1
+    for d in range(base):
+        count[d + 1] += count[d]
+    for i in range(n):
+        d = (src[i] // digit) % base
+        dst[count[d]] = src[i]
+        count[d] += 1
+
+
+@njit(cache=True)
+def _sorted_keys(keys, n, nb, limit):
+    """keys[:n] (u * nb + v, all < limit) sorted: two stable counting passes, by v then by u
+    (linear in n + na + nb; np.sort would cost seconds of compilation)."""
+    tmp, out = np.empty(n, np.int64), np.empty(n, np.int64)
+    _counting_pass(keys, n, 1, nb, tmp)
+    _counting_pass(tmp, n, nb, max(limit // nb, 1), out)
+    return out
 
 
 @njit(cache=True)
@@ -310,7 +360,9 @@ def face_octree(V, F, voff, foff, ma, mb, R, t, R1, t1, swept, max_depth, leaf_p
     for r in range(k):
         a, b = ma[r], mb[r]
         nva, nvb = voff[a + 1] - voff[a], voff[b + 1] - voff[b]
-        XA[:nva] = V[voff[a]:voff[a + 1]]
+        for i in range(nva):
+            for q in range(3):
+                XA[i, q] = V[voff[a] + i, q]
         _move(V, voff[b], voff[b + 1], R, t, r, XB)
         _bounds(XA, nva, boxes, 0, False)
         _bounds(XB, nvb, boxes, 1, False)

@@ -52,15 +52,18 @@ def swept_hits(T, B0, B1):
     """Closed triangle T (3, 3) meets the convex hull of triangles B0 and B1 (3, 3), all float64
     in one frame: B's face at the start and the end of the step."""
     P = np.empty((6, 3))
-    P[:3] = B0
-    P[3:] = B1
-    for k in range(3):  # boxes first
-        if min(T[0, k], T[1, k], T[2, k]) > P[:, k].max() or max(T[0, k], T[1, k], T[2, k]) < P[:, k].min():
+    for k in range(3):
+        for j in range(3):
+            P[j, k], P[j + 3, k] = B0[j, k], B1[j, k]
+        lo, hi = min(P[0, k], P[1, k], P[2, k]), max(P[0, k], P[1, k], P[2, k])
+        lo, hi = min(lo, P[3, k], P[4, k], P[5, k]), max(hi, P[3, k], P[4, k], P[5, k])
+        if min(T[0, k], T[1, k], T[2, k]) > hi or max(T[0, k], T[1, k], T[2, k]) < lo:  # boxes first
             return False
     tri = np.empty((3, 3))
     for i in range(len(_TRIS)):
         for j in range(3):
-            tri[j] = P[_TRIS[i, j]]
+            for k in range(3):
+                tri[j, k] = P[_TRIS[i, j], k]
         ux, uy, uz = tri[1, 0] - tri[0, 0], tri[1, 1] - tri[0, 1], tri[1, 2] - tri[0, 2]
         vx, vy, vz = tri[2, 0] - tri[0, 0], tri[2, 1] - tri[0, 1], tri[2, 2] - tri[0, 2]
         if uy * vz - uz * vy == 0.0 and uz * vx - ux * vz == 0.0 and ux * vy - uy * vx == 0.0:
