@@ -14,6 +14,13 @@ SEEDS = st.integers(0, 2**32 - 1)
 NAMES = ("capsule", "torus", "plate")
 
 
+def random_pairs(seed, meshes, n):
+    """n random (model of A, model of B, Ta, Tb) pairs of the meshes, posed as `poses` does."""
+    rng = np.random.default_rng(seed)
+    ma, mb = rng.integers(0, len(meshes), n), rng.integers(0, len(meshes), n)
+    return (ma, mb, *poses(rng, meshes, n, ma, mb))
+
+
 def poses(rng, meshes, n, ma, mb):
     """Pair poses close enough that about half collide: B within the summed bounding radii of A."""
     Ta = random_transforms(rng, n, 2.0)
@@ -38,9 +45,7 @@ def generated(shapes):
 @given(SEEDS, st.integers(0, 6), st.sampled_from([0, 1, 16, 200]))
 def test_equals_brute_force_on_generated_meshes(generated, seed, max_depth, leaf_pairs):
     meshes, brute = generated
-    rng = np.random.default_rng(seed)
-    ma, mb = rng.integers(0, 3, 8), rng.integers(0, 3, 8)
-    Ta, Tb = poses(rng, meshes, 8, ma, mb)
+    ma, mb, Ta, Tb = random_pairs(seed, meshes, 8)
     det = FaceOctreeExact(meshes, max_depth=max_depth, leaf_pairs=leaf_pairs)
     want = brute.collide(ma, mb, Ta, Tb)
     assert_same(det.collide(ma, mb, Ta, Tb), want)
@@ -55,9 +60,7 @@ def test_equals_brute_force_on_generated_meshes(generated, seed, max_depth, leaf
 @given(SEEDS)
 def test_candidates_cover_every_hit_once(generated, seed):
     meshes, brute = generated
-    rng = np.random.default_rng(seed)
-    ma, mb = rng.integers(0, 3, 6), rng.integers(0, 3, 6)
-    Ta, Tb = poses(rng, meshes, 6, ma, mb)
+    ma, mb, Ta, Tb = random_pairs(seed, meshes, 6)
     ptr, ca, cb = FaceOctreeExact(meshes).candidates(ma, mb, Ta, Tb)
     want = brute.collide(ma, mb, Ta, Tb)
     for i in range(6):
@@ -80,9 +83,7 @@ def test_equals_brute_force_on_assets():
 @given(SEEDS)
 def test_parallel_step_equals_serial(generated, seed):
     meshes, _ = generated
-    rng = np.random.default_rng(seed)
-    ma, mb = rng.integers(0, 3, 10), rng.integers(0, 3, 10)
-    Ta, Tb = poses(rng, meshes, 10, ma, mb)
+    ma, mb, Ta, Tb = random_pairs(seed, meshes, 10)
     serial, parallel = FaceOctreeExact(meshes), FaceOctreeExact(meshes, parallel=True)
     assert_same(parallel.collide(ma, mb, Ta, Tb), serial.collide(ma, mb, Ta, Tb))
     first = parallel.collide(ma, mb, Ta, Tb, all_contacts=False)
