@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..narrowphase.triangles import intersect_triangle_triangle
+from ..geometry.triangles import intersect_triangle_triangle
 from .boxtest import overlap_triangle_box
 from .swept import swept_hits
 

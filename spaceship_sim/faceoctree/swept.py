@@ -25,7 +25,7 @@ import itertools
 import numpy as np
 from numba import njit
 
-from ..narrowphase.triangles import _orient, intersect_triangle_triangle
+from ..geometry.triangles import _orient, intersect_triangle_triangle
 
 _TRIS = np.array(list(itertools.combinations(range(6), 3)), np.int64)  # (20, 3)
 _TETS = np.array(list(itertools.combinations(range(6), 4)), np.int64)  # (15, 4)

@@ -3,7 +3,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.faceoctree.boxtest import overlap_triangle_box, overlap_triangle_box_ref
-from spaceship_sim.spheretree.octree import triangle_box_overlap
+from spaceship_sim.geometry.triangles import triangle_box_overlap
 
 SEEDS = st.integers(0, 2**32 - 1)
 
