@@ -131,6 +131,8 @@ class CollisionConfig:
     exact_method: str = _f("leaves", "exact level's strategy: 'leaves' (triangles of colliding sphere-tree "
                                      "leaves) or 'ssv' (swept-sphere-volume trees; pairs found apart also get "
                                      "their exact separation distance) [-]", choices=("leaves", "ssv"))
+    swept: bool = _f(False, "catch ships crossing between samples: candidate pairs moving farther than their "
+                            "thickness in a sample get the face octree's swept-space test [-]")
     restitution: float = _f(1.0, "coefficient of restitution of collision response [-]", lo=0.0, hi=1.0)
     separation_speed: float = _f(1.0, "least speed at which a colliding pair's centres part after response [m/s]",
                                  lo=0.0, hi=1e3)
@@ -290,6 +292,10 @@ def _check_relations(cfg: Config, file):
     if r.count and cfg.collision.exact_method != "leaves":
         raise ConfigError(file, "collision.exact_method", f"{cfg.collision.exact_method!r} is built from the ship "
                           "models only; with asteroids the exact level must be 'leaves'")
+    if r.count and (cfg.deform.models or cfg.collision.swept):  # the face octree too
+        raise ConfigError(file, "deform.models" if cfg.deform.models else "collision.swept",
+                          "deforming ships and the swept test are built from the ship models only; with asteroids "
+                          "use neither")
     if not cfg.ships.models:
         raise ConfigError(file, "ships.models", "must name at least one model")
     _check_work(cfg, file)

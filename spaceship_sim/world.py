@@ -21,6 +21,7 @@ from .broadphase import make_broadphase
 from .config import Config
 from .convex.field import AsteroidShapes, make_field
 from .dynamics import Controllers, Integrator, initial_state
+from .faceoctree.continuous import SweptCatch
 from .faceoctree.deform import hull_scale, narrow_phase
 from .meshes import load_model
 from .narrowphase import TreeBank, refine_frame
@@ -60,6 +61,7 @@ class World:
         # pairs with a flexing ship ([deform]) take the face octree, the others the sphere trees
         self.narrow = narrow_phase(config, models, lambda: self.t, detector=detector)
         self.deforming = getattr(self.narrow, "ships", None)  # faceoctree.deform.DeformingShips
+        self.swept = SweptCatch(models) if config.collision.swept else None  # faceoctree.continuous
         self.broadphase_name = config.collision.broadphase
         self.kernels_ready = threading.Event()  # set by warm_up
         self.recorder = None  # spaceship_sim.replay.Recorder: sees every input of every frame
