@@ -222,6 +222,7 @@ CASES = [
              edit(_1={"clock": [0.0] * 5000})),
     toml("config-deform-not-flying", "[deform]\nmodels = ['lamp', 'shuttle']\n", "deform.models[1]",
          "'shuttle' is not a ship model of this scenario"),
+    toml("config-swept-not-bool", "[collision]\nswept = 'yes'\n", "collision.swept", "expected true/false"),
     toml("config-deform-amplitude", "[deform]\nmodels = ['lamp']\namplitude = 3.0\n", "deform.amplitude",
          "must be <= 0.5"),
     # ---- check-config: the same validation as run
