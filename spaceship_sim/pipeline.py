@@ -52,7 +52,8 @@ def step(world) -> FrameStats:
             pairs = pairs[world.fair.order(pairs, n_bodies)]  # the least refined last time first
             narrow = narrow_phase(world, model_id, T, pairs, deadline=deadline)
             if before is not None and world.compiled:  # crossings between samples (faceoctree.continuous)
-                world.broad.invalidate(world.swept.catch(narrow, state, before, transforms(state), world.bank.max_level))
+                moved = world.swept.catch(narrow, state, before, transforms(state), world.bank.max_level)
+                world.broad.invalidate(moved)
             world.fair.record(narrow.pairs, narrow.level, n_bodies)
         with timed(stats, "t_response", clock):
             hit = narrow.colliding

@@ -85,6 +85,9 @@ class World:
                 exact(self.bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf)
                 if self.exact is not None:
                     self.exact.collide(np.array([m]), np.array([m]), eye[:1], eye[1:], all_contacts=False)
+                if self.swept:
+                    one = np.array([m])
+                    self.swept.detector.collide_swept(one, one, eye[:1], eye[:1], eye[:1], eye[:1], False)
             if self.narrow.detector is not None:  # its distance kernel: on a pair found apart
                 apart = eye.copy()
                 apart[1, 0, 3] = 4 * float(self.bank.radius[self.bank.node_offset[0]]) + 1.0
