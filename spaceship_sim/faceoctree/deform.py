@@ -137,6 +137,8 @@ def _merge(bank, detector, model_id, T, pairs, flex, rigid, answer, time_used) -
     bound[rr] = rigid.separation_bound
     point, normal = np.full((k, 3), np.nan), np.zeros((k, 3))
     point[rr], normal[rr] = rigid.contact_point, rigid.contact_normal
+    distance = np.full(k, np.nan)  # the face octree measures no distances, only contact
+    distance[rr], distance[fr[answer.colliding]] = rigid.distance, 0.0
     hit = fr[answer.colliding]
     if len(hit):
         first = answer.tri_ptr[:-1][answer.colliding]
@@ -157,7 +159,7 @@ def _merge(bank, detector, model_id, T, pairs, flex, rigid, answer, time_used) -
     n_levels = max(len(rigid.level_histogram), bank.max_level + 1)
     return FrameNarrowResult(
         pairs=pairs, colliding=colliding, level=level, exact=exact, separation_bound=bound, contact_point=point,
-        contact_normal=normal, time_used=time_used,
+        contact_normal=normal, distance=distance, time_used=time_used,
         level_histogram=np.bincount(level[colliding], minlength=n_levels).astype(np.int64),
         _spheres=(*spheres, bank.node_offset[ma], bank.node_offset[mb]),
         _tris=(*tris, bank.tri_offset[ma], bank.tri_offset[mb]))
