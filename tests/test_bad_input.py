@@ -222,6 +222,8 @@ CASES = [
              edit(_1={"clock": [0.0] * 5000})),
     toml("config-deform-not-flying", "[deform]\nmodels = ['lamp', 'shuttle']\n", "deform.models[1]",
          "'shuttle' is not a ship model of this scenario"),
+    toml("config-deform-with-asteroids", "[asteroids]\ncount = 3\n[deform]\nmodels = ['lamp']\n", "deform.models",
+         "with asteroids use neither"),
     toml("config-swept-not-bool", "[collision]\nswept = 'yes'\n", "collision.swept", "expected true/false"),
     toml("config-deform-amplitude", "[deform]\nmodels = ['lamp']\namplitude = 3.0\n", "deform.amplitude",
          "must be <= 0.5"),
