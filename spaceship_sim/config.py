@@ -14,11 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .broadphase import BROADPHASES
+from .narrowphase.exact import EXACT_METHODS
 from .errors import InputError
 
 
 # The one list of each family of stages the config can name (their modules register the classes)
 BROADPHASE_NAMES = tuple(BROADPHASES)  # the registry lives with the broad phases
+# the exact level: the sphere-tree leaves' triangles, or any registered strategy but the slow oracle
+EXACT_LEVELS = ("leaves", *(m for m in EXACT_METHODS if m != "brute"))
 PREBUILT_TREE_METHODS = ("medial", "octree")   # built before the first frame (spheretree/)
 TREE_METHODS = (*PREBUILT_TREE_METHODS, "ocst")  # "ocst": built during collisions (narrowphase/ocst.py)
 BOX_KINDS = ("dynamic", "fixed")  # I-COLLIDE's boxes: resized by hill-climbing, or cubes fitting any turn
@@ -134,8 +137,11 @@ class CollisionConfig:
     all_contacts: bool = _f(True, "the exact level finds every intersecting triangle pair (false: stops each pair at "
                                   "its first, enough for the verdict and response) [-]")
     exact_method: str = _f("leaves", "exact level's strategy: 'leaves' (triangles of colliding sphere-tree "
-                                     "leaves) or 'ssv' (swept-sphere-volume trees; pairs found apart also get "
-                                     "their exact separation distance) [-]", choices=("leaves", "ssv"))
+                                     "leaves) or an exact strategy of narrowphase.exact ('ssv': swept-sphere-volume "
+                                     "trees, pairs found apart also get their exact separation distance; 'bsp', "
+                                     "'faceoctree', 'fcl', ...) [-]", choices=EXACT_LEVELS)
+    swept: bool = _f(False, "catch ships crossing between samples: candidate pairs moving farther than their "
+                            "thickness in a sample get the face octree's swept-space test [-]")
     restitution: float = _f(1.0, "coefficient of restitution of collision response [-]", lo=0.0, hi=1.0)
     separation_speed: float = _f(1.0, "least speed at which a colliding pair's centres part after response [m/s]",
                                  lo=0.0, hi=1e3)
@@ -158,6 +164,17 @@ class AsteroidsConfig:
 
 
 @dataclass(frozen=True)
+class DeformConfig:
+    models: tuple[str, ...] = _f((), "ship models whose hulls flex every frame: pairs with one of them take the "
+                                 "face-octree narrow phase [-]")
+    amplitude: float = _f(0.15, "peak swelling of the hull's cross-section, a fraction of its size [-]", lo=0.0,
+                          hi=0.5)
+    frequency: float = _f(0.5, "pulses per second [Hz]", lo=0.0, hi=100.0)
+    wavelength: float = _f(12.0, "length of the wave running along the ship's body x axis [m]", lo=0.0,
+                           lo_open=True, hi=1e6)
+
+
+@dataclass(frozen=True)
 class Config:
     arena: ArenaConfig = ArenaConfig()
     ships: ShipsConfig = ShipsConfig()
@@ -168,6 +185,7 @@ class Config:
     script: ScriptConfig = ScriptConfig()
     collision: CollisionConfig = CollisionConfig()
     asteroids: AsteroidsConfig = AsteroidsConfig()
+    deform: DeformConfig = DeformConfig()
     source: str = "<defaults>"  # file the config came from (not a TOML key)
 
 
@@ -286,9 +304,18 @@ def _check_relations(cfg: Config, file):
     if r.count and cfg.collision.tree_method == "ocst":
         raise ConfigError(file, "collision.tree_method", "'ocst' builds the ship models' trees only; with "
                           "asteroids use 'medial' or 'octree'")
+    if r.count and (cfg.deform.models or cfg.collision.swept):  # the face octree too
+        raise ConfigError(file, "deform.models" if cfg.deform.models else "collision.swept",
+                          "deforming ships and the swept test are built from the ship models only; with asteroids "
+                          "use neither")
     if not cfg.ships.models:
         raise ConfigError(file, "ships.models", "must name at least one model")
     _check_work(cfg, file)
+    flying = {cfg.ships.user_model, *cfg.ships.models}
+    for j, name in enumerate(cfg.deform.models):
+        if name not in flying:
+            raise ConfigError(file, f"deform.models[{j}]", f"{name!r} is not a ship model of this scenario "
+                              f"(ships.user_model, ships.models: {', '.join(sorted(flying))})")
     for j, p in enumerate(cfg.script.paths):
         key = f"script.paths[{j}]"
         if p.ship >= cfg.ships.count:

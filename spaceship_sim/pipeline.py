@@ -34,6 +34,7 @@ def step(world) -> FrameStats:
     field = world.field  # asteroids (convex/field.py), bodies n.. after the ships; NoField when none
     for sample in range(n_samples):
         with timed(stats, "t_integrate", clock):
+            before = field.transforms(state) if world.swept else None  # start poses of the swept test
             world.record_integration(stats, world.integrator.step(state, cfg.sim.frame_dt / n_samples))
             world.broad.invalidate(contain(state, cfg.arena.size))
             field.integrate(cfg.sim.frame_dt / n_samples)
@@ -51,6 +52,9 @@ def step(world) -> FrameStats:
             n_bodies, model_id, T = field.n_bodies(state), field.model_ids(state), field.transforms(state)
             pairs = pairs[world.fair.order(pairs, n_bodies)]  # the least refined last time first
             narrow = narrow_phase(world, model_id, T, pairs, deadline=deadline)
+            if before is not None and world.compiled:  # crossings between samples (faceoctree.continuous)
+                moved = world.swept.catch(narrow, state, before, T, world.bank.max_level)
+                world.broad.invalidate(moved)
             world.fair.record(narrow.pairs, narrow.level, n_bodies)
         with timed(stats, "t_response", clock):
             hit = narrow.colliding

@@ -15,10 +15,11 @@ from .config import Config
 def validate_scenario(cfg: Config) -> None:
     """Raise ConfigError (or MeshError) naming cfg.source and the key when `cfg` cannot run."""
     from .dynamics.ships import initial_state
+    from .faceoctree.deform import hull_scale
     from .meshes import check_model, load_mesh
 
     named = [("ships.user_model", cfg.ships.user_model)] + [(f"ships.models[{j}]", m)
                                                              for j, m in enumerate(cfg.ships.models)]
     paths = {name: check_model(name, cfg.source, key) for key, name in named}
-    radii = np.array([load_mesh(p).bounding_radius for p in paths.values()])
+    radii = np.array([load_mesh(p).bounding_radius * hull_scale(cfg, name) for name, p in paths.items()])
     initial_state(cfg, list(paths), radii)

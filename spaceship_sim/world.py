@@ -21,8 +21,11 @@ from .broadphase import make_broadphase
 from .config import Config
 from .convex.field import AsteroidShapes, make_field
 from .dynamics import Controllers, Integrator, initial_state
+from .faceoctree.continuous import SweptCatch
+from .faceoctree.deform import hull_scale, narrow_phase
 from .meshes import load_model
-from .narrowphase import NarrowPhase, TreeBank, refine_frame
+from .narrowphase import TreeBank, refine_frame
+from .narrowphase.exact import EXACT_METHODS
 from .narrowphase.fairness import FairOrder
 from .narrowphase.ocst import OcstBank, OcstTreeView, warm_up_bank
 from .progress import slow_notice, to_stderr
@@ -56,12 +59,12 @@ class World:
             list(trees) + (self.asteroid_shapes.trees if self.asteroid_shapes else []))
         self.target_frame_time = config.sim.target_frame_time
         self.time_critical = config.collision.time_critical
-        detector = None
-        if config.collision.exact_method == "ssv":
-            from .ssv.exact import SSVExact
-            detector = SSVExact(models)
-        self.narrow = NarrowPhase(min_level=config.collision.min_level, exact=config.collision.exact,
-                                  all_contacts=config.collision.all_contacts, detector=detector)
+        method = config.collision.exact_method  # "leaves": the refinement's own triangle tests
+        detector = None if method == "leaves" else EXACT_METHODS[method](models)
+        # pairs with a flexing ship ([deform]) take the face octree, the others the sphere trees
+        self.narrow = narrow_phase(config, models, lambda: self.t, detector=detector)
+        self.deforming = getattr(self.narrow, "ships", None)  # faceoctree.deform.DeformingShips
+        self.swept = SweptCatch(models) if config.collision.swept else None  # faceoctree.continuous
         self.broadphase_name = config.collision.broadphase
         self.kernels_ready = threading.Event()  # set by warm_up
         self.recorder = None  # spaceship_sim.replay.Recorder: sees every input of every frame
@@ -83,12 +86,15 @@ class World:
             # on-collide trees: a scratch bank of a tiny mesh compiles the same kernels, where this
             # bank would build every model's whole tree
             bank = self.bank if isinstance(self.bank, TreeBank) else warm_up_bank()
+            exact = dataclasses.replace(self.narrow, min_level=0, max_level=None, exact=True)
             for m in range(len(self.trees)):
                 if m < bank.n_models:
-                    refine_frame(bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf,
-                                 min_level=0, max_level=None, exact=True, detector=self.narrow.detector)
+                    exact(bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf)
                 if self.exact is not None:
                     self.exact.collide(np.array([m]), np.array([m]), eye[:1], eye[1:], all_contacts=False)
+                if self.swept:
+                    one = np.array([m])
+                    self.swept.detector.collide_swept(one, one, eye[:1], eye[:1], eye[:1], eye[:1], False)
             if self.narrow.detector is not None:  # its distance kernel: on a pair found apart
                 apart = eye.copy()
                 apart[1, 0, 3] = 4 * float(self.bank.radius[self.bank.node_offset[0]]) + 1.0
@@ -139,7 +145,7 @@ class World:
             self.recorder.event("reset")
         cfg = self.config
         names = [m.name for m in self.models]
-        radii = np.array([m.bounding_radius for m in self.models])
+        radii = np.array([m.bounding_radius * hull_scale(cfg, m.name) for m in self.models])
         self.state = initial_state(cfg, names, radii)
         self.controllers = Controllers.from_config(cfg, self.state.n, user=self.user)
         self.field = make_field(cfg, self.asteroid_shapes, self.state, model_offset=len(self.models))

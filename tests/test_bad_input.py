@@ -228,6 +228,13 @@ CASES = [
     replayed("replay-clock-runs-out", "frame 0: clock", "the replay diverged: it read 1 times, 0 readings"),
     replayed("replay-clock-leftovers", "frame 0: clock", "5000 readings recorded",
              edit(_1={"clock": [0.0] * 5000})),
+    toml("config-deform-not-flying", "[deform]\nmodels = ['lamp', 'shuttle']\n", "deform.models[1]",
+         "'shuttle' is not a ship model of this scenario"),
+    toml("config-deform-with-asteroids", "[asteroids]\ncount = 3\n[deform]\nmodels = ['lamp']\n", "deform.models",
+         "with asteroids use neither"),
+    toml("config-swept-not-bool", "[collision]\nswept = 'yes'\n", "collision.swept", "expected true/false"),
+    toml("config-deform-amplitude", "[deform]\nmodels = ['lamp']\namplitude = 3.0\n", "deform.amplitude",
+         "must be <= 0.5"),
     # ---- check-config: the same validation as run
     Case("check-missing-model", ("check-config", "{tmp}/s.toml"), "{tmp}/s.toml", "ships.user_model",
          "unknown model", files={"s.toml": "[ships]\nuser_model = 'battlestar'\n"}),

@@ -193,3 +193,22 @@ def test_frame_stats_keep_every_colliding_verdicts_separation_bound():
         assert len(s.sep_bounds) == sum(s.level_hist) == s.colliding_pairs
         seen += len(s.sep_bounds)
     assert seen > 10, "the ships should collide"
+
+
+@pytest.mark.parametrize("method", ["bsp", "faceoctree"])
+def test_any_registered_exact_strategy_can_be_the_exact_level_and_gives_the_same_run(method):
+    """collision.exact_method takes any strategy of narrowphase.exact: exact verdicts are exact,
+    so an exact-only run (no deadline) of the crowded lamps steps to the same state as with the
+    leaves' triangles."""
+    cfg = load_config(REPO / "configs/lamps.toml")
+    runs, exact_verdicts = {}, 0
+    for m in ("leaves", method):
+        w = World.from_config(dataclasses.replace(cfg, collision=dataclasses.replace(
+            cfg.collision, time_critical=False, exact_method=m)), notify=None)
+        assert (w.narrow.detector is None) == (m == "leaves")
+        for _ in range(40):
+            w.step()
+            exact_verdicts += int(np.sum(w.last_narrow.level == w.max_level))
+        runs[m] = w.state_hash()
+    assert exact_verdicts > 20, "the crowded lamps should reach the exact level"
+    assert runs[method] == runs["leaves"]

@@ -253,6 +253,8 @@ class App:
         self.camera.update(state.pos, state.quat, state.radius, self.world.config.arena.size,
                            self.world.config.sim.frame_dt, hits)
         render_start = time.perf_counter()
+        if self.world.deforming:  # flexing hulls: this frame's vertices
+            self.renderer.set_shapes(self.world.deforming.shapes())
         size = self.window.get_framebuffer_size()
         lines = field_lines(self.world.field, self.options.show_boxes, self.options.show_features)
         self.view_proj, labels = self.renderer.render(self.ctx.screen, size, state, self.camera, narrow, self.options,

@@ -207,6 +207,12 @@ class Renderer:
         return _Instanced(self.ctx, prog, vbo, index_buffer, n_vertices or len(vertices), inst_format, inst_attrs)
 
     # --- per frame -----------------------------------------------------------------------
+    def set_shapes(self, shapes) -> None:
+        """Deforming models' current vertices: {model id: (nv, 3) body frame [m]} into their
+        vertex buffers (faces unchanged; normals come from screen-space derivatives)."""
+        for m, vertices in shapes.items():
+            self.ship_meshes[m].vbo.write(np.ascontiguousarray(vertices, "f4"))
+
     def render(self, fbo, size, state, camera, narrow=None, options: SceneOptions | None = None, lines=()):
         """Draw the scene for `state` (ShipState) seen by `camera` into `fbo` of `size`
         (width, height) pixels; `lines`: [(GL_LINES world vertices (v, 3), rgba, end point size

@@ -297,6 +297,20 @@ def exact_verdict(bank):
                                   deadline=np.inf, min_level=0, exact=True, all_contacts=False).colliding
 
 
+def timed_exact_method(name, mesh, T, all_contacts, repeat):
+    """µs/pair of EXACT_METHODS[name] (built on the one mesh) over all poses in one collide call
+    (best_time), and its ExactAnswer."""
+    from ..narrowphase.exact import EXACT_METHODS
+    detector, n = EXACT_METHODS[name]([mesh]), len(T) // 2
+    model = np.zeros(n, np.int64)
+
+    def call():
+        return detector.collide(model, model, T[0::2], T[1::2], all_contacts)
+    call()  # the first call compiles / warms caches
+    best, answer = best_time(call, repeat)
+    return best / n * 1e6, answer
+
+
 def timed_brute(mesh, T):
     from ..narrowphase.reference import brute_force_pair
     hits = []
@@ -409,6 +423,10 @@ def measure(T, tree, bank, mesh, peer, args):
     n, m = len(T) // 2, min(args.brute_poses, len(T) // 2)
     checks = [("exact first contact = all contacts", np.sum(first.colliding == exact.colliding), n),
               ("ocst = exact", np.sum(on.colliding == exact.colliding), n)]
+    for all_contacts, label in ((False, "faceoctree, first contact"), (True, "faceoctree, all contacts")):
+        us, answer = timed_exact_method("faceoctree", mesh, T, all_contacts, args.repeat)
+        rows.append((label, us, answer.colliding, 0.0))
+        checks.append((f"{label} = exact", np.sum(answer.colliding == exact.colliding), n))
     if peer:
         for method in (FclPair.FIRST, FclPair.ALL):
             us, hits = peer.timed(T, method, args.repeat)
@@ -538,6 +556,7 @@ def run(args) -> int:
 
 
 SHORT = {"sphere level 2": "level 2", "exact, first contact": "exact first contact",
+         "faceoctree, first contact": "faceoctree first contact",
          FclPair.FIRST: "fcl first contact"}
 
 
@@ -546,7 +565,7 @@ def print_summary(rows, kinds) -> None:
     print(f"summary (x = {SHORT[ref]} µs/pair / method µs/pair, same run; > 1 is faster):")
     for model in dict.fromkeys(r.model for r in rows):
         parts = []
-        for method in ("sphere level 2", "exact, first contact"):
+        for method in ("sphere level 2", "exact, first contact", "faceoctree, first contact"):
             got = {r.poses_kind: r.vs_reference for r in rows if r.model == model and r.method == method}
             if got and method != ref:
                 parts.append(f"{SHORT[method]} vs {SHORT[ref]}: " + ", ".join(f"{got[k]:.2f}x ({k})" for k in kinds))

@@ -105,6 +105,12 @@ def _ocst(meshes) -> ExactDetector:
     return OcstExact(meshes)
 
 
+def _face_octree(meshes) -> ExactDetector:
+    from ..faceoctree import FaceOctreeExact  # imported when asked for: faceoctree imports this module
+
+    return FaceOctreeExact(meshes)
+
+
 # name -> constructor from the scenario's meshes (list of meshes.Mesh); strategies register here
 EXACT_METHODS: dict[str, Callable[[Sequence], ExactDetector]] = {
     "brute": BruteForceExact,
@@ -112,6 +118,7 @@ EXACT_METHODS: dict[str, Callable[[Sequence], ExactDetector]] = {
     "fcl": _fcl,
     "ssv": _ssv,  # swept-sphere-volume trees (Larsen et al.): fills `distance` for pairs found apart
     "ocst": _ocst,  # on-collide sphere trees (Franquesa et al.): sphere levels built as pairs reach them
+    "faceoctree": _face_octree,  # face octree on the boxes' overlap (Smith–Kitamura): no preprocessing
 }
 
 

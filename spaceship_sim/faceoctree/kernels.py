@@ -1,0 +1,437 @@
+"""Face-octree kernels (numba): Smith & Kitamura's four steps for a batch of ship pairs.
+
+Meshes are packed: V (N, 3) float64 vertices of every model in its body frame [m], F (M, 3)
+int64 faces (vertex ids local to their model), model m's vertices V[voff[m]:voff[m+1]] and faces
+F[foff[m]:foff[m+1]]. Pair r has the relative pose of ship B in ship A's body frame, R[r] (3, 3)
+and t[r] (3,): x_A = R[r] @ x_B + t[r]. Everything runs in A's body frame.
+
+1. The overlap region: A's axis-aligned box (body frame, from its vertices) intersected with the
+   axis-aligned box of B's vertices moved into A's frame — both recomputed on every call from
+   the vertices as they are now, so nothing is prepared per model and meshes may deform.
+2. The faces of each mesh meeting the region: vertex outcodes reject faces beyond one side of it
+   and accept faces inside it; the rest get the exact triangle–box test.
+3. A face octree over the region, depth first, a cell split only while faces of both meshes are
+   in it, down to `max_depth` or until it holds at most `leaf_pairs` face pairs. Each face is
+   sent to the children its box reaches (the exact test only where it straddles a boundary).
+4. Exact triangle–triangle tests of the leaves' face pairs whose boxes overlap, each pair once
+   (sorted, duplicates dropped); or, for a first contact, pairs tested as the leaves come, until
+   the first hit. `test_candidates_parallel` is the paper's SPMD strategy: steps 1-3 serial, then
+   every candidate of every pair on its own prange iteration; same hits as the serial kernel.
+
+Correctness: two intersecting triangles share a point p. p lies on both surfaces, so inside both
+boxes and the region, and in some leaf cell (cells are closed and padded by a relative 1e-9, so
+rounding cannot push p out of all of them); both triangles meet that cell, so the pair is tested.
+
+Swept mode (`swept`): B also has an end pose (R1, t1); B's faces are bounded by the boxes of
+their start and end positions (the convex hull of the six vertices contains every in-between
+position when B's vertices move along straight lines in A's frame), the region uses B's box over
+both poses, and step 4 tests A's triangle against the hull (`swept.swept_hits`).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ..geometry.triangles import intersect_triangle_triangle
+from .boxtest import overlap_triangle_box
+from .swept import swept_hits
+
+PAD_REL = 1e-9  # cells grow by this fraction of the region's coordinates (see Correctness)
+CANDIDATES, ALL_HITS, FIRST_HIT = 0, 1, 2  # what face_octree returns per pair
+
+
+@njit(cache=True)
+def _move(V, v0, v1, R, t, r, out):
+    """out[:v1 - v0] = R[r] @ V[i] + t[r] for i in v0..v1: B's vertices in A's frame."""
+    for i in range(v0, v1):
+        for k in range(3):
+            out[i - v0, k] = R[r, k, 0] * V[i, 0] + R[r, k, 1] * V[i, 1] + R[r, k, 2] * V[i, 2] + t[r, k]
+
+
+@njit(cache=True)
+def _bounds(X, n, box, b, grow):
+    """box[b] (2, 3) = box of points X[:n] (or of them and box[b] when `grow`)."""
+    for k in range(3):
+        if not grow:
+            box[b, 0, k], box[b, 1, k] = np.inf, -np.inf
+        for i in range(n):
+            box[b, 0, k] = min(box[b, 0, k], X[i, k])
+            box[b, 1, k] = max(box[b, 1, k], X[i, k])
+
+
+@njit(cache=True)
+def _outcodes(X, n, box, codes):
+    """codes[i] (6 bits): which of the six half-spaces bounding box[0] point X[i] is beyond."""
+    for i in range(n):
+        c = 0
+        for k in range(3):
+            if X[i, k] < box[0, 0, k]:
+                c |= 1 << (2 * k)
+            elif X[i, k] > box[0, 1, k]:
+                c |= 2 << (2 * k)
+        codes[i] = c
+
+
+@njit(cache=True)
+def _gather(X, F, f, T, o, lo, hi, grow):
+    """T[o] (3, 3) = triangle F[f] of vertices X (local ids); lo[o], hi[o] its box (or grown by
+    it when `grow`: the swept end position)."""
+    for k in range(3):
+        if not grow:
+            lo[o, k], hi[o, k] = np.inf, -np.inf
+        for j in range(3):
+            x = X[F[f, j], k]
+            T[o, j, k] = x
+            lo[o, k] = min(lo[o, k], x)
+            hi[o, k] = max(hi[o, k], x)
+
+
+@njit(cache=True)
+def _select(X, X1, F, f0, nf, codes, codes1, swept, region, T, T1, lo, hi):
+    """Step 2 for one mesh: the faces f0..f0+nf of vertices X (local ids; X1 the swept end
+    positions when `swept`) meeting region[0]. Their triangles go to T[:n] (T1[:n]), boxes to
+    lo, hi (over both positions); returns their local face ids (n,)."""
+    sel = np.empty(nf, np.int64)
+    n = 0
+    for f in range(nf):
+        g = f0 + f
+        out_all = codes[F[g, 0]] & codes[F[g, 1]] & codes[F[g, 2]]
+        in_all = codes[F[g, 0]] | codes[F[g, 1]] | codes[F[g, 2]]
+        if swept:
+            out_all &= codes1[F[g, 0]] & codes1[F[g, 1]] & codes1[F[g, 2]]
+            in_all |= codes1[F[g, 0]] | codes1[F[g, 1]] | codes1[F[g, 2]]
+        if out_all:  # all beyond one side: the boxes miss
+            continue
+        _gather(X, F, g, T, n, lo, hi, False)
+        if swept:
+            _gather(X1, F, g, T1, n, lo, hi, True)
+        if in_all == 0 or swept or overlap_triangle_box(T, n, region, 0):
+            sel[n] = f
+            n += 1
+    return sel[:n]
+
+
+@njit(cache=True)
+def _shrink(region, lo, hi, n):
+    """region[0] = its intersection with the box of boxes lo[:n], hi[:n]; False when empty."""
+    for k in range(3):
+        a, b = np.inf, -np.inf
+        for u in range(n):
+            a, b = min(a, lo[u, k]), max(b, hi[u, k])
+        region[0, 0, k], region[0, 1, k] = max(region[0, 0, k], a), min(region[0, 1, k], b)
+        if region[0, 0, k] > region[0, 1, k]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _refilter(sel, T, T1, lo, hi, exact, region):
+    """Keep, in place and in order, the entries of sel (T, T1, lo, hi alike) still meeting the
+    (shrunk) region; returns how many are left."""
+    n = 0
+    for u in range(len(sel)):
+        if _meets(T, lo, hi, u, exact, region):
+            sel[n] = sel[u]
+            for k in range(3):
+                lo[n, k], hi[n, k] = lo[u, k], hi[u, k]
+                for j in range(3):
+                    T[n, j, k], T1[n, j, k] = T[u, j, k], T1[u, j, k]
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def _meets(T, lo, hi, u, exact, cells):
+    """Entry u (triangle T[u], box lo[u], hi[u]) meets cells[0]: box reject, box inside
+    (certainly meets), else the exact test when `exact`."""
+    inside = True
+    for k in range(3):
+        if lo[u, k] > cells[0, 1, k] or hi[u, k] < cells[0, 0, k]:
+            return False
+        inside = inside and lo[u, k] >= cells[0, 0, k] and hi[u, k] <= cells[0, 1, k]
+    return inside or not exact or overlap_triangle_box(T, u, cells, 0)
+
+
+@njit(cache=True)
+def _children(box, b, pad, cells):
+    """cells (8, 2, 3) = the octants of box[b], each grown by `pad` across the split planes."""
+    for o in range(8):
+        for k in range(3):
+            mid = 0.5 * (box[b, 0, k] + box[b, 1, k])
+            if (o >> k) & 1:
+                cells[o, 0, k], cells[o, 1, k] = mid - pad, box[b, 1, k]
+            else:
+                cells[o, 0, k], cells[o, 1, k] = box[b, 0, k], mid + pad
+
+
+@njit(cache=True)
+def _route(pool, s, e, T, lo, hi, exact, cells, mask, count):
+    """For entries pool[s:e]: mask[j] (8 bits) = the children cells (8, 2, 3) of one parent
+    entry j meets (box test per axis; the exact test only where its box straddles a split plane
+    and `exact`); count[o] += entries meeting child o. Child o takes the upper half along axis k
+    when bit k of o is set; cells[0] is the lower corner child, cells[7] the upper one."""
+    for j in range(s, e):
+        u = pool[j]
+        reach = 0  # bit 2k: reaches the lower half along k, bit 2k+1: the upper half
+        for k in range(3):
+            if lo[u, k] <= cells[0, 1, k] and hi[u, k] >= cells[0, 0, k]:
+                reach |= 1 << (2 * k)
+            if hi[u, k] >= cells[7, 0, k] and lo[u, k] <= cells[7, 1, k]:
+                reach |= 2 << (2 * k)
+        straddles = (reach & 0b010101) & (reach >> 1)  # both halves along some axis
+        m = 0
+        for o in range(8):
+            ok = True
+            for k in range(3):
+                ok = ok and (reach >> (2 * k + ((o >> k) & 1))) & 1 == 1
+            if ok and (straddles == 0 or not exact or overlap_triangle_box(T, u, cells, o)):
+                m |= 1 << o
+                count[o] += 1
+        mask[j] = m
+
+
+@njit(cache=True)
+def _hit(TA, u, TB, TB1, v, swept):
+    if swept:
+        return swept_hits(TA[u], TB[v], TB1[v])
+    return intersect_triangle_triangle(TA[u], TB[v])
+
+
+@njit(cache=True)
+def _grow(arr, need):
+    out = np.empty(max(need, 2 * len(arr)), arr.dtype)
+    for i in range(len(arr)):  # element-wise: a slice copy compiles numba's shape-error messages (seconds)
+        out[i] = arr[i]
+    return out
+
+
+@njit(cache=True)
+def _copy_box(src, i, dst, j):
+    """dst[j] = src[i] for (m, 2, 3) box arrays."""
+    for c in range(2):
+        for k in range(3):
+            dst[j, c, k] = src[i, c, k]
+
+
+@njit(cache=True)
+def _octree_pairs(TA, loA, hiA, na, TB, TB1, loB, hiB, nb, swept, region, pad, max_depth, leaf_pairs, mode):
+    """Steps 3-4 for one pair: keys u * nb + v of (A's entry u, B's entry v), sorted: the
+    candidates (mode CANDIDATES), the intersecting ones (ALL_HITS), or the first one found
+    (FIRST_HIT, at most one key).
+
+    Depth first; a stack entry is a cell (box, depth) with its lists of A's and B's entries held
+    in pools in stack order (an entry's lists end at a_end, b_end and start where the previous
+    entry's end). Popping the top cell, its children's lists are built above its own and then
+    moved down over them, so the pools hold only pending cells' lists (at most 8 per level).
+    """
+    size = 8 * max_depth + 2
+    pool_a, pool_b = np.empty(size * na, np.int64), np.empty(size * nb, np.int64)
+    mask_a, mask_b = np.empty(size * na, np.int64), np.empty(size * nb, np.int64)
+    box = np.empty((size, 2, 3))
+    depth, a_end, b_end = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
+    cells = np.empty((8, 2, 3))
+    count_a, count_b, order = np.zeros(8, np.int64), np.zeros(8, np.int64), np.empty(8, np.int64)
+    for u in range(na):
+        pool_a[u] = u
+    for v in range(nb):
+        pool_b[v] = v
+    _copy_box(region, 0, box, 0)
+    depth[0], a_end[0], b_end[0] = 0, na, nb
+    top = 1
+    keys = np.empty(max(16, na + nb), np.int64)
+    nk = 0
+    while top > 0:
+        top -= 1
+        a0 = a_end[top - 1] if top > 0 else 0
+        b0 = b_end[top - 1] if top > 0 else 0
+        a1, b1, d = a_end[top], b_end[top], depth[top]
+        if d == max_depth or (a1 - a0) * (b1 - b0) <= leaf_pairs:  # a leaf: its face pairs
+            if nk + (a1 - a0) * (b1 - b0) > len(keys):
+                keys = _grow(keys, nk + (a1 - a0) * (b1 - b0))
+            for i in range(a0, a1):
+                for j in range(b0, b1):
+                    u, v = pool_a[i], pool_b[j]
+                    if not (loA[u, 0] <= hiB[v, 0] and loB[v, 0] <= hiA[u, 0] and loA[u, 1] <= hiB[v, 1]
+                            and loB[v, 1] <= hiA[u, 1] and loA[u, 2] <= hiB[v, 2] and loB[v, 2] <= hiA[u, 2]):
+                        continue
+                    if mode == FIRST_HIT:
+                        if _hit(TA, u, TB, TB1, v, swept):
+                            keys[0] = u * nb + v
+                            return keys[:1]
+                    else:
+                        keys[nk] = u * nb + v
+                        nk += 1
+            continue
+        _children(box, top, pad, cells)
+        for o in range(8):
+            count_a[o] = count_b[o] = 0
+        _route(pool_a, a0, a1, TA, loA, hiA, True, cells, mask_a, count_a)
+        _route(pool_b, b0, b1, TB, loB, hiB, not swept, cells, mask_b, count_b)
+        ta, tb, kids = a1, b1, top
+        # the child with the most face pairs goes on top: searched first for a first contact
+        for o in _order_by_pairs(count_a, count_b, order):
+            if count_a[o] == 0 or count_b[o] == 0:
+                continue
+            for j in range(a0, a1):
+                if (mask_a[j] >> o) & 1:
+                    pool_a[ta] = pool_a[j]
+                    ta += 1
+            for j in range(b0, b1):
+                if (mask_b[j] >> o) & 1:
+                    pool_b[tb] = pool_b[j]
+                    tb += 1
+            _copy_box(cells, o, box, kids)
+            depth[kids] = d + 1
+            a_end[kids], b_end[kids] = ta - (a1 - a0), tb - (b1 - b0)  # after the move down
+            kids += 1
+        for j in range(a1, ta):  # move the children's lists down over the parent's
+            pool_a[j - (a1 - a0)] = pool_a[j]
+        for j in range(b1, tb):
+            pool_b[j - (b1 - b0)] = pool_b[j]
+        top = kids
+    if mode == FIRST_HIT:
+        return keys[:0]
+    out = _sorted_keys(keys, nk, nb, na * nb)
+    m = 0
+    for i in range(nk):
+        if (i == 0 or out[i] != out[i - 1]) and (mode == CANDIDATES or _hit(TA, out[i] // nb, TB, TB1, out[i] % nb,
+                                                                            swept)):
+            out[m] = out[i]
+            m += 1
+    return out[:m]
+
+
+@njit(cache=True)
+def _order_by_pairs(count_a, count_b, order):
+    """order (8,) = the children by count_a * count_b ascending (insertion sort: np.argsort
+    would cost seconds of compilation for 8 numbers)."""
+    for o in range(8):
+        j = o
+        while j > 0 and count_a[order[j - 1]] * count_b[order[j - 1]] > count_a[o] * count_b[o]:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = o
+    return order
+
+
+@njit(cache=True)
+def _counting_pass(src, n, digit, base, dst):
+    """dst[:n] = src[:n] stably sorted by digit(key) = (key // digit) % base."""
+    count = np.zeros(base + 1, np.int64)
+    for i in range(n):
+        count[(src[i] // digit) % base + 1] += 1
+    for d in range(base):
+        count[d + 1] += count[d]
+    for i in range(n):
+        d = (src[i] // digit) % base
+        dst[count[d]] = src[i]
+        count[d] += 1
+
+
+@njit(cache=True)
+def _sorted_keys(keys, n, nb, limit):
+    """keys[:n] (u * nb + v, all < limit) sorted: two stable counting passes, by v then by u
+    (linear in n + na + nb; np.sort would cost seconds of compilation)."""
+    tmp, out = np.empty(n, np.int64), np.empty(n, np.int64)
+    _counting_pass(keys, n, 1, nb, tmp)
+    _counting_pass(tmp, n, nb, max(limit // nb, 1), out)
+    return out
+
+
+@njit(cache=True)
+def face_octree(V, F, voff, foff, ma, mb, R, t, R1, t1, swept, max_depth, leaf_pairs, mode):
+    """Steps 1-4 for the k pairs (see the module doc). R1, t1: B's end pose in A's frame (read
+    when `swept`). mode: CANDIDATES, ALL_HITS or FIRST_HIT. Returns CSR (ptr (k+1,), fa (P,),
+    fb (P,)) int64: pair i's face pairs (local to each model), sorted by (fa, fb), each once."""
+    k = len(ma)
+    ptr = np.zeros(k + 1, np.int64)
+    fa, fb = np.empty(64, np.int64), np.empty(64, np.int64)
+    n = 0
+    most_v, most_f = 1, 1
+    for m in range(len(voff) - 1):
+        most_v = max(most_v, voff[m + 1] - voff[m])
+        most_f = max(most_f, foff[m + 1] - foff[m])
+    XA, XB, XB1 = np.empty((most_v, 3)), np.empty((most_v, 3)), np.empty((most_v, 3))
+    codes_a, codes_b, codes_b1 = np.empty(most_v, np.int64), np.empty(most_v, np.int64), np.empty(most_v, np.int64)
+    TA, TB, TB1 = np.empty((most_f, 3, 3)), np.empty((most_f, 3, 3)), np.empty((most_f, 3, 3))
+    loA, hiA, loB, hiB = np.empty((most_f, 3)), np.empty((most_f, 3)), np.empty((most_f, 3)), np.empty((most_f, 3))
+    boxes = np.empty((2, 2, 3))
+    region = np.empty((1, 2, 3))
+    for r in range(k):
+        a, b = ma[r], mb[r]
+        nva, nvb = voff[a + 1] - voff[a], voff[b + 1] - voff[b]
+        for i in range(nva):
+            for q in range(3):
+                XA[i, q] = V[voff[a] + i, q]
+        _move(V, voff[b], voff[b + 1], R, t, r, XB)
+        _bounds(XA, nva, boxes, 0, False)
+        _bounds(XB, nvb, boxes, 1, False)
+        if swept:
+            _move(V, voff[b], voff[b + 1], R1, t1, r, XB1)
+            _bounds(XB1, nvb, boxes, 1, True)
+        empty = False
+        scale = 0.0
+        for q in range(3):
+            lo, hi = max(boxes[0, 0, q], boxes[1, 0, q]), min(boxes[0, 1, q], boxes[1, 1, q])
+            empty = empty or lo > hi
+            scale = max(scale, abs(lo), abs(hi))
+            region[0, 0, q], region[0, 1, q] = lo, hi
+        if not empty:
+            pad = PAD_REL * scale + 1e-300
+            for q in range(3):
+                region[0, 0, q] -= pad
+                region[0, 1, q] += pad
+            _outcodes(XA, nva, region, codes_a)
+            _outcodes(XB, nvb, region, codes_b)
+            if swept:
+                _outcodes(XB1, nvb, region, codes_b1)
+            nfa, nfb = foff[a + 1] - foff[a], foff[b + 1] - foff[b]
+            sel_a = _select(XA, XA, F, foff[a], nfa, codes_a, codes_a, False, region, TA, TA, loA, hiA)
+            sel_b = _select(XB, XB1, F, foff[b], nfb, codes_b, codes_b1, swept, region, TB, TB1, loB, hiB)
+            # each mesh's selected faces bound the region tighter (deep poses: much tighter)
+            if len(sel_a) and len(sel_b) and _shrink(region, loA, hiA, len(sel_a)) and \
+                    _shrink(region, loB, hiB, len(sel_b)):
+                for q in range(3):
+                    region[0, 0, q] -= pad
+                    region[0, 1, q] += pad
+                sel_a = sel_a[:_refilter(sel_a, TA, TA, loA, hiA, True, region)]
+                sel_b = sel_b[:_refilter(sel_b, TB, TB1, loB, hiB, not swept, region)]
+            else:
+                sel_a = sel_a[:0]
+            nb = len(sel_b)
+            if len(sel_a) and nb:
+                keys = _octree_pairs(TA, loA, hiA, len(sel_a), TB, TB1, loB, hiB, nb, swept, region, pad,
+                                     max_depth, leaf_pairs, mode)
+                if n + len(keys) > len(fa):
+                    fa, fb = _grow(fa, n + len(keys)), _grow(fb, n + len(keys))
+                for i in range(len(keys)):
+                    fa[n + i] = sel_a[keys[i] // nb]
+                    fb[n + i] = sel_b[keys[i] % nb]
+                n += len(keys)
+        ptr[r + 1] = n
+    return ptr, fa[:n].copy(), fb[:n].copy()
+
+
+@njit(cache=True)
+def _candidate_hits(V, F, voff, foff, a, b, fa, fb, R, t, R1, t1, r, swept, tri, tri1):
+    """Exact test of candidate (face fa of model a, face fb of model b) of pair r; scratch
+    tri, tri1 (2, 3, 3): A's triangle and B's at the start, B's at the end (tri1[1]), A's frame."""
+    for j in range(3):
+        va, vb = voff[a] + F[foff[a] + fa, j], voff[b] + F[foff[b] + fb, j]
+        for k in range(3):
+            tri[0, j, k] = V[va, k]
+            tri[1, j, k] = R[r, k, 0] * V[vb, 0] + R[r, k, 1] * V[vb, 1] + R[r, k, 2] * V[vb, 2] + t[r, k]
+            tri1[1, j, k] = R1[r, k, 0] * V[vb, 0] + R1[r, k, 1] * V[vb, 1] + R1[r, k, 2] * V[vb, 2] + t1[r, k]
+    return _hit(tri, 0, tri, tri1, 1, swept)
+
+
+@njit(cache=True, parallel=True)
+def test_candidates_parallel(V, F, voff, foff, ma, mb, R, t, R1, t1, swept, row, ca, cb):
+    """Step 4, SPMD: candidate i (of pair row[i]) on its own prange iteration. Returns hit (P,)
+    bool: True where the candidate's triangles (swept: triangle and hull) intersect."""
+    hit = np.zeros(len(ca), np.bool_)
+    for i in prange(len(ca)):
+        tri, tri1 = np.empty((2, 3, 3)), np.empty((2, 3, 3))
+        r = row[i]
+        hit[i] = _candidate_hits(V, F, voff, foff, ma[r], mb[r], ca[i], cb[i], R, t, R1, t1, r, swept, tri, tri1)
+    return hit
