@@ -78,3 +78,15 @@ def test_hubbard_bench_bad_arguments_exit_2_and_write_nothing(tmp_path, capsys, 
     assert main(["bench", "hubbard", *argv, "--out", str(tmp_path / "h")]) == 2
     assert field in capsys.readouterr().err
     assert not (tmp_path / "h").exists()
+
+
+@pytest.mark.parametrize("argv, config, render_ms", [
+    ([], "lamps.toml", 31.0), (["--scene", "heavy"], "heavy.toml", 5.0),
+    (["--scene", "heavy", "--render-ms", "12"], "heavy.toml", 12.0)])
+def test_scene_sets_config_and_render_unless_given(argv, config, render_ms):
+    from spaceship_sim.bench.bench_hubbard import scene_defaults
+    from spaceship_sim.bench.run import check_args
+    args = build_parser().parse_args(["bench", "hubbard", *argv])
+    scene_defaults(args)
+    check_args(args)  # the run command's defaults must not override the scene's
+    assert Path(args.config).name == config and args.render_ms == render_ms

@@ -76,16 +76,22 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def scene_defaults(args) -> None:
+    """--config and --render-ms from --scene where not given (before the run command's own defaults,
+    which are default.toml and no render)."""
+    args.config = args.config or shipped_config(SCENES[args.scene][0])
+    if args.render_ms is None:
+        args.render_ms = SCENES[args.scene][1] if Path(args.config).name == SCENES[args.scene][0] else 31.0
+
+
 def run(args, clock=WALL) -> int:
     """clock: what budgets, the stand-in render and the per-call timings are read from (tests pass
     a TickClock)."""
     budgets = parse_budgets(args.budgets)  # every argument is checked before anything runs
     sweep = parse_ms_list(args.sweep_render, "--sweep-render") if args.sweep_render else []
     detectors = parse_detectors(args.detectors)
+    scene_defaults(args)
     check_args(args)
-    args.config = args.config or shipped_config(SCENES[args.scene][0])
-    if args.render_ms is None:
-        args.render_ms = SCENES[args.scene][1] if Path(args.config).name == SCENES[args.scene][0] else 31.0
     cfg = load_config(args.config)
     validate_scenario(cfg)
     if "fcl" in detectors and not fcl_installed():
