@@ -96,20 +96,33 @@ def load_or_build(mesh, method: str = "medial", branching: int = 8, depth: int =
     _check_params(method, branching, depth, seed, source=getattr(mesh, "path", "mesh"))
     key = tree_key(mesh.vertices, mesh.faces, method, branching, depth, seed)
     path = tree_path(mesh, method, key, cache_dir)
+    def fits(tree):
+        return tree.key == key and np.array_equal(tree.vertices, mesh.vertices) \
+            and np.array_equal(tree.faces, mesh.faces)
+
+    def build():
+        return build_tree(mesh.vertices, mesh.faces, method=method, branching=branching, depth=depth,
+                          seed=seed, closed=mesh.closed, progress=progress)
+
+    return cached(path, SphereTree.load, fits, build, "sphere tree", force)
+
+
+def cached(path: Path, load, fits, build, what: str, force: bool = False):
+    """The object cached at `path` if `load(path)` reads it and `fits(obj)` accepts it (not when
+    `force`); else `build()`, saved there with its `save(path)`. A corrupt, truncated or foreign
+    file is rebuilt with a warning; a cache that cannot be written (read-only install, full disk)
+    only warns: the object is still good to use."""
     if path.is_file() and not force:
         try:
-            tree = SphereTree.load(path)
-        except Exception as exc:  # corrupt / truncated / foreign file: rebuild it
-            warnings.warn(f"{path}: unreadable sphere-tree cache ({type(exc).__name__}: {exc}); rebuilding",
-                          stacklevel=2)
+            obj = load(path)
+        except Exception as exc:
+            warnings.warn(f"{path}: unreadable {what} cache ({type(exc).__name__}: {exc}); rebuilding", stacklevel=3)
         else:
-            if tree.key == key and np.array_equal(tree.vertices, mesh.vertices) \
-                    and np.array_equal(tree.faces, mesh.faces):
-                return tree
-    tree = build_tree(mesh.vertices, mesh.faces, method=method, branching=branching, depth=depth,
-                      seed=seed, closed=mesh.closed, progress=progress)
+            if fits(obj):
+                return obj
+    obj = build()
     try:
-        tree.save(path)
-    except OSError as exc:  # read-only install or full disk: the tree is still good to use
-        warnings.warn(f"{path}: cannot cache sphere tree ({exc}); it will be rebuilt next time", stacklevel=2)
-    return tree
+        obj.save(path)
+    except OSError as exc:
+        warnings.warn(f"{path}: cannot cache {what} ({exc}); it will be rebuilt next time", stacklevel=3)
+    return obj

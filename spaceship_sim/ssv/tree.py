@@ -188,27 +188,15 @@ def ssv_key(vertices, faces) -> str:
 def load_or_build_ssv(mesh, cache_dir=None, force: bool = False) -> SSVTree:
     """The cached SSV tree of `mesh` (spaceship_sim.meshes.Mesh), built and cached when missing,
     stale (another mesh or builder version) or unreadable; cache_dir as the sphere trees'."""
-    import warnings
-
-    from ..spheretree.build import tree_path
+    from ..spheretree.build import cached, tree_path
 
     key = ssv_key(mesh.vertices, mesh.faces)
-    path = tree_path(mesh, "ssv", key, cache_dir)
-    if path.is_file() and not force:
-        try:
-            tree = SSVTree.load(path)
-        except Exception as exc:  # corrupt / truncated / foreign file: rebuild it
-            warnings.warn(f"{path}: unreadable SSV-tree cache ({type(exc).__name__}: {exc}); rebuilding",
-                          stacklevel=2)
-        else:
-            if tree.key == key and np.array_equal(tree.tris, np.asarray(mesh.vertices)[np.asarray(mesh.faces)]):
-                return tree
-    tree = build_ssv(mesh.vertices, mesh.faces, key=key)
-    try:
-        tree.save(path)
-    except OSError as exc:  # read-only install or full disk: the tree is still good to use
-        warnings.warn(f"{path}: cannot cache SSV tree ({exc}); it will be rebuilt next time", stacklevel=2)
-    return tree
+
+    def fits(tree):
+        return tree.key == key and np.array_equal(tree.tris, np.asarray(mesh.vertices)[np.asarray(mesh.faces)])
+
+    return cached(tree_path(mesh, "ssv", key, cache_dir), SSVTree.load, fits,
+                  lambda: build_ssv(mesh.vertices, mesh.faces, key=key), "SSV tree", force)
 
 
 def node_depths(tree: SSVTree) -> np.ndarray:
