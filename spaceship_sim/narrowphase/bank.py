@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError
+from .volumes import SPHERE
 
 if TYPE_CHECKING:
     from ..spheretree.tree import SphereTree
@@ -38,7 +39,11 @@ class TreeBank:
     tri_offset  : (M+1,) int64, model m's triangles are tri_offset[m]:tri_offset[m+1]
     depth       : (M,)   int64, levels below the root of each model's tree
     trees       : tuple of the M SphereTrees
+
+    Its nodes are spheres (`volume`, volumes.SPHERE: center, radius, error, witness).
     """
+
+    volume = SPHERE  # what the refinement loop's kernels test its nodes as (a class attribute)
 
     center: np.ndarray
     radius: np.ndarray

@@ -6,6 +6,10 @@ ship B in ship A's body frame, R[r] (3, 3) and t[r] (3,): x_A = R[r] @ x_B + t[r
 runs in A's frame (rigid motions keep radii and distances). Kernels handle rows s..e of the
 active list (`rows[i]` is the pose row of active row i) so the Python caller can watch the clock
 between batches.
+
+The kernels own the trees' topology (first_child, child_count), the stacks and the triangles; the
+geometry of a node is the bounding volume's (volumes.py): its functions (place, overlap, ...) and
+node-array tuples (VA, VB) are arguments, so one compiled loop serves each volume type.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import numpy as np
 from numba import njit
 
 from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
+from .volumes import dist2 as _dist2, to_a as _to_a
 
 
 # Points are passed as (array, row) and never sliced: array views cost reference counting in
@@ -20,23 +25,10 @@ from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_
 # TRUE, ...), never literals: each distinct argument type is one more compilation of a helper.
 
 @njit(cache=True)
-def _to_a(R, t, r, X, i, out, o):
-    """out[o] = R[r] @ X[i] + t[r]: a point of B's body frame in A's body frame."""
-    for k in range(3):
-        out[o, k] = R[r, k, 0] * X[i, 0] + R[r, k, 1] * X[i, 1] + R[r, k, 2] * X[i, 2] + t[r, k]
-
-
-@njit(cache=True)
-def _dist2(A, i, B, j):
-    return (A[i, 0] - B[j, 0]) ** 2 + (A[i, 1] - B[j, 1]) ** 2 + (A[i, 2] - B[j, 2]) ** 2
-
-
-@njit(cache=True)
-def _push_children(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, r, a0, b0, level, sa, sb, sl, top, xb):
-    """Push onto the stack (sa, sb, sl)[top:] every child pair of node pair (a0, b0) whose spheres
-    overlap (a leaf stands in for its own children), at `level`, the deepest overlap last (on
-    top: where a witness below is likeliest). Returns the new top."""
-    Z = np.int64(0)
+def _push_children(place, overlap, VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, sl, top, xb):
+    """Push onto the stack (sa, sb, sl)[top:] every child pair of node pair (a0, b0) whose volumes
+    overlap (volumes.py; a leaf stands in for its own children), at `level`, the deepest overlap
+    last (on top: where a witness below is likeliest). Returns the new top."""
     a_first, na, b_first, nb = a0, 1, b0, 1
     if cca[a0] > 0:
         a_first, na = fca[a0], cca[a0]
@@ -44,20 +36,30 @@ def _push_children(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, r, a0, b0, level, s
         b_first, nb = fcb[b0], ccb[b0]
     best, best_at = -np.inf, top
     for b in range(b_first, b_first + nb):
-        _to_a(R, t, r, cb, b, xb, Z)
+        place(VB, b, R, t, r, xb)
         for a in range(a_first, a_first + na):
-            rr = ra[a] + rb[b]
-            d2 = _dist2(ca, a, xb, Z)
-            if d2 <= rr * rr:
+            hit, depth = overlap(VA, a, VB, b, R, t, r, xb)
+            if hit:
                 sa[top], sb[top], sl[top] = a, b, level
-                if rr - np.sqrt(d2) > best:
-                    best, best_at = rr - np.sqrt(d2), top
+                if depth > best:
+                    best, best_at = depth, top
                 top += 1
     if top > best_at + 1:  # the deepest overlap on top
         last = top - 1
         sa[best_at], sa[last] = sa[last], sa[best_at]
         sb[best_at], sb[last] = sb[last], sb[best_at]
     return top
+
+
+@njit(cache=True)
+def overlap_pairs(place, overlap, VA, VB, R, t, a, b):
+    """(k,) bool: do the volumes of node a[r] (A's bank) and b[r] (B's) overlap, pose row r."""
+    hit = np.empty(len(a), np.bool_)
+    xb = np.empty((2, 3))
+    for r in range(len(a)):
+        place(VB, b[r], R, t, r, xb)
+        hit[r] = overlap(VA, a[r], VB, b[r], R, t, r, xb)[0]
+    return hit
 
 
 @njit(cache=True)
@@ -95,7 +97,7 @@ def stack_width(bank_a, bank_b, depth: int) -> int:
 
 
 @njit(cache=True)
-def descend_stacks(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, s, e, target, sa, sb, sl, height, level, apart,
+def descend_stacks(place, overlap, VA, fca, cca, VB, fcb, ccb, R, t, rows, s, e, target, sa, sb, sl, height, level, apart,
                    blocked):
     """Depth-first search, in place, for pair rows rows[s:e], of one colliding node pair at
     level target[i].
@@ -118,7 +120,7 @@ def descend_stacks(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, s, e, target,
     (child_count < 0) stops there with blocked[r] = True and level[r] = the deepest level seen;
     once they are built, a second call resumes it where it stopped.
     """
-    xb = np.empty((1, 3))
+    xb = np.empty((2, 3))
     for i in range(s, e):
         r = rows[i]
         A, B, L = sa[r], sb[r], sl[r]
@@ -131,7 +133,7 @@ def descend_stacks(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, s, e, target,
                 break
             top -= 1
             before = top
-            top = _push_children(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, r, A[top], B[top], L[top] + 1, A, B, L,
+            top = _push_children(place, overlap, VA, fca, cca, VB, fcb, ccb, R, t, r, A[top], B[top], L[top] + 1, A, B, L,
                                  top, xb)
             if top > before:
                 deep = max(deep, L[top - 1])
@@ -191,7 +193,7 @@ def csr_by_pose_row(rows, ptr, fa, fb, k):
 
 
 @njit(cache=True)
-def complete_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, s, e):
+def complete_pairs(place, overlap, VA, fca, cca, VB, fcb, ccb, R, t, rows, ptr, fa, fb, s, e):
     """Every colliding leaf pair below the stacks of active rows s..e (see descend_stacks): the
     breadth-first frontier at the leaves, which the exact level's triangle tests need whole.
     Returns CSR (out_ptr (e-s+1,), out_a, out_b) int64 and blocked (e-s,) bool: the row met
@@ -202,7 +204,7 @@ def complete_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, 
     out_ptr = np.zeros(e - s + 1, np.int64)
     out_a, out_b = np.empty(ptr[e] - ptr[s] + 16, np.int64), np.empty(ptr[e] - ptr[s] + 16, np.int64)
     blocked = np.zeros(e - s, np.bool_)
-    xb = np.empty((1, 3))
+    xb = np.empty((2, 3))
     n = 0
     for i in range(s, e):
         r = rows[i]
@@ -218,7 +220,7 @@ def complete_pairs(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, rows, ptr, fa, fb, 
                 out_a[n], out_b[n] = a, b
                 n += 1
             else:
-                top = _push_children(ca, ra, fca, cca, cb, rb, fcb, ccb, R, t, r, a, b, sl[top], sa, sb, sl, top,
+                top = _push_children(place, overlap, VA, fca, cca, VB, fcb, ccb, R, t, r, a, b, sl[top], sa, sb, sl, top,
                                      xb)
         out_ptr[i - s + 1] = n
     return out_ptr, out_a[:n], out_b[:n], blocked
@@ -305,18 +307,18 @@ def _sweep(lo_a, hi_a, lo_b, hi_b):
 
 
 @njit(cache=True)
-def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb, R, t, rows, ptr, fa, fb, s, e,
+def exact_pairs(enclosing, VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, rows, ptr, fa, fb, s, e,
                 first):
     """Exact level for active rows s..e whose node pairs are colliding leaves: every triangle
     pair (one of A's, one of B's, global bank ids) that intersects, each reported once.
 
-    Per row: gather the triangles of colliding leaves that can reach the other leaf's sphere
-    (each once), move B's into A's frame, pair them by sweep and prune of their boxes, and test
-    the pairs whose boxes overlap (every triangle pair once, where walking the leaf pairs would
+    Per row: gather the triangles of colliding leaves that can reach the sphere around the other
+    leaf (volumes.py `enclosing`; each triangle once), move B's into A's frame, pair them by sweep
+    and prune of their boxes, and test the pairs whose boxes overlap (every triangle pair once, where walking the leaf pairs would
     repeat many). With `first`, only the first intersecting pair of a row is wanted (a yes/no
     answer, like a boolean collide). Returns (out_ptr (e-s+1,) int64, hit_a, hit_b (h,) int64).
     """
-    Z = np.int64(0)
+    Z, One = np.int64(0), np.int64(1)
     out_ptr = np.zeros(e - s + 1, np.int64)
     hits = np.empty((64, 2), np.int64)
     mark_a = np.zeros(len(tva), np.int64)
@@ -325,36 +327,39 @@ def exact_pairs(ca, ra, tpa, tia, tva, tca, tra, cb, rb, tpb, tib, tvb, tcb, trb
     sel_a = np.empty(len(tva), np.int64)
     sel_b = np.empty(len(tvb), np.int64)
     tcb_a = np.empty((len(tvb), 3))  # B's triangle centres in A's frame, filled when first met
-    xb = np.empty((1, 3))
+    xa = np.empty((1, 3))  # the sphere around A's leaf
+    xb = np.empty((2, 3))  # ... around B's leaf: row 0 in B's frame, row 1 in A's
     h = 0
     for i in range(s, e):
         r, stamp = rows[i], i + 1
         na = nb = 0
         for j in range(ptr[i], ptr[i + 1]):
             a, b = fa[j], fb[j]
-            _to_a(R, t, r, cb, b, xb, Z)
-            na = _gather(tpa, tia, tca, tra, a, xb, Z, rb[b], mark_a, stamp, sel_a, na)
+            rb = enclosing(VB, b, xb)
+            _to_a(R, t, r, xb, Z, xb, One)
+            na = _gather(tpa, tia, tca, tra, a, xb, One, rb, mark_a, stamp, sel_a, na)
             for q in range(tpb[b], tpb[b + 1]):
                 if moved[tib[q]] != stamp:
                     _to_a(R, t, r, tcb, tib[q], tcb_a, tib[q])
                     moved[tib[q]] = stamp
-            nb = _gather(tpb, tib, tcb_a, trb, b, ca, a, ra[a], mark_b, stamp, sel_b, nb)
-        VA = np.empty((na, 3, 3))
-        VB = np.empty((nb, 3, 3))
+            ra = enclosing(VA, a, xa)
+            nb = _gather(tpb, tib, tcb_a, trb, b, xa, Z, ra, mark_b, stamp, sel_b, nb)
+        GA = np.empty((na, 3, 3))  # the gathered triangles, in A's frame
+        GB = np.empty((nb, 3, 3))
         for u in range(na):
-            VA[u] = tva[sel_a[u]]
+            GA[u] = tva[sel_a[u]]
         for u in range(nb):
-            Vu, Tu = VB[u], tvb[sel_b[u]]
+            Vu, Tu = GB[u], tvb[sel_b[u]]
             for v in range(3):
                 _to_a(R, t, r, Tu, v, Vu, v)
         lo_a, hi_a = np.empty((na, 3)), np.empty((na, 3))
         lo_b, hi_b = np.empty((nb, 3)), np.empty((nb, 3))
-        _boxes(VA, lo_a, hi_a)
-        _boxes(VB, lo_b, hi_b)
+        _boxes(GA, lo_a, hi_a)
+        _boxes(GB, lo_b, hi_b)
         cand = _sweep(lo_a, hi_a, lo_b, hi_b)
         if h + len(cand) > len(hits):
             hits = _grow2(hits, h + len(cand))
-        h = _test_pairs(VA, VB, cand, sel_a, sel_b, hits, h, first)
+        h = _test_pairs(GA, GB, cand, sel_a, sel_b, hits, h, first)
         out_ptr[i - s + 1] = h
     return out_ptr, hits[:h, 0].copy(), hits[:h, 1].copy()
 
@@ -382,45 +387,32 @@ def _grow2(arr, need):
 
 
 @njit(cache=True)
-def summarize_pairs(ca, ra, ea, wa, cb, rb, eb, wb, R, t, ptr, fa, fb):
-    """Per row i (pose row i) over its colliding node pairs, in A's body frame:
+def summarize_pairs(separation, contact, VA, VB, R, t, ptr, fa, fb):
+    """Per row i (pose row i) over its colliding node pairs, in A's body frame (volumes.py):
 
-    bound  : (k,) min over pairs of min(e_a + e_b, |witness_a - witness_b|) — both are true upper
-             bounds on the ships' separation (a point in both spheres is within e_a of A and e_b
-             of B; witnesses are real surface points); +inf for rows without pairs
-    point  : (k, 3) mean over pairs of the middle of the spheres' overlap on their centre line
-             (nan for rows without pairs)
-    normal : (k, 3) unit, mean direction from A's sphere centres to B's (A's origin to B's when
-             those cancel, +x when the origins coincide too)
+    bound  : (k,) min over pairs of the volume's separation bound; +inf for rows without pairs
+    point  : (k, 3) mean over pairs of their contact points (nan for rows without pairs)
+    normal : (k, 3) unit, mean of their directions from A toward B (A's origin to B's when those
+             cancel, +x when the origins coincide too)
     """
-    Z = np.int64(0)
     k = len(ptr) - 1
     bound = np.full(k, np.inf)
     point = np.full((k, 3), np.nan)
     normal = np.zeros((k, 3))
-    xb = np.empty((1, 3))
-    xw = np.empty((1, 3))
+    xb = np.empty((2, 3))
+    acc = np.empty(6)
     for i in range(k):
         lo, hi = ptr[i], ptr[i + 1]
         if hi == lo:
             continue
-        p = np.zeros(3)
-        nrm = np.zeros(3)
+        acc[:] = 0.0
         best = np.inf
         for j in range(lo, hi):
-            a, b = fa[j], fb[j]
-            _to_a(R, t, i, cb, b, xb, Z)
-            _to_a(R, t, i, wb, b, xw, Z)
-            best = min(best, ea[a] + eb[b], np.sqrt(_dist2(wa, a, xw, Z)))
-            d = np.sqrt(_dist2(ca, a, xb, Z))
-            # the overlap of the two spheres along the centre line, measured from A's centre
-            mid = 0.5 * (max(-ra[a], d - rb[b]) + min(ra[a], d + rb[b]))
-            for c in range(3):
-                u = (xb[0, c] - ca[a, c]) / d if d > 0.0 else 0.0
-                p[c] += ca[a, c] + mid * u
-                nrm[c] += u
+            best = min(best, separation(VA, fa[j], VB, fb[j], R, t, i, xb))
+            contact(VA, fa[j], VB, fb[j], R, t, i, xb, acc)
         bound[i] = best
-        point[i] = p / (hi - lo)
+        point[i] = acc[:3] / (hi - lo)
+        nrm = acc[3:].copy()
         length = np.sqrt(nrm[0] ** 2 + nrm[1] ** 2 + nrm[2] ** 2)
         if length < 1e-9:
             nrm[:] = t[i]

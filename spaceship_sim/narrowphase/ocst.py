@@ -42,6 +42,7 @@ import numpy as np
 from ..spheretree.finish import error_bounds, witnesses
 from ..spheretree.geometry import MeshQuery, _pseudo_normals, min_enclosing_sphere
 from ..spheretree.octree import bounding_cube, cell_spheres, occupied_children
+from .volumes import SPHERE
 
 UNBUILT = -1   # child_count of a node whose children have not been built yet
 _BLOCK = 9     # slots per sibling group: 8 children and a spacer (see the module docstring)
@@ -63,6 +64,8 @@ class OcstBank:
     max_nodes: cap on resident spheres over all models; seed: of the roots' enclosing-sphere
     search (as the prebuilt octree's).
     """
+
+    volume = SPHERE  # its nodes are spheres, as a TreeBank's
 
     def __init__(self, models, depth: int = 3, evict_after: float = 2.0, max_nodes: int = 100_000, seed: int = 0):
         self.models = list(models)

@@ -28,9 +28,10 @@ import numpy as np
 
 from ..clock import WALL
 from .bank import TreeBank, bank_of
-from .kernels import (complete_pairs, csr_by_pose_row, descend_stacks, exact_pairs, relative_poses, stack_width, stacks_csr,
-                      summarize_pairs)
+from .kernels import (complete_pairs, csr_by_pose_row, descend_stacks, exact_pairs, overlap_pairs, relative_poses,
+                      stack_width, stacks_csr, summarize_pairs)
 from .ocst import resume_blocked, resume_stacks
+from .volumes import volume_of
 
 PROBE = 8               # pair rows in the first descent call of a level under a finite deadline
 EXACT_PROBE = 1         # ... of the exact level: one row's triangle tests can take a millisecond
@@ -320,140 +321,178 @@ def _witnesses(front: _Frontier) -> np.ndarray:
 
 
 def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline, min_level, max_level, exact,
-            all_contacts=True, clock=WALL, detector=None):
+            all_contacts=True, clock=WALL, detector=None) -> FrameNarrowResult:
+    """Refine k pair rows (model ids ma, mb, body->world transforms Ta, Tb) in three stages: the
+    sphere levels, the exact level while time allows, and the summary."""
     start = clock()
-    k = len(ma)
-    Ta, Tb = np.ascontiguousarray(Ta, dtype=np.float64), np.ascontiguousarray(Tb, dtype=np.float64)
-    R, t = relative_poses(Ta, Tb)
-    depth = np.maximum(bank_a.depth[ma], bank_b.depth[mb])
-    cap = depth if max_level is None else np.minimum(depth, max(int(max_level), 0))
-    A, B = bank_a, bank_b
-    tree_args = (A.center, A.radius, A.first_child, A.child_count, B.center, B.radius, B.first_child,
-                 B.child_count, R, t)
+    search = _Search(bank_a, bank_b, ma, mb, Ta, Tb, max_level, clock)
+    search.levels(deadline, min_level)
+    if exact:
+        search.exact_level(deadline, min_level, all_contacts, detector)
+    if detector is not None and hasattr(detector, "distance"):  # pairs found apart, time allowing
+        todo = np.flatnonzero(search.apart & np.isnan(search.distance))
+        search.distance[todo] = _apart_distances(detector, ma, mb, search.Ta, search.Tb, todo,
+                                                 search.time_left(deadline), clock)
+    return search.summary(pairs, start)
 
-    # every row's depth-first stack, in place (kernels.descend_stacks): level 0 is the root pair
-    root_a, root_b = bank_a.node_offset[ma].astype(np.int64), bank_b.node_offset[mb].astype(np.int64)
-    width = stack_width(A, B, int(cap.max(initial=0)))
-    sa, sb, sl = (np.empty((k, width), np.int64) for _ in range(3))
-    sa[:, 0], sb[:, 0], sl[:, 0] = root_a, root_b, 0
-    xb = np.einsum("kij,kj->ki", R, B.center[root_b]) + t
-    hit0 = ((A.center[root_a] - xb) ** 2).sum(1) <= (A.radius[root_a] + B.radius[root_b]) ** 2
-    height = hit0.astype(np.int64)
-    level = np.zeros(k, np.int64)
-    apart = ~hit0  # found apart at `level`
-    blocked = np.zeros(k, bool)  # on a node not built yet (on-collide trees, ocst.py)
 
-    def descend(rows, targets, deadline, n_forced=0):
-        """Deepen `rows` toward targets (per row) in batches while the clock allows; returns
-        how many rows (a prefix) were processed."""
+class _Search:
+    """The frame's pair rows while they are refined: relative poses, depths, every row's
+    depth-first stack of colliding node pairs in place ((k, width) arrays sa, sb, sl and height,
+    kernels.descend_stacks), the level each reached and what is known of it.
+
+    level (k,) int64; apart (k,) bool: found apart (certain); tested (k,) bool: triangles were
+    tested (certain too); blocked (k,) bool: on a node not built yet (ocst.py);
+    hits: CSR (ptr (k+1,), hit_a, hit_b) of intersecting triangle pairs, global ids;
+    distance (k,) float64: what an exact strategy measured (nan where none did).
+    """
+
+    def __init__(self, A, B, ma, mb, Ta, Tb, max_level, clock):
+        self.A, self.B, self.ma, self.mb, self.clock = A, B, ma, mb, clock
+        self.Ta, self.Tb = (np.ascontiguousarray(T, dtype=np.float64) for T in (Ta, Tb))
+        self.R, self.t = relative_poses(self.Ta, self.Tb)
+        k = len(ma)
+        self.depth = np.maximum(A.depth[ma], B.depth[mb])
+        self.cap = self.depth if max_level is None else np.minimum(self.depth, max(int(max_level), 0))
+        vol = self.volume = volume_of(A, B)
+        self.VA, self.VB = vol.arrays(A), vol.arrays(B)
+        self.tree_args = (vol.place, vol.overlap, self.VA, A.first_child, A.child_count, self.VB, B.first_child,
+                          B.child_count, self.R, self.t)
+        # level 0 is the root pair, on the stack when the roots overlap
+        root_a, root_b = A.node_offset[ma].astype(np.int64), B.node_offset[mb].astype(np.int64)
+        width = stack_width(A, B, int(self.cap.max(initial=0)))
+        self.sa, self.sb, self.sl = (np.empty((k, width), np.int64) for _ in range(3))
+        self.sa[:, 0], self.sb[:, 0], self.sl[:, 0] = root_a, root_b, 0
+        hit0 = overlap_pairs(vol.place, vol.overlap, self.VA, self.VB, self.R, self.t, root_a, root_b)
+        self.height = hit0.astype(np.int64)
+        self.level = np.zeros(k, np.int64)
+        self.apart = ~hit0
+        self.tested = np.zeros(k, bool)
+        self.blocked = np.zeros(k, bool)
+        self.hits = (np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+        self.distance = np.full(k, np.nan)
+
+    def time_left(self, deadline: float) -> float:
+        """The deadline for more work, less the time the summary will take over the held pairs."""
+        return deadline - FINISH_COST * int(self.height.sum())
+
+    def descend(self, rows, targets, deadline, n_forced=0) -> int:
+        """Deepen `rows` toward targets (per row) in batches while the clock allows; returns how
+        many rows (a prefix) were processed."""
         def resume(r, tg):
-            descend_stacks(*tree_args, r, 0, len(r), tg, sa, sb, sl, height, level, apart, blocked)
+            descend_stacks(*self.tree_args, r, 0, len(r), tg, *self.state)
 
         def kernel(s, e):
-            descend_stacks(*tree_args, rows, s, e, targets, sa, sb, sl, height, level, apart, blocked)
-            resume_stacks(A, B, rows[s:e], targets[s:e], sa, sb, height, blocked, resume)
+            descend_stacks(*self.tree_args, rows, s, e, targets, *self.state)
+            resume_stacks(self.A, self.B, rows[s:e], targets[s:e], self.sa, self.sb, self.height, self.blocked,
+                          resume)
 
-        return _run_batches(kernel, len(rows), deadline, n_forced, clock)[0]
+        return _run_batches(kernel, len(rows), deadline, n_forced, self.clock)[0]
 
-    # the forced levels — every level when there is no deadline — in one pass, whatever the clock
-    forced = np.minimum(cap, min_level) if math.isfinite(deadline) else cap
-    go = np.flatnonzero(hit0 & (forced > 0))
-    descend(go, forced[go], math.inf)
-    # then Hubbard's round-robin: one level at a time over all pairs until the deadline
-    L = int(forced.max(initial=0))  # every row that may go deeper is at this level
-    while True:
-        go = np.flatnonzero(~apart & (level == L) & (cap > L))
-        if not len(go):
-            break
-        held = int(height.sum())
-        if descend(go, np.full(len(go), L + 1, np.int64), deadline - FINISH_COST * held) < len(go):
-            break  # out of time: the rest stay at L
-        L += 1
-    colliding = ~apart
-    certain = apart.copy()
+    @property
+    def state(self):
+        return self.sa, self.sb, self.sl, self.height, self.level, self.apart, self.blocked
 
-    def stacks(rows, top_only=False) -> _Frontier:
-        return _Frontier(rows, *stacks_csr(sa, sb, sl, height, rows, top_only))
+    def stacks(self, rows, top_only=False) -> _Frontier:
+        return _Frontier(rows, *stacks_csr(self.sa, self.sb, self.sl, self.height, rows, top_only))
 
-    # exact level: triangles of colliding leaves, for pairs that reached their leaves
-    hit_ptr, hit_a, hit_b = np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    exact_distance = np.full(k, np.nan)  # what the detector measured, where it ran
-    if exact:
-        want = colliding & (level == depth) & (cap == depth)
-        # rows whose min_level lies past their leaves must be tested: put them first
-        order = np.argsort(~(min_level > depth), kind="stable")
+    def levels(self, deadline, min_level) -> None:
+        """The sphere levels: `min_level` — every level when there is no deadline — in one pass
+        whatever the clock says, then Hubbard's round-robin, one level at a time over all rows,
+        until the deadline."""
+        cap, level, apart = self.cap, self.level, self.apart
+        forced = np.minimum(cap, min_level) if math.isfinite(deadline) else cap
+        go = np.flatnonzero(~apart & (forced > 0))
+        self.descend(go, forced[go], math.inf)
+        L = int(forced.max(initial=0))  # every row that may go deeper is at this level
+        while True:
+            go = np.flatnonzero(~apart & (level == L) & (cap > L))
+            if not len(go) or self.descend(go, np.full(len(go), L + 1, np.int64), self.time_left(deadline)) < len(go):
+                return  # done, or out of time: the rest stay at L
+            L += 1
+
+    def exact_level(self, deadline, min_level, all_contacts, detector) -> None:
+        """Triangle tests for the rows that reached their leaves (those whose min_level lies past
+        their leaves first, whatever the clock), by the detector's strategy or on the leaves'
+        triangles, while time allows."""
+        want = ~self.apart & (self.level == self.depth) & (self.cap == self.depth)
+        order = np.argsort(~(min_level > self.depth), kind="stable")
         leaves = order[want[order]]
-
-        def triangles(front, first):
-            return exact_pairs(A.center, A.radius, A.tri_ptr, A.tri_idx, A.tri_verts, A.tri_center, A.tri_radius,
-                               B.center, B.radius, B.tri_ptr, B.tri_idx, B.tri_verts, B.tri_center, B.tri_radius,
-                               R, t, front.rows, front.ptr, front.fa, front.fb, 0, len(front.rows), first)
-
-        def all_leaves(rows):  # the whole leaf frontier below each row's stack
-            def resume(idx, ptr, fa, fb):
-                return complete_pairs(*tree_args, rows[idx], ptr, fa, fb, 0, len(idx))
-
-            front = stacks(rows)
-            piece = complete_pairs(*tree_args, rows, front.ptr, front.fa, front.fb, 0, len(rows))
-            return _join(rows, [resume_blocked(A, B, piece, resume)])
 
         def kernel(s, e):
             rows = leaves[s:e]
-            if detector is not None:  # the strategy's own answer, as global triangle ids
-                got = detector.collide(ma[rows], mb[rows], Ta[rows], Tb[rows], all_contacts)
-                exact_distance[rows] = got.distance
-                pair_row = np.repeat(np.arange(len(rows)), np.diff(got.tri_ptr))
-                return (got.tri_ptr, got.tri_a + A.tri_offset[ma[rows]][pair_row],
-                        got.tri_b + B.tri_offset[mb[rows]][pair_row])
+            if detector is not None:
+                return self._detector_hits(detector, rows, all_contacts)
             if all_contacts:
-                return triangles(all_leaves(rows), False)
+                return self._triangles(self._all_leaves(rows), False)
             # a first contact is likeliest in the witness, the deepest overlap found: test its
             # triangles, and the whole leaf frontier only for rows where they meet nothing
-            batch = stacks(rows)
-            near = triangles(batch.entries(_witnesses(batch)), True)
+            batch = self.stacks(rows)
+            near = self._triangles(batch.entries(_witnesses(batch)), True)
             missed = np.flatnonzero(np.diff(near[0]) == 0)
-            rest = triangles(all_leaves(rows[missed]), True)
-            return _merge_hits(near, missed, rest)
+            return _merge_hits(near, missed, self._triangles(self._all_leaves(rows[missed]), True))
 
-        n_forced = int(np.sum(min_level > depth[leaves]))
-        done, pieces = _run_batches(kernel, len(leaves), deadline - FINISH_COST * int(height.sum()), n_forced,
-                                    clock, probe=EXACT_PROBE)
+        n_forced = int(np.sum(min_level > self.depth[leaves]))
+        done, pieces = _run_batches(kernel, len(leaves), self.time_left(deadline), n_forced, self.clock,
+                                    probe=EXACT_PROBE)
         tested = leaves[:done]
-        hits = _join(tested, pieces)
-        n_hits = np.diff(hits.ptr)
-        level[tested] = depth[tested] + 1
-        certain[tested] = True
-        colliding[tested] = n_hits > 0
-        height[tested[n_hits == 0]] = 0  # rows found apart by the triangles keep no sphere pairs
-        hit_ptr, hit_a, hit_b = csr_by_pose_row(hits.rows, hits.ptr, hits.fa, hits.fb, k)
+        found = _join(tested, pieces)
+        none = tested[np.diff(found.ptr) == 0]
+        self.level[tested] = self.depth[tested] + 1
+        self.tested[tested] = True
+        self.apart[none] = True
+        self.height[none] = 0  # rows found apart by the triangles keep no sphere pairs
+        self.hits = csr_by_pose_row(found.rows, found.ptr, found.fa, found.fb, len(self.level))
 
-    distance = np.where(colliding & certain, 0.0, exact_distance)
-    if detector is not None and hasattr(detector, "distance"):  # the other pairs found apart, time allowing
-        todo = np.flatnonzero(~colliding & np.isnan(distance))
-        distance[todo] = _apart_distances(detector, ma, mb, Ta, Tb, todo, deadline - FINISH_COST * int(height.sum()),
-                                          clock)
+    def _triangles(self, front, first):
+        A, B = self.A, self.B
+        return exact_pairs(self.volume.enclosing, self.VA, A.tri_ptr, A.tri_idx, A.tri_verts, A.tri_center,
+                           A.tri_radius, self.VB, B.tri_ptr, B.tri_idx, B.tri_verts, B.tri_center, B.tri_radius,
+                           self.R, self.t, front.rows, front.ptr, front.fa, front.fb, 0, len(front.rows), first)
 
-    # every stacked pair collides, so each bounds the separation, and together (all levels of
-    # the search, around the witness) they give the contact; the deepest ones — the witness and
-    # its siblings — are the pairs reported and drawn
-    every = stacks(np.arange(k))
-    bound, point, normal = summarize_pairs(A.center, A.radius, A.error, A.witness, B.center, B.radius, B.error,
-                                           B.witness, R, t, every.ptr, every.fa, every.fb)
-    final = stacks(np.arange(k), top_only=True)
-    bound[hit_ptr[1:] > hit_ptr[:-1]] = 0.0
-    bound[~colliding] = np.inf
-    Ra = Ta[:, :3, :3]
-    point = np.einsum("kij,kj->ki", Ra, point) + Ta[:, :3, 3]
-    normal = np.einsum("kij,kj->ki", Ra, normal)
-    point[~colliding] = np.nan
-    normal[~colliding] = 0.0
-    n_levels = max(A.max_level, B.max_level) + 1
-    return FrameNarrowResult(
-        pairs=pairs, colliding=colliding, level=level, exact=certain, separation_bound=bound,
-        contact_point=point, contact_normal=normal, time_used=clock() - start,
-        level_histogram=np.bincount(level[colliding], minlength=n_levels).astype(np.int64), distance=distance,
-        _spheres=(final.ptr, final.fa, final.fb, A.node_offset[ma], B.node_offset[mb]),
-        _tris=(hit_ptr, hit_a, hit_b, A.tri_offset[ma], B.tri_offset[mb]))
+    def _all_leaves(self, rows) -> _Frontier:
+        """The whole leaf frontier below each row's stack."""
+        def resume(idx, ptr, fa, fb):
+            return complete_pairs(*self.tree_args, rows[idx], ptr, fa, fb, 0, len(idx))
+
+        front = self.stacks(rows)
+        piece = complete_pairs(*self.tree_args, rows, front.ptr, front.fa, front.fb, 0, len(rows))
+        return _join(rows, [resume_blocked(self.A, self.B, piece, resume)])
+
+    def _detector_hits(self, detector, rows, all_contacts):
+        """The strategy's own answer for `rows`, as CSR (ptr, hit_a, hit_b) of global triangle ids."""
+        ma, mb = self.ma[rows], self.mb[rows]
+        got = detector.collide(ma, mb, self.Ta[rows], self.Tb[rows], all_contacts)
+        self.distance[rows] = got.distance
+        pair_row = np.repeat(np.arange(len(rows)), np.diff(got.tri_ptr))
+        return (got.tri_ptr, got.tri_a + self.A.tri_offset[ma][pair_row], got.tri_b + self.B.tri_offset[mb][pair_row])
+
+    def summary(self, pairs, start) -> FrameNarrowResult:
+        """The answer: every stacked pair collides, so each bounds the separation, and together
+        (all levels of the search, around the witness) they give the contact; the deepest ones —
+        the witness and its siblings — are the pairs reported and drawn."""
+        A, B, k = self.A, self.B, len(self.level)
+        colliding, certain, vol = ~self.apart, self.apart | self.tested, self.volume
+        every = self.stacks(np.arange(k))
+        bound, point, normal = summarize_pairs(vol.separation, vol.contact, self.VA, self.VB, self.R, self.t,
+                                               every.ptr, every.fa, every.fb)
+        final = self.stacks(np.arange(k), top_only=True)
+        hit_ptr, hit_a, hit_b = self.hits
+        bound[hit_ptr[1:] > hit_ptr[:-1]] = 0.0
+        bound[~colliding] = np.inf
+        Ra = self.Ta[:, :3, :3]
+        point = np.einsum("kij,kj->ki", Ra, point) + self.Ta[:, :3, 3]
+        normal = np.einsum("kij,kj->ki", Ra, normal)
+        point[~colliding] = np.nan
+        normal[~colliding] = 0.0
+        n_levels = max(A.max_level, B.max_level) + 1
+        return FrameNarrowResult(
+            pairs=pairs, colliding=colliding, level=self.level, exact=certain, separation_bound=bound,
+            contact_point=point, contact_normal=normal, time_used=self.clock() - start,
+            level_histogram=np.bincount(self.level[colliding], minlength=n_levels).astype(np.int64),
+            distance=np.where(colliding & self.tested, 0.0, self.distance),
+            _spheres=(final.ptr, final.fa, final.fb, A.node_offset[self.ma], B.node_offset[self.mb]),
+            _tris=(hit_ptr, hit_a, hit_b, A.tri_offset[self.ma], B.tri_offset[self.mb]))
 
 
 def _apart_distances(detector, ma, mb, Ta, Tb, rows, deadline, clock) -> np.ndarray:

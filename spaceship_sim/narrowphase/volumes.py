@@ -1,0 +1,122 @@
+"""Bounding volumes of the refinement loop: all the kernels ask of a node pair.
+
+The loop (kernels.py) owns the trees' topology (first_child, child_count), the stacks, the levels and
+the clock; a volume type owns the geometry of a node. It is a `Volume` of five numba functions over
+node-array tuples — VA, the volume's arrays of A's bank (A's body frame), VB of B's bank (B's body
+frame, moved into A's by the pair row's relative pose R[r], t[r]) — with xb a (2, 3) scratch array:
+
+  place(VB, b, R, t, r, xb) -> None
+      move what overlap needs of node b into A's frame, into xb (once per node b: the loop then
+      tests it against every child of the other node)
+  overlap(VA, a, VB, b, R, t, r, xb) -> (bool, float)
+      do node a's and the placed node b's volumes overlap, and how deeply (larger: deeper; the loop
+      keeps the deepest overlapping child pair on top of the stack, where a witness below is likeliest)
+  separation(VA, a, VB, b, R, t, r, xb) -> float
+      an upper bound on the ships' separation given that the pair overlaps: the pair's contribution
+      to the separation bound (the loop takes the minimum over a pair's overlapping nodes)
+  contact(VA, a, VB, b, R, t, r, xb, acc) -> None
+      adds to acc[0:3] a contact point of the overlap and to acc[3:6] a direction from A toward B, both
+      in A's frame (the loop averages them over the deepest overlapping pairs for the response)
+  enclosing(V, i, c) -> float
+      a sphere around node i's volume, c[0, :] its centre (the node's own frame), returned its radius:
+      the exact level gathers only triangles whose spheres reach the other leaf's
+
+`Volume.arrays(bank)` gives a bank's node-array tuple. A bank says which volume its nodes are
+(`bank.volume`); both banks of a pair must have the same one.
+
+Adding a bounding volume touches three files: its functions and `Volume` here, the builder of its
+trees, and the bank that holds their arrays (`volume = ...`); the loop and its tests are shared.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from numba import njit
+
+
+@dataclass(frozen=True)
+class Volume:
+    """A bounding-volume type for the refinement loop (see the module docstring)."""
+
+    name: str
+    place: Callable
+    overlap: Callable
+    separation: Callable
+    contact: Callable
+    enclosing: Callable
+    arrays: Callable  # bank -> the node-array tuple the five functions take
+
+
+@njit(cache=True)
+def to_a(R, t, r, X, i, out, o):
+    """out[o] = R[r] @ X[i] + t[r]: a point of B's body frame in A's body frame."""
+    for k in range(3):
+        out[o, k] = R[r, k, 0] * X[i, 0] + R[r, k, 1] * X[i, 1] + R[r, k, 2] * X[i, 2] + t[r, k]
+
+
+@njit(cache=True)
+def dist2(A, i, B, j):
+    return (A[i, 0] - B[j, 0]) ** 2 + (A[i, 1] - B[j, 1]) ** 2 + (A[i, 2] - B[j, 2]) ** 2
+
+
+# --- spheres (Hubbard 1996): VA = (center (N, 3), radius (N,), error (N,), witness (N, 3)) ---------
+
+@njit(cache=True)
+def _sphere_place(VB, b, R, t, r, xb):
+    to_a(R, t, r, VB[0], b, xb, np.int64(0))
+
+
+@njit(cache=True)
+def _sphere_overlap(VA, a, VB, b, R, t, r, xb):
+    """Centres closer than the radii's sum; depth = that sum minus the centre distance."""
+    rr = VA[1][a] + VB[1][b]
+    d2 = dist2(VA[0], a, xb, np.int64(0))
+    if d2 <= rr * rr:
+        return True, rr - np.sqrt(d2)
+    return False, 0.0
+
+
+@njit(cache=True)
+def _sphere_separation(VA, a, VB, b, R, t, r, xb):
+    """min(e_a + e_b, |witness_a - witness_b|): a point in both spheres is within e_a of A and e_b of
+    B, and the witnesses are surface points of the ships (Hubbard's bound, with the witness one)."""
+    One = np.int64(1)
+    to_a(R, t, r, VB[3], b, xb, One)
+    return min(VA[2][a] + VB[2][b], np.sqrt(dist2(VA[3], a, xb, One)))
+
+
+@njit(cache=True)
+def _sphere_contact(VA, a, VB, b, R, t, r, xb, acc):
+    """The middle of the spheres' overlap along their centre line, and that line's direction."""
+    Z = np.int64(0)
+    to_a(R, t, r, VB[0], b, xb, Z)
+    ca, ra, rb = VA[0], VA[1][a], VB[1][b]
+    d = np.sqrt(dist2(ca, a, xb, Z))
+    mid = 0.5 * (max(-ra, d - rb) + min(ra, d + rb))  # measured from A's centre
+    for c in range(3):
+        u = (xb[0, c] - ca[a, c]) / d if d > 0.0 else 0.0
+        acc[c] += ca[a, c] + mid * u
+        acc[3 + c] += u
+
+
+@njit(cache=True)
+def _sphere_enclosing(V, i, c):
+    for k in range(3):
+        c[0, k] = V[0][i, k]
+    return V[1][i]
+
+
+def _sphere_arrays(bank):
+    return bank.center, bank.radius, bank.error, bank.witness
+
+
+SPHERE = Volume("sphere", _sphere_place, _sphere_overlap, _sphere_separation, _sphere_contact, _sphere_enclosing, _sphere_arrays)
+
+
+def volume_of(bank_a, bank_b) -> Volume:
+    """The volume type two banks share (ValueError when they differ)."""
+    if bank_a.volume is not bank_b.volume:
+        raise ValueError(f"a pair's trees must share a volume type, got {bank_a.volume.name} and {bank_b.volume.name}")
+    return bank_a.volume
