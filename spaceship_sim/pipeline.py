@@ -35,7 +35,7 @@ def step(world) -> FrameStats:
     for sample in range(n_samples):
         with timed(stats, "t_integrate", clock):
             before = field.transforms(state) if world.swept else None  # start poses of the swept test
-            world.record_integration(stats, world.integrator.step(state, cfg.sim.frame_dt / n_samples))
+            stats.add_integration(world.integrator.step(state, cfg.sim.frame_dt / n_samples))
             world.broad.invalidate(contain(state, cfg.arena.size))
             field.integrate(cfg.sim.frame_dt / n_samples)
             world.t += cfg.sim.frame_dt / n_samples
@@ -65,7 +65,10 @@ def step(world) -> FrameStats:
                               cfg.collision.separation_speed)
             field.set_velocities(state, vel)
             world.broad.invalidate(changed[changed < state.n])
-        world.record_collisions(stats, narrow, budget, len(changed), convex)
+        stats.add_detection(narrow, budget, len(changed), field.radii(state), convex)
+        if math.isfinite(budget):  # what the narrow phase overran its deadline by
+            world.overrun_predictor.record(max(0.0, narrow.time_used - budget))
+        world.last_narrow = narrow
     world.t = t0 + cfg.sim.frame_dt  # no drift from summing sample steps
     stats.sim_time = world.t
     stats.samples = n_samples

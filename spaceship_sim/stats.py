@@ -25,6 +25,8 @@ class FrameStats:
     t_integrate: float = 0.0        # RK2 integration + arena rule [s]
     t_broad: float = 0.0            # broad phase [s]
     t_narrow: float = 0.0           # narrow phase (sphere-tree refinement + exact tests) [s]
+    t_narrow_batches: float = 0.0   # of t_narrow, inside the refinement's kernel batches [s] (always the
+                                    # wall clock: bench hubbard's overhead column; not in frames.csv)
     t_response: float = 0.0         # collision response [s]
     render_predicted: float = 0.0   # moving-average prediction of this frame's render time [s]
     render_actual: float = 0.0      # measured render time of this frame [s] (0 when not rendered)
@@ -68,10 +70,49 @@ class FrameStats:
         self.slack = self.target - self.frame_time
         self.overrun = self.frame_time > self.target
 
+    def add_integration(self, s) -> None:
+        """Count one sample's RK2 integration (dynamics' step statistics)."""
+        self.substeps += s.substeps_total
+        self.substeps_max = max(self.substeps_max, s.substeps_max)
+        self.step_min = s.step_min if self.step_min == 0 else min(self.step_min, s.step_min)
+        self.step_max = max(self.step_max, s.step_max)
+
+    def add_detection(self, narrow, budget: float, responses: int, radii: np.ndarray, convex=None) -> None:
+        """Count one sample's collision detection: its narrow-phase answer (FrameNarrowResult),
+        the budget it had [s] (inf: not time-critical), the responses it caused, the bodies'
+        bounding radii (n,) [m] (separation bounds are also kept relative to them), and the asteroid
+        pairs' answer (convex/field.py) when there are asteroids."""
+        if convex is not None:
+            self.convex_pairs += len(convex.pairs)
+            self.convex_colliding += int(convex.colliding.sum())
+        hit = narrow.colliding
+        self.candidate_pairs += len(narrow.pairs)
+        self.colliding_pairs += int(hit.sum())
+        self.exact_pairs += int((hit & narrow.exact).sum())
+        self.responses += responses
+        if math.isfinite(budget):
+            # the frame's budget: what earlier samples used plus what this (later) sample may use
+            self.budget = self.detection_used + budget
+        self.detection_used += narrow.time_used
+        self.t_narrow_batches += narrow.time_in_batches
+        hist = narrow.level_histogram
+        old = np.asarray(self.level_hist or np.zeros(len(hist), int))
+        self.level_hist = tuple(int(x) for x in old + hist)
+        bounds = narrow.separation_bound[hit]
+        if len(bounds):
+            radius = radii[narrow.pairs[hit]].mean(axis=1)  # the pair's mean bounding radius
+            self.sep_bounds = np.concatenate([self.sep_bounds, bounds])
+            self.sep_bounds_rel = np.concatenate([self.sep_bounds_rel, bounds / radius])
+            self.sep_bound_min = float(self.sep_bounds.min())
+            self.sep_bound_median = float(np.median(self.sep_bounds))
+        dist = narrow.distance[~hit & np.isfinite(narrow.distance)]
+        if len(dist):
+            self.distance_min = float(np.nanmin([self.distance_min, dist.min()]))
+
     def row(self, max_level: int) -> dict:
         """Flat dict for frames.csv (level_hist spread into level_<k> columns; no separation
         bound without a colliding pair: empty, not NaN; the per-verdict arrays left out)."""
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in PER_VERDICT}
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in NOT_IN_CSV}
         hist = d.pop("level_hist")
         for k in range(max_level + 1):
             d[f"level_{k}"] = hist[k] if k < len(hist) else 0
@@ -81,6 +122,9 @@ class FrameStats:
 
 
 PER_VERDICT = ("sep_bounds", "sep_bounds_rel")  # FrameStats' arrays, one entry per colliding pair verdict
+# not in frames.csv: the per-verdict arrays, and an instrument read from the wall clock whatever
+# the world's clock is (a replayed run's frames.csv must equal the recorded one's)
+NOT_IN_CSV = PER_VERDICT + ("t_narrow_batches",)
 
 
 @contextmanager

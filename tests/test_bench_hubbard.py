@@ -27,6 +27,7 @@ def test_hubbard_bench_writes_runs_histograms_accuracy_and_render_sweep(tmp_path
     runs = {r["detector"]: r for r in csv.DictReader(open(out / "runs.csv"))}
     assert list(runs) == ["bsp", "leaves", "medial"]
     assert runs["medial"]["time_critical"] == "True" and runs["bsp"]["time_critical"] == "False"
+    assert all("overhead_us_per_sample_median" in r for r in runs.values())  # the narrow stage's, outside kernels
     # exact-only detectors answer every colliding pair exactly: bound 0
     assert float(runs["bsp"]["separation_bound_median_m"]) == 0.0 == float(runs["leaves"]["separation_bound_median_m"])
     printed = capsys.readouterr().out

@@ -148,11 +148,13 @@ class RunTrace:
         self.skip = skip  # first frames left out of the timing figures (as the summary leaves them out)
         self.summary, self.world = None, None
         self.frame_ms, self.narrow_ms, self.render_ms, self.bounds, self.frames = [], [], [], [], []
+        self.overhead_us = []  # per detection sample: narrow-stage time outside the kernel batches
 
     def __call__(self, world) -> None:
         s, narrow = world.last_stats, world.last_narrow
         self.frame_ms.append(s.frame_time * 1e3)
         self.narrow_ms.append(s.t_narrow * 1e3)
+        self.overhead_us.append((s.t_narrow - s.t_narrow_batches) / max(s.samples, 1) * 1e6)
         self.render_ms.append(s.render_actual * 1e3)
         self.bounds += narrow.separation_bound[narrow.colliding].tolist()
         self.frames.append(frame_poses(world))
@@ -160,9 +162,11 @@ class RunTrace:
     def row(self, detector: str) -> dict:
         s = self.summary
         warm = np.array(self.narrow_ms[self.skip:] or self.narrow_ms)
+        overhead = np.array(self.overhead_us[self.skip:] or self.overhead_us)
         return dict(detector=detector, time_critical=s["time_critical"], frames=s["frames"],
                     within_target=s["fraction_within_target"], frame_ms_median=s["frame_time_ms"]["median"],
                     frame_ms_p99=s["frame_time_ms"]["p99"], detection_ms_median=float(np.median(warm)),
+                    overhead_us_per_sample_median=float(np.median(overhead)),
                     detection_ms_max=float(np.max(warm)), target_ms=s["target_ms"],
                     colliding_pair_samples=len(self.bounds),
                     separation_bound_median_m=float(np.median(self.bounds)) if self.bounds else math.nan)
@@ -190,12 +194,13 @@ def print_runs(traces: dict, name: str, args) -> None:
           + (f" ({args.exact_frames} exact-only)" if args.exact_frames else "")
           + (f", {args.cpu_load} busy processes beside" if args.cpu_load else "") + ":")
     print(f"{'detector':8s} {'mode':13s} {'within target':>13s} {'median':>9s} {'p99':>9s} {'detection':>10s} "
-          f"{'median separation bound':>24s}")
+          f"{'overhead/sample':>16s} {'median separation bound':>24s}")
     for d, t in traces.items():
         r = t.row(d)
         print(f"{d:8s} {'time-critical' if r['time_critical'] else 'exact-only':13s} "
               f"{100 * r['within_target']:12.1f}% {r['frame_ms_median']:6.2f} ms {r['frame_ms_p99']:6.2f} ms "
-              f"{r['detection_ms_median']:7.2f} ms {r['separation_bound_median_m']:22.3f} m")
+              f"{r['detection_ms_median']:7.2f} ms {r['overhead_us_per_sample_median']:13.0f} µs "
+              f"{r['separation_bound_median_m']:22.3f} m")
 
 
 def write_calls(source: RunTrace, args, work: Path, name: str, clock=WALL) -> None:

@@ -21,6 +21,7 @@ witness's own leaves meet nothing. The separation bound is the best over the sta
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -61,6 +62,8 @@ class FrameNarrowResult:
     sphere_pairs     : list of k (p, 2) int32 arrays: colliding (node of A, node of B) at the pair's
                        level, node indices local to each model's SphereTree
     tri_pairs        : list of k (q, 2) int32 arrays: intersecting (face of A, face of B), local
+    time_in_batches  : float [s], wall time of time_used spent inside the timed kernel batches (the
+                       rest is per-call overhead: set-up, bookkeeping between batches, the summary)
     """
 
     pairs: np.ndarray
@@ -76,6 +79,7 @@ class FrameNarrowResult:
     # (ptr (k+1,), global ids of A (P,), of B (P,), per-pair id offsets of A (k,), of B (k,))
     _spheres: tuple = field(repr=False)
     _tris: tuple = field(repr=False)
+    time_in_batches: float = 0.0
 
     # per-pair lists are built only when asked for: most frames never look at them
     @cached_property
@@ -260,8 +264,10 @@ def _run_batches(kernel, n: int, deadline: float, n_forced: int, clock, probe: i
     first n_forced rows run whatever the clock says. A small probe batch measures the time per
     row; each later batch is sized to use a third of the time left, so the deadline is approached
     geometrically with few numba dispatches (one when there is no deadline) and an overshoot of
-    a few rows at most. Returns (rows processed, [(ptr, a, b)])."""
-    pieces, done = [], 0
+    a few rows at most. Returns (rows processed, [(ptr, a, b)], wall seconds inside kernel(): an
+    instrument for reports, read from the wall clock, never from `clock`, so that it changes
+    nothing a test's clock sees)."""
+    pieces, done, busy = [], 0, 0.0
     batch = probe if math.isfinite(deadline) else MAX_BATCH
     t_start = clock()
     while done < n:
@@ -272,9 +278,11 @@ def _run_batches(kernel, n: int, deadline: float, n_forced: int, clock, probe: i
             per_row = max((now - t_start) / done, 1e-9)
             batch = int(min(max((deadline - now) / (3 * per_row), probe), MAX_BATCH))
         e = min(done + batch, n if done >= n_forced else n_forced)
+        t0 = time.perf_counter()
         pieces.append(kernel(done, e))
+        busy += time.perf_counter() - t0
         done = e
-    return done, pieces
+    return done, pieces, busy
 
 
 def _join(rows, pieces) -> _Frontier:
@@ -331,8 +339,9 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline,
         search.exact_level(deadline, min_level, all_contacts, detector)
     if detector is not None and hasattr(detector, "distance"):  # pairs found apart, time allowing
         todo = np.flatnonzero(search.apart & np.isnan(search.distance))
-        search.distance[todo] = _apart_distances(detector, ma, mb, search.Ta, search.Tb, todo,
-                                                 search.time_left(deadline), clock)
+        search.distance[todo], busy = _apart_distances(detector, ma, mb, search.Ta, search.Tb, todo,
+                                                       search.time_left(deadline), clock)
+        search.busy += busy
     return search.summary(pairs, start)
 
 
@@ -371,6 +380,7 @@ class _Search:
         self.blocked = np.zeros(k, bool)
         self.hits = (np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
         self.distance = np.full(k, np.nan)
+        self.busy = 0.0  # wall seconds inside kernel batches (FrameNarrowResult.time_in_batches)
 
     def time_left(self, deadline: float) -> float:
         """The deadline for more work, less the time the summary will take over the held pairs."""
@@ -387,7 +397,9 @@ class _Search:
             resume_stacks(self.A, self.B, rows[s:e], targets[s:e], self.sa, self.sb, self.height, self.blocked,
                           resume)
 
-        return _run_batches(kernel, len(rows), deadline, n_forced, self.clock)[0]
+        done, _, busy = _run_batches(kernel, len(rows), deadline, n_forced, self.clock)
+        self.busy += busy
+        return done
 
     @property
     def state(self):
@@ -433,8 +445,9 @@ class _Search:
             return _merge_hits(near, missed, self._triangles(self._all_leaves(rows[missed]), True))
 
         n_forced = int(np.sum(min_level > self.depth[leaves]))
-        done, pieces = _run_batches(kernel, len(leaves), self.time_left(deadline), n_forced, self.clock,
-                                    probe=EXACT_PROBE)
+        done, pieces, busy = _run_batches(kernel, len(leaves), self.time_left(deadline), n_forced, self.clock,
+                                          probe=EXACT_PROBE)
+        self.busy += busy
         tested = leaves[:done]
         found = _join(tested, pieces)
         none = tested[np.diff(found.ptr) == 0]
@@ -492,21 +505,21 @@ class _Search:
             level_histogram=np.bincount(self.level[colliding], minlength=n_levels).astype(np.int64),
             distance=np.where(colliding & self.tested, 0.0, self.distance),
             _spheres=(final.ptr, final.fa, final.fb, A.node_offset[self.ma], B.node_offset[self.mb]),
-            _tris=(hit_ptr, hit_a, hit_b, A.tri_offset[self.ma], B.tri_offset[self.mb]))
+            _tris=(hit_ptr, hit_a, hit_b, A.tri_offset[self.ma], B.tri_offset[self.mb]), time_in_batches=self.busy)
 
 
 def _apart_distances(detector, ma, mb, Ta, Tb, rows, deadline, clock) -> np.ndarray:
     """Exact separation of the pairs `rows` (found apart) in batches until the deadline: (len(rows),)
-    float64 [m], nan for the rows time did not allow."""
+    float64 [m], nan for the rows time did not allow; and the wall seconds spent in the batches."""
     out = np.full(len(rows), np.nan)
     if not len(rows):
-        return out
+        return out, 0.0
 
     def kernel(s, e):
         r = rows[s:e]
         return (detector.distance(ma[r], mb[r], Ta[r], Tb[r]).distance,)
 
-    done, pieces = _run_batches(kernel, len(rows), deadline, 0, clock, probe=EXACT_PROBE)
+    done, pieces, busy = _run_batches(kernel, len(rows), deadline, 0, clock, probe=EXACT_PROBE)
     if pieces:
         out[:done] = np.concatenate([p[0] for p in pieces])
-    return out
+    return out, busy

@@ -241,6 +241,21 @@ def test_empty_frame_and_far_pairs(trees):
     assert not r.colliding[0] and r.level[0] == 0 and r.exact[0] and np.isinf(r.separation_bound[0])
 
 
+def test_time_in_batches_is_part_of_the_time_used(trees):
+    """The per-call overhead instrument: wall time inside kernel batches, within the call's own
+    wall time (both perf_counter), so time_used - time_in_batches is the overhead bench hubbard
+    reports; no batch, no time."""
+    bank = TreeBank.from_trees([trees["torus"]])
+    rng = np.random.default_rng(5)
+    T = np.stack([random_pose(rng, 1.5) for _ in range(40)])
+    pairs = np.stack([np.arange(20), np.arange(20, 40)], 1)
+    r = refine_frame(bank, np.zeros(40, int), T, pairs, deadline=np.inf)
+    assert 0.0 < r.time_in_batches <= r.time_used
+    far = refine_frame(bank, np.zeros(2, int), np.stack([np.eye(4), np.eye(4) + np.eye(4, k=3) * 50]), [[0, 1]],
+                       deadline=np.inf)
+    assert far.time_in_batches == 0.0 and far.time_used > 0.0
+
+
 @SETTINGS
 @given(st.integers(0, 2**32 - 1), st.sampled_from(NAMES), st.sampled_from(NAMES))
 def test_depth_first_levels_match_breadth_first_descent(trees, seed, name_a, name_b):
