@@ -8,8 +8,9 @@ active list (`rows[i]` is the pose row of active row i) so the Python caller can
 between batches.
 
 The kernels own the trees' topology (first_child, child_count), the stacks and the triangles; the
-geometry of a node is the bounding volume's (volumes.py): its functions (place, overlap, ...) and
-node-array tuples (VA, VB) are arguments, so one compiled loop serves each volume type.
+geometry of a node is the bounding volume's (volumes.py): the kernels take node-array tuples (VA,
+VB) and call volumes.place, overlap, ..., which numba resolves by the tuples' class, so one loop
+serves every volume type (compiled once per type).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
-from .volumes import dist2 as _dist2, to_a as _to_a
+from .volumes import contact, dist2 as _dist2, enclosing, overlap, place, separation, to_a as _to_a
 
 
 # Points are passed as (array, row) and never sliced: array views cost reference counting in
@@ -25,7 +26,7 @@ from .volumes import dist2 as _dist2, to_a as _to_a
 # TRUE, ...), never literals: each distinct argument type is one more compilation of a helper.
 
 @njit(cache=True)
-def _push_children(place, overlap, VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, sl, top, xb):
+def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, sl, top, xb):
     """Push onto the stack (sa, sb, sl)[top:] every child pair of node pair (a0, b0) whose volumes
     overlap (volumes.py; a leaf stands in for its own children), at `level`, the deepest overlap
     last (on top: where a witness below is likeliest). Returns the new top."""
@@ -52,7 +53,7 @@ def _push_children(place, overlap, VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, 
 
 
 @njit(cache=True)
-def overlap_pairs(place, overlap, VA, VB, R, t, a, b):
+def overlap_pairs(VA, VB, R, t, a, b):
     """(k,) bool: do the volumes of node a[r] (A's bank) and b[r] (B's) overlap, pose row r."""
     hit = np.empty(len(a), np.bool_)
     xb = np.empty((2, 3))
@@ -97,7 +98,7 @@ def stack_width(bank_a, bank_b, depth: int) -> int:
 
 
 @njit(cache=True)
-def descend_stacks(place, overlap, VA, fca, cca, VB, fcb, ccb, R, t, rows, s, e, target, sa, sb, sl, height, level, apart,
+def descend_stacks(VA, fca, cca, VB, fcb, ccb, R, t, rows, s, e, target, sa, sb, sl, height, level, apart,
                    blocked):
     """Depth-first search, in place, for pair rows rows[s:e], of one colliding node pair at
     level target[i].
@@ -133,7 +134,7 @@ def descend_stacks(place, overlap, VA, fca, cca, VB, fcb, ccb, R, t, rows, s, e,
                 break
             top -= 1
             before = top
-            top = _push_children(place, overlap, VA, fca, cca, VB, fcb, ccb, R, t, r, A[top], B[top], L[top] + 1, A, B, L,
+            top = _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, A[top], B[top], L[top] + 1, A, B, L,
                                  top, xb)
             if top > before:
                 deep = max(deep, L[top - 1])
@@ -193,7 +194,7 @@ def csr_by_pose_row(rows, ptr, fa, fb, k):
 
 
 @njit(cache=True)
-def complete_pairs(place, overlap, VA, fca, cca, VB, fcb, ccb, R, t, rows, ptr, fa, fb, s, e):
+def complete_pairs(VA, fca, cca, VB, fcb, ccb, R, t, rows, ptr, fa, fb, s, e):
     """Every colliding leaf pair below the stacks of active rows s..e (see descend_stacks): the
     breadth-first frontier at the leaves, which the exact level's triangle tests need whole.
     Returns CSR (out_ptr (e-s+1,), out_a, out_b) int64 and blocked (e-s,) bool: the row met
@@ -220,7 +221,7 @@ def complete_pairs(place, overlap, VA, fca, cca, VB, fcb, ccb, R, t, rows, ptr, 
                 out_a[n], out_b[n] = a, b
                 n += 1
             else:
-                top = _push_children(place, overlap, VA, fca, cca, VB, fcb, ccb, R, t, r, a, b, sl[top], sa, sb, sl, top,
+                top = _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a, b, sl[top], sa, sb, sl, top,
                                      xb)
         out_ptr[i - s + 1] = n
     return out_ptr, out_a[:n], out_b[:n], blocked
@@ -307,7 +308,7 @@ def _sweep(lo_a, hi_a, lo_b, hi_b):
 
 
 @njit(cache=True)
-def exact_pairs(enclosing, VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, rows, ptr, fa, fb, s, e,
+def exact_pairs(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, rows, ptr, fa, fb, s, e,
                 first):
     """Exact level for active rows s..e whose node pairs are colliding leaves: every triangle
     pair (one of A's, one of B's, global bank ids) that intersects, each reported once.
@@ -387,7 +388,7 @@ def _grow2(arr, need):
 
 
 @njit(cache=True)
-def summarize_pairs(separation, contact, VA, VB, R, t, ptr, fa, fb):
+def summarize_pairs(VA, VB, R, t, ptr, fa, fb):
     """Per row i (pose row i) over its colliding node pairs, in A's body frame (volumes.py):
 
     bound  : (k,) min over pairs of the volume's separation bound; +inf for rows without pairs

@@ -365,14 +365,14 @@ class _Search:
         self.cap = self.depth if max_level is None else np.minimum(self.depth, max(int(max_level), 0))
         vol = self.volume = volume_of(A, B)
         self.VA, self.VB = vol.arrays(A), vol.arrays(B)
-        self.tree_args = (vol.place, vol.overlap, self.VA, A.first_child, A.child_count, self.VB, B.first_child,
-                          B.child_count, self.R, self.t)
+        self.tree_args = (self.VA, A.first_child, A.child_count, self.VB, B.first_child, B.child_count, self.R,
+                          self.t)
         # level 0 is the root pair, on the stack when the roots overlap
         root_a, root_b = A.node_offset[ma].astype(np.int64), B.node_offset[mb].astype(np.int64)
         width = stack_width(A, B, int(self.cap.max(initial=0)))
         self.sa, self.sb, self.sl = (np.empty((k, width), np.int64) for _ in range(3))
         self.sa[:, 0], self.sb[:, 0], self.sl[:, 0] = root_a, root_b, 0
-        hit0 = overlap_pairs(vol.place, vol.overlap, self.VA, self.VB, self.R, self.t, root_a, root_b)
+        hit0 = overlap_pairs(self.VA, self.VB, self.R, self.t, root_a, root_b)
         self.height = hit0.astype(np.int64)
         self.level = np.zeros(k, np.int64)
         self.apart = ~hit0
@@ -459,7 +459,7 @@ class _Search:
 
     def _triangles(self, front, first):
         A, B = self.A, self.B
-        return exact_pairs(self.volume.enclosing, self.VA, A.tri_ptr, A.tri_idx, A.tri_verts, A.tri_center,
+        return exact_pairs(self.VA, A.tri_ptr, A.tri_idx, A.tri_verts, A.tri_center,
                            A.tri_radius, self.VB, B.tri_ptr, B.tri_idx, B.tri_verts, B.tri_center, B.tri_radius,
                            self.R, self.t, front.rows, front.ptr, front.fa, front.fb, 0, len(front.rows), first)
 
@@ -485,10 +485,9 @@ class _Search:
         (all levels of the search, around the witness) they give the contact; the deepest ones —
         the witness and its siblings — are the pairs reported and drawn."""
         A, B, k = self.A, self.B, len(self.level)
-        colliding, certain, vol = ~self.apart, self.apart | self.tested, self.volume
+        colliding, certain = ~self.apart, self.apart | self.tested
         every = self.stacks(np.arange(k))
-        bound, point, normal = summarize_pairs(vol.separation, vol.contact, self.VA, self.VB, self.R, self.t,
-                                               every.ptr, every.fa, every.fb)
+        bound, point, normal = summarize_pairs(self.VA, self.VB, self.R, self.t, every.ptr, every.fa, every.fb)
         final = self.stacks(np.arange(k), top_only=True)
         hit_ptr, hit_a, hit_b = self.hits
         bound[hit_ptr[1:] > hit_ptr[:-1]] = 0.0

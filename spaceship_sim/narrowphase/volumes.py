@@ -1,9 +1,9 @@
 """Bounding volumes of the refinement loop: all the kernels ask of a node pair.
 
 The loop (kernels.py) owns the trees' topology (first_child, child_count), the stacks, the levels and
-the clock; a volume type owns the geometry of a node. It is a `Volume` of five numba functions over
-node-array tuples — VA, the volume's arrays of A's bank (A's body frame), VB of B's bank (B's body
-frame, moved into A's by the pair row's relative pose R[r], t[r]) — with xb a (2, 3) scratch array:
+the clock; a volume type owns the geometry of a node. The kernels call five generic functions on
+node-array tuples — VA, a bank's arrays in A's body frame; VB, B's bank's in B's body frame, moved
+into A's by the pair row's relative pose R[r], t[r] — with xb a (2, 3) scratch array:
 
   place(VB, b, R, t, r, xb) -> None
       move what overlap needs of node b into A's frame, into xb (once per node b: the loop then
@@ -21,32 +21,105 @@ frame, moved into A's by the pair row's relative pose R[r], t[r]) — with xb a 
       a sphere around node i's volume, c[0, :] its centre (the node's own frame), returned its radius:
       the exact level gathers only triangles whose spheres reach the other leaf's
 
-`Volume.arrays(bank)` gives a bank's node-array tuple. A bank says which volume its nodes are
-(`bank.volume`); both banks of a pair must have the same one.
+Which volume's implementation runs is decided when numba compiles a kernel, by the class of the
+node-array tuple (a namedtuple whose fields name the bank's arrays): `Volume(..., nodes=SphereNodes,
+...)` registers itself for it. So the Python side passes plain arrays and tuples — no function
+objects, whose unboxing would cost microseconds on every kernel call — and the compiled loop calls
+the volume's functions directly (inlined like any njit call).
 
-Adding a bounding volume touches three files: its functions and `Volume` here, the builder of its
-trees, and the bank that holds their arrays (`volume = ...`); the loop and its tests are shared.
+Adding a bounding volume touches three files: its namedtuple, functions and `Volume`, the builder of
+its trees, and the bank that holds their arrays and names the volume (`volume = ...`); the loop and
+its tests are shared (tests/narrowphase/test_volumes.py plugs in oriented cubes that way).
 """
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 from numba import njit
+from numba.core.errors import TypingError
+from numba.extending import overload
 
 
 @dataclass(frozen=True)
 class Volume:
-    """A bounding-volume type for the refinement loop (see the module docstring)."""
+    """A bounding-volume type for the refinement loop (see the module docstring): its node-array
+    tuple class and its five njit functions. Registers itself for `nodes` when made."""
 
     name: str
+    nodes: type  # namedtuple class; its fields are the names of the bank's node arrays
     place: Callable
     overlap: Callable
     separation: Callable
     contact: Callable
     enclosing: Callable
-    arrays: Callable  # bank -> the node-array tuple the five functions take
+
+    def __post_init__(self):
+        _BY_NODES[self.nodes] = self
+
+    def arrays(self, bank):
+        """The bank's node arrays as this volume's tuple (what the kernels take as VA or VB)."""
+        return self.nodes._make(getattr(bank, name) for name in self.nodes._fields)
+
+
+_BY_NODES: dict[type, Volume] = {}
+
+
+def _impl(V, name):
+    """The registered volume's function `name` for node-array tuple type V (numba typing time)."""
+    volume = _BY_NODES.get(getattr(V, "instance_class", None))
+    if volume is None:
+        raise TypingError(f"no bounding volume registered for node arrays {V}")
+    return getattr(volume, name).py_func
+
+
+# the generic functions the kernels call; numba picks the implementation by the tuple's class
+
+def place(VB, b, R, t, r, xb):
+    raise NotImplementedError("numba only")
+
+
+def overlap(VA, a, VB, b, R, t, r, xb):
+    raise NotImplementedError("numba only")
+
+
+def separation(VA, a, VB, b, R, t, r, xb):
+    raise NotImplementedError("numba only")
+
+
+def contact(VA, a, VB, b, R, t, r, xb, acc):
+    raise NotImplementedError("numba only")
+
+
+def enclosing(V, i, c):
+    raise NotImplementedError("numba only")
+
+
+@overload(place)
+def _place(VB, b, R, t, r, xb):
+    return _impl(VB, "place")
+
+
+@overload(overlap)
+def _overlap(VA, a, VB, b, R, t, r, xb):
+    return _impl(VA, "overlap")
+
+
+@overload(separation)
+def _separation(VA, a, VB, b, R, t, r, xb):
+    return _impl(VA, "separation")
+
+
+@overload(contact)
+def _contact(VA, a, VB, b, R, t, r, xb, acc):
+    return _impl(VA, "contact")
+
+
+@overload(enclosing)
+def _enclosing(V, i, c):
+    return _impl(V, "enclosing")
 
 
 @njit(cache=True)
@@ -61,7 +134,10 @@ def dist2(A, i, B, j):
     return (A[i, 0] - B[j, 0]) ** 2 + (A[i, 1] - B[j, 1]) ** 2 + (A[i, 2] - B[j, 2]) ** 2
 
 
-# --- spheres (Hubbard 1996): VA = (center (N, 3), radius (N,), error (N,), witness (N, 3)) ---------
+# --- spheres (Hubbard 1996) ------------------------------------------------------------------------
+# center (N, 3) [m], radius (N,) [m], error (N,) [m]: bound on the distance from any point of the
+# sphere to its ship, witness (N, 3) [m]: a surface point of the ship inside the sphere
+SphereNodes = namedtuple("SphereNodes", "center radius error witness")
 
 @njit(cache=True)
 def _sphere_place(VB, b, R, t, r, xb):
@@ -108,11 +184,8 @@ def _sphere_enclosing(V, i, c):
     return V[1][i]
 
 
-def _sphere_arrays(bank):
-    return bank.center, bank.radius, bank.error, bank.witness
-
-
-SPHERE = Volume("sphere", _sphere_place, _sphere_overlap, _sphere_separation, _sphere_contact, _sphere_enclosing, _sphere_arrays)
+SPHERE = Volume("sphere", SphereNodes, _sphere_place, _sphere_overlap, _sphere_separation, _sphere_contact,
+                _sphere_enclosing)
 
 
 def volume_of(bank_a, bank_b) -> Volume:

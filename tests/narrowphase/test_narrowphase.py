@@ -291,7 +291,7 @@ def test_complete_kernel_gives_the_breadth_first_leaf_frontier(trees, seed):
     roots_a, roots_b = np.zeros(3, np.int64), np.full(3, ta.n_nodes, np.int64)  # B's nodes follow A's
     V = bank.volume
     tree = (V.arrays(bank), bank.first_child, bank.child_count)
-    out_ptr, oa, ob, _ = complete_pairs(V.place, V.overlap, *tree, *tree, R, t, rows, ptr, roots_a, roots_b, 0, 3)
+    out_ptr, oa, ob, _ = complete_pairs(*tree, *tree, R, t, rows, ptr, roots_a, roots_b, 0, 3)
     for row in range(3):
         fronts = frontiers_ref(ta, tb, R[row], t[row], depth)
         if len(fronts) <= depth:  # apart above the leaves: the kernel starts from overlapping roots

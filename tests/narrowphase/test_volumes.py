@@ -1,11 +1,12 @@
 """The refinement loop's bounding-volume interface (narrowphase/volumes.py): the sphere's functions
 against a numpy reference, and a second volume type — cubes around the spheres, tested by the
-separating axes of their faces — plugged into the same loop by a bank subclass and four njit
-functions, with nothing of the loop copied: its exact answers equal brute force, and at every
+separating axes of their faces — plugged into the same loop by a bank subclass, a namedtuple and
+five njit functions, with nothing of the loop copied: its exact answers equal brute force, and at every
 sphere level it finds every pair the spheres find."""
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -105,11 +106,8 @@ def _cube_enclosing(V, i, c):
     return math.sqrt(3.0) * V[1][i]
 
 
-def _cube_arrays(bank):
-    return bank.center, bank.radius, bank.error, bank.witness
-
-
-CUBE = Volume("cube", _cube_place, _cube_overlap, _cube_separation, _cube_contact, _cube_enclosing, _cube_arrays)
+CubeNodes = namedtuple("CubeNodes", "center radius error witness")  # radius: the cube's half side
+CUBE = Volume("cube", CubeNodes, _cube_place, _cube_overlap, _cube_separation, _cube_contact, _cube_enclosing)
 
 
 class CubeBank(TreeBank):
@@ -129,7 +127,7 @@ def test_cube_overlap_never_misses_an_intersection(seed):
     R, u = random_rotation(rng), rng.normal(size=3)
     xb = c[0] + u / np.linalg.norm(u) * (h[0] + h[1]) * rng.uniform(0.8, 1.8)
     t = xb - R @ c[1]  # B's centre c[1] lands on xb
-    V = (c, h, np.zeros(2), c)
+    V = CubeNodes(c, h, np.zeros(2), c)
     scratch = np.empty((2, 3))
     CUBE.place(V, 1, R[None], t[None], 0, scratch)
     hit = CUBE.overlap(V, 0, V, 1, R[None], t[None], 0, scratch)[0]
