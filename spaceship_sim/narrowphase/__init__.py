@@ -13,11 +13,13 @@ with a class built from the scenario's meshes whose `collide(ma, mb, Ta, Tb, all
 ExactAnswer, and its line in `exact.EXACT_METHODS`. Benchmarks and the agreement tests against the
 brute-force oracle pick it up from the registry.
 
-Adding a bounding volume to the refinement loop touches three files: its five numba functions
-(place, overlap, separation, contact, enclosing) and `Volume` in `volumes.py`, the builder of its
-trees, and a bank that holds their node arrays and names the volume (`volume = ...`). The loop's
-kernels take the volume's functions as arguments, so nothing of the loop is copied
-(`tests/narrowphase/test_volumes.py` plugs in cubes that way and checks them against brute force).
+Adding a bounding volume to the refinement loop touches three files: its node-array namedtuple,
+five numba functions (place, overlap, separation, contact, enclosing) and `Volume` (in `volumes.py`
+or its own module), the builder of its trees, and a bank that holds their node arrays and names the
+volume (`volume = ...`). The loop's kernels call the generic `volumes.overlap` etc., which numba
+resolves by the node tuple's class, so nothing of the loop is copied
+(`tests/narrowphase/test_volumes.py` plugs in oriented cubes that way and checks them against brute
+force).
 """
 from .bank import TreeBank, TreeError, bank_of
 from .refine import FrameNarrowResult, NarrowPhase, PairResult, collide_pair, refine_frame, refine_roots

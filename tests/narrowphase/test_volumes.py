@@ -144,9 +144,30 @@ def trees(meshes):
     return {name: build_tree(v, f, method="octree", branching=8, depth=2) for name, (v, f) in meshes.items()}
 
 
+@pytest.fixture(scope="module")
+def uncached_kernels(trees):
+    """The loop's kernels compile this module's cube volume without writing numba's on-disk cache:
+    a cached entry's key names test_volumes.CubeNodes, and every later process loading the kernels'
+    cache index (the app, a headless run) would fail to import it. The sphere kernels are loaded
+    first, from the cache as usual."""
+    from numba.core.caching import NullCache
+    from numba.core.registry import CPUDispatcher
+    from spaceship_sim.narrowphase import kernels
+
+    bank, T = TreeBank.from_trees([trees["ico"]]), np.stack([np.eye(4)] * 2)
+    for all_contacts in (False, True):
+        refine_frame(bank, np.zeros(2, np.int64), T, [[0, 1]], deadline=math.inf, all_contacts=all_contacts)
+    cached = {d: d._cache for d in vars(kernels).values() if isinstance(d, CPUDispatcher)}
+    for d in cached:
+        d._cache = NullCache()
+    yield
+    for d, cache in cached.items():
+        d._cache = cache
+
+
 @SETTINGS
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["torus", "box", "ico"]))
-def test_a_second_volume_plugs_into_the_same_loop(trees, seed, name):
+def test_a_second_volume_plugs_into_the_same_loop(trees, uncached_kernels, seed, name):
     rng = np.random.default_rng(seed)
     tree = trees[name]
     Ta, Tb = random_pose(rng, 0.2), random_pose(rng, 2.2 * tree.radius[0])
