@@ -57,13 +57,7 @@ def step(world) -> FrameStats:
                 world.broad.invalidate(moved)
             world.fair.record(narrow.pairs, narrow.level, n_bodies)
         with timed(stats, "t_response", clock):
-            hit = narrow.colliding
-            pos, vel, inv_mass = field.bodies(state)
-            hits = np.concatenate([narrow.pairs[hit], convex.hits])
-            normals = np.concatenate([narrow.contact_normal[hit], centre_line(pos, convex.hits)])
-            changed = respond(vel, inv_mass, hits, normals, cfg.collision.restitution, centre_line(pos, hits),
-                              cfg.collision.separation_speed)
-            field.set_velocities(state, vel)
+            changed = collision_response(field, state, narrow, convex, cfg.collision, world.compiled)
             world.broad.invalidate(changed[changed < state.n])
         stats.add_detection(narrow, budget, len(changed), field.radii(state), convex)
         if math.isfinite(budget):  # what the narrow phase overran its deadline by
@@ -87,6 +81,22 @@ def narrow_phase(world, model_id, T, pairs, deadline: float):
     if world.compiled:
         return world.narrow(world.bank, model_id, T, pairs, deadline=deadline, clock=clock)
     return refine_roots(world.bank, model_id, T, pairs, clock=clock)
+
+
+def collision_response(field, state, narrow, convex, collision, compiled: bool) -> np.ndarray:
+    """Impulses for the sample's colliding pairs — ship pairs along their contact normals,
+    asteroid pairs along their centre lines — applied to the bodies' velocities in place (by the
+    numba kernel once compiled); returns the sorted indices of the bodies whose velocity changed."""
+    hit = narrow.colliding
+    if not hit.any() and not len(convex.hits):
+        return np.zeros(0, np.int64)
+    pos, vel, inv_mass = field.bodies(state)
+    hits = np.concatenate([narrow.pairs[hit], convex.hits])
+    normals = np.concatenate([narrow.contact_normal[hit], centre_line(pos, convex.hits)])
+    changed = respond(vel, inv_mass, hits, normals, collision.restitution, centre_line(pos, hits),
+                      collision.separation_speed, compiled=compiled)
+    field.set_velocities(state, vel)
+    return changed
 
 
 def centre_line(pos: np.ndarray, pairs: np.ndarray) -> np.ndarray:

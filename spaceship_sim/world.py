@@ -29,6 +29,7 @@ from .narrowphase.exact import EXACT_METHODS
 from .narrowphase.fairness import FairOrder
 from .narrowphase.ocst import OcstBank, OcstTreeView, warm_up_bank
 from .progress import slow_notice, to_stderr
+from .response import respond
 from .spheretree import load_or_build
 from .stats import FrameStats, MovingAverage
 
@@ -100,7 +101,9 @@ class World:
                 apart[1, 0, 3] = 4 * float(self.bank.radius[self.bank.node_offset[0]]) + 1.0
                 refine_frame(self.bank, np.zeros(2, np.int64), apart, np.array([[0, 1]]), deadline=math.inf,
                              min_level=0, exact=True, detector=self.narrow.detector)
-        with slow_notice(COMPILING + "dynamics and broad phase", notify):
+        with slow_notice(COMPILING + "dynamics, broad phase and response", notify):
+            respond(np.zeros((2, 3)), np.ones(2), np.array([[0, 1]]), np.array([[1.0, 0.0, 0.0]]), 1.0,
+                    np.array([[1.0, 0.0, 0.0]]), 1.0)  # a collision in the scratch step is not certain
             scratch = World(self.config, self.models, self.trees, user=self.user, warm=False, notify=None,
                             bank=None if isinstance(self.bank, TreeBank) else self.bank)
             scratch.use_compiled_stages()

@@ -428,6 +428,8 @@ class _Search:
         their leaves first, whatever the clock), by the detector's strategy or on the leaves'
         triangles, while time allows."""
         want = ~self.apart & (self.level == self.depth) & (self.cap == self.depth)
+        if not want.any():
+            return
         order = np.argsort(~(min_level > self.depth), kind="stable")
         leaves = order[want[order]]
 

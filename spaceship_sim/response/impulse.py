@@ -17,11 +17,12 @@ Parting along the centre line ends any contact, since the bounding spheres then 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 
 def respond(vel: np.ndarray, inv_mass: np.ndarray, pairs: np.ndarray, normal: np.ndarray,
             restitution: float, centre_line: np.ndarray | None = None,
-            separation_speed: float = 0.0) -> np.ndarray:
+            separation_speed: float = 0.0, compiled: bool = True) -> np.ndarray:
     """Apply impulses in place, pair by pair (in order, so a ship hit twice sees both).
 
     vel         : (n, 3) float64 world frame [m/s], modified in place
@@ -31,8 +32,56 @@ def respond(vel: np.ndarray, inv_mass: np.ndarray, pairs: np.ndarray, normal: np
     centre_line : (k, 3) float64 unit directions from ship a's centre to b's (zero rows: coincident
                   centres), or None for Hubbard's impulse alone
     separation_speed : least parting speed of the centres after response [m/s]
+    compiled    : the numba kernel (False: the numpy reference, which needs no compiling)
     Returns the sorted indices of ships whose velocity changed.
     """
+    if not compiled:
+        return respond_reference(vel, inv_mass, pairs, normal, restitution, centre_line, separation_speed)
+    pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
+    normal = np.ascontiguousarray(normal, dtype=np.float64).reshape(-1, 3)
+    line = np.zeros_like(normal) if centre_line is None else np.ascontiguousarray(centre_line, dtype=np.float64)
+    moved = _respond_kernel(vel, np.asarray(inv_mass, dtype=np.float64), pairs, normal, float(restitution), line,
+                            float(separation_speed))
+    return np.unique(pairs[moved])
+
+
+@njit(cache=True)
+def _respond_kernel(vel, inv_mass, pairs, normal, restitution, line, separation_speed):
+    """respond_reference's loop; rows of `line` all zero skip the centre-line impulse. Returns
+    (k,) bool: the pair's velocities changed."""
+    moved = np.zeros(len(pairs), np.bool_)
+    for i in range(len(pairs)):
+        a, b = pairs[i, 0], pairs[i, 1]
+        if inv_mass[a] + inv_mass[b] == 0.0:
+            continue  # two immovable ships
+        u = _closing_nb(vel, a, b, normal, i)
+        if u < 0.0:  # converging along the contact normal: Hubbard's impulse
+            _impulse_nb(vel, inv_mass, a, b, normal, i, -(1.0 + restitution) * u)
+            moved[i] = True
+        if line[i, 0] != 0.0 or line[i, 1] != 0.0 or line[i, 2] != 0.0:
+            u = _closing_nb(vel, a, b, line, i)
+            if u < separation_speed:  # centres part too slowly: push them apart up to that speed
+                _impulse_nb(vel, inv_mass, a, b, line, i, separation_speed - u)
+                moved[i] = True
+    return moved
+
+
+@njit(cache=True)
+def _closing_nb(vel, a, b, n, i):
+    return (vel[b, 0] - vel[a, 0]) * n[i, 0] + (vel[b, 1] - vel[a, 1]) * n[i, 1] + (vel[b, 2] - vel[a, 2]) * n[i, 2]
+
+
+@njit(cache=True)
+def _impulse_nb(vel, inv_mass, a, b, n, i, du):
+    j = du / (inv_mass[a] + inv_mass[b])
+    for c in range(3):
+        vel[a, c] -= j * inv_mass[a] * n[i, c]
+        vel[b, c] += j * inv_mass[b] * n[i, c]
+
+
+def respond_reference(vel, inv_mass, pairs, normal, restitution, centre_line=None, separation_speed=0.0):
+    """respond in numpy, pair by pair: the reference the kernel is tested against, and what runs
+    before numba has compiled it (arguments and result as respond's)."""
     changed = []
     for i, (a, b) in enumerate(pairs):
         if inv_mass[a] + inv_mass[b] == 0.0:
