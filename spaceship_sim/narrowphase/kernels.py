@@ -388,31 +388,31 @@ def _grow2(arr, need):
 
 
 @njit(cache=True)
-def summarize_pairs(VA, VB, R, t, ptr, fa, fb):
-    """Per row i (pose row i) over its colliding node pairs, in A's body frame (volumes.py):
+def summarize_stacks(VA, VB, R, t, sa, sb, height):
+    """Per row i (pose row i) over its stack of colliding node pairs, sa[i, :height[i]] and
+    sb[i, :height[i]] (see descend_stacks), in A's body frame (volumes.py):
 
     bound  : (k,) min over pairs of the volume's separation bound; +inf for rows without pairs
     point  : (k, 3) mean over pairs of their contact points (nan for rows without pairs)
     normal : (k, 3) unit, mean of their directions from A toward B (A's origin to B's when those
              cancel, +x when the origins coincide too)
     """
-    k = len(ptr) - 1
+    k = len(height)
     bound = np.full(k, np.inf)
     point = np.full((k, 3), np.nan)
     normal = np.zeros((k, 3))
     xb = np.empty((2, 3))
     acc = np.empty(6)
     for i in range(k):
-        lo, hi = ptr[i], ptr[i + 1]
-        if hi == lo:
+        if height[i] == 0:
             continue
         acc[:] = 0.0
         best = np.inf
-        for j in range(lo, hi):
-            best = min(best, separation(VA, fa[j], VB, fb[j], R, t, i, xb))
-            contact(VA, fa[j], VB, fb[j], R, t, i, xb, acc)
+        for j in range(height[i]):
+            best = min(best, separation(VA, sa[i, j], VB, sb[i, j], R, t, i, xb))
+            contact(VA, sa[i, j], VB, sb[i, j], R, t, i, xb, acc)
         bound[i] = best
-        point[i] = acc[:3] / (hi - lo)
+        point[i] = acc[:3] / height[i]
         nrm = acc[3:].copy()
         length = np.sqrt(nrm[0] ** 2 + nrm[1] ** 2 + nrm[2] ** 2)
         if length < 1e-9:

@@ -30,7 +30,7 @@ import numpy as np
 from ..clock import WALL
 from .bank import TreeBank, bank_of
 from .kernels import (complete_pairs, csr_by_pose_row, descend_stacks, exact_pairs, overlap_pairs, relative_poses,
-                      stack_width, stacks_csr, summarize_pairs)
+                      stack_width, stacks_csr, summarize_stacks)
 from .ocst import resume_blocked, resume_stacks
 from .volumes import volume_of
 
@@ -488,8 +488,7 @@ class _Search:
         the witness and its siblings — are the pairs reported and drawn."""
         A, B, k = self.A, self.B, len(self.level)
         colliding, certain = ~self.apart, self.apart | self.tested
-        every = self.stacks(np.arange(k))
-        bound, point, normal = summarize_pairs(self.VA, self.VB, self.R, self.t, every.ptr, every.fa, every.fb)
+        bound, point, normal = summarize_stacks(self.VA, self.VB, self.R, self.t, self.sa, self.sb, self.height)
         final = self.stacks(np.arange(k), top_only=True)
         hit_ptr, hit_a, hit_b = self.hits
         bound[hit_ptr[1:] > hit_ptr[:-1]] = 0.0
