@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -65,7 +66,7 @@ class TreeBank:
     def n_models(self) -> int:
         return len(self.trees)
 
-    @property
+    @cached_property  # a bank never changes (frozen): computed once, not on every refinement call
     def max_level(self) -> int:
         """Deepest level any pair can reach: the exact triangle level below the deepest leaves."""
         return int(self.depth.max()) + 1 if len(self.depth) else 0
@@ -102,7 +103,7 @@ class TreeBank:
                    node_offset=node_offset, tri_offset=tri_offset,
                    depth=np.array([t.depth for t in trees], dtype=np.int64), trees=trees)
 
-    @property
+    @cached_property
     def max_children(self) -> int:
         """Most children of any node (>= 1)."""
         return max(int(self.child_count.max(initial=1)), 1)
@@ -111,10 +112,10 @@ class TreeBank:
         """Called before each detection sample at simulation time `now` [s]: prebuilt trees keep
         every node (on-collide trees, ocst.OcstBank, evict unused ones here)."""
 
-    def side(self):
-        """The arrays one side of a pair kernel takes, in kernel argument order."""
-        return (self.center, self.radius, self.first_child, self.child_count, self.tri_ptr, self.tri_idx,
-                self.tri_verts, self.tri_center, self.tri_radius, self.error, self.witness)
+    @cached_property
+    def nodes(self):
+        """The node arrays as the bounding volume's tuple (what the kernels take as VA or VB)."""
+        return self.volume.arrays(self)
 
 
 _SINGLE: "weakref.WeakKeyDictionary[SphereTree, TreeBank]" = weakref.WeakKeyDictionary()

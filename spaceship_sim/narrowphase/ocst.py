@@ -115,6 +115,11 @@ class OcstBank:
     max_children = 8  # octree: stack widths are sized for full groups before any is built
 
     @property
+    def nodes(self):
+        """The node arrays as the bounding volume's tuple (allocated up front: they never move)."""
+        return self.volume.arrays(self)
+
+    @property
     def resident_nodes(self) -> int:
         """Spheres held now, roots included."""
         used = self._block_parent >= 0

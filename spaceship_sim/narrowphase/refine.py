@@ -363,8 +363,8 @@ class _Search:
         k = len(ma)
         self.depth = np.maximum(A.depth[ma], B.depth[mb])
         self.cap = self.depth if max_level is None else np.minimum(self.depth, max(int(max_level), 0))
-        vol = self.volume = volume_of(A, B)
-        self.VA, self.VB = vol.arrays(A), vol.arrays(B)
+        volume_of(A, B)  # both banks' nodes must be the same kind of volume
+        self.VA, self.VB = A.nodes, B.nodes
         self.tree_args = (self.VA, A.first_child, A.child_count, self.VB, B.first_child, B.child_count, self.R,
                           self.t)
         # level 0 is the root pair, on the stack when the roots overlap
