@@ -38,25 +38,70 @@ from .swept import swept_hits
 
 PAD_REL = 1e-9  # cells grow by this fraction of the region's coordinates (see Correctness)
 CANDIDATES, ALL_HITS, FIRST_HIT = 0, 1, 2  # what face_octree returns per pair
+SHRUNK, UNCHANGED, EMPTY = 0, 1, 2  # what shrinking the region to a face list's box did
+MAX_SHRINKS = 8  # rounds of shrinking the region by A's faces, then B's (most pairs settle in 2-3)
 
 
 @njit(cache=True)
 def _move(V, v0, v1, R, t, r, out):
     """out[:v1 - v0] = R[r] @ V[i] + t[r] for i in v0..v1: B's vertices in A's frame."""
-    for i in range(v0, v1):
-        for k in range(3):
-            out[i - v0, k] = R[r, k, 0] * V[i, 0] + R[r, k, 1] * V[i, 1] + R[r, k, 2] * V[i, 2] + t[r, k]
+    for k in range(3):
+        r0, r1, r2, tk = R[r, k, 0], R[r, k, 1], R[r, k, 2], t[r, k]
+        for i in range(v0, v1):
+            out[i - v0, k] = r0 * V[i, 0] + r1 * V[i, 1] + r2 * V[i, 2] + tk
 
 
 @njit(cache=True)
-def _bounds(X, n, box, b, grow):
-    """box[b] (2, 3) = box of points X[:n] (or of them and box[b] when `grow`)."""
+def _bounds(X, s, e, box, b, grow):
+    """box[b] (2, 3) = box of points X[s:e] (or of them and box[b] when `grow`)."""
     for k in range(3):
-        if not grow:
-            box[b, 0, k], box[b, 1, k] = np.inf, -np.inf
-        for i in range(n):
-            box[b, 0, k] = min(box[b, 0, k], X[i, k])
-            box[b, 1, k] = max(box[b, 1, k], X[i, k])
+        lo, hi = (box[b, 0, k], box[b, 1, k]) if grow else (np.inf, -np.inf)
+        for i in range(s, e):  # local accumulators: min/max through box[] costs 10x (store-load chains)
+            lo, hi = min(lo, X[i, k]), max(hi, X[i, k])
+        box[b, 0, k], box[b, 1, k] = lo, hi
+
+
+@njit(cache=True)
+def _model_boxes(V, voff, ma, mb):
+    """(n_models, 2, 3) body-frame boxes of the models of the batch's pairs, from their vertices
+    as they are now (once per call, not per pair; other models' rows are left unset)."""
+    box = np.empty((len(voff) - 1, 2, 3))
+    done = np.zeros(len(voff) - 1, np.bool_)
+    for r in range(len(ma)):
+        for m in (ma[r], mb[r]):
+            if not done[m]:
+                _bounds(V, voff[m], voff[m + 1], box, m, False)
+                done[m] = True
+    return box
+
+
+@njit(cache=True)
+def _boxes_apart(box, a, b, R, t, r):
+    """A's body box and B's, placed by (R[r], t[r]) in A's frame, are separated along one of the
+    six box axes (an oriented-box test: no vertex moved). Padded by PAD_REL of the coordinates,
+    so rounding never separates boxes that touch."""
+    scale, apart = 1.0, False
+    for k in range(3):
+        scale += abs(t[r, k]) + abs(box[a, 0, k]) + abs(box[a, 1, k]) + abs(box[b, 0, k]) + abs(box[b, 1, k])
+    pad = PAD_REL * scale
+    d = np.empty(3)  # B's box centre in A's frame minus A's box centre
+    for k in range(3):
+        d[k] = t[r, k] - 0.5 * (box[a, 0, k] + box[a, 1, k])
+        for j in range(3):
+            d[k] += R[r, k, j] * 0.5 * (box[b, 0, j] + box[b, 1, j])
+    for k in range(3):  # A's axes
+        reach = 0.5 * (box[a, 1, k] - box[a, 0, k]) + pad
+        for j in range(3):
+            reach += abs(R[r, k, j]) * 0.5 * (box[b, 1, j] - box[b, 0, j])
+        apart = apart or abs(d[k]) > reach
+    for j in range(3):  # B's axes
+        reach = 0.5 * (box[b, 1, j] - box[b, 0, j]) + pad
+        dj = 0.0
+        for k in range(3):
+            reach += abs(R[r, k, j]) * 0.5 * (box[a, 1, k] - box[a, 0, k])
+            dj += R[r, k, j] * d[k]
+        apart = apart or abs(dj) > reach
+    return apart
 
 
 @njit(cache=True)
@@ -87,41 +132,79 @@ def _gather(X, F, f, T, o, lo, hi, grow):
 
 
 @njit(cache=True)
-def _select(X, X1, F, f0, nf, codes, codes1, swept, region, T, T1, lo, hi):
+def _select(X, X1, F, f0, nf, codes, codes1, swept, T, T1, lo, hi):
     """Step 2 for one mesh: the faces f0..f0+nf of vertices X (local ids; X1 the swept end
-    positions when `swept`) meeting region[0]. Their triangles go to T[:n] (T1[:n]), boxes to
-    lo, hi (over both positions); returns their local face ids (n,)."""
+    positions when `swept`) whose boxes meet the region (codes: the vertices' outcodes against
+    it). Their triangles go to T[:n] (T1[:n]), boxes to lo, hi (over both positions); returns
+    their local face ids (n,). The exact test comes later, on the shrunk region."""
     sel = np.empty(nf, np.int64)
     n = 0
     for f in range(nf):
         g = f0 + f
         out_all = codes[F[g, 0]] & codes[F[g, 1]] & codes[F[g, 2]]
-        in_all = codes[F[g, 0]] | codes[F[g, 1]] | codes[F[g, 2]]
         if swept:
             out_all &= codes1[F[g, 0]] & codes1[F[g, 1]] & codes1[F[g, 2]]
-            in_all |= codes1[F[g, 0]] | codes1[F[g, 1]] | codes1[F[g, 2]]
         if out_all:  # all beyond one side: the boxes miss
             continue
         _gather(X, F, g, T, n, lo, hi, False)
         if swept:
             _gather(X1, F, g, T1, n, lo, hi, True)
-        if in_all == 0 or swept or overlap_triangle_box(T, n, region, 0):
-            sel[n] = f
-            n += 1
+        sel[n] = f
+        n += 1
     return sel[:n]
 
 
 @njit(cache=True)
 def _shrink(region, lo, hi, n):
-    """region[0] = its intersection with the box of boxes lo[:n], hi[:n]; False when empty."""
+    """region[0] = its intersection with the box of boxes lo[:n], hi[:n]. Returns SHRUNK,
+    UNCHANGED or EMPTY (the intersection is empty: region then undefined)."""
+    out = UNCHANGED
     for k in range(3):
         a, b = np.inf, -np.inf
         for u in range(n):
             a, b = min(a, lo[u, k]), max(b, hi[u, k])
+        if a > region[0, 0, k] or b < region[0, 1, k]:
+            out = SHRUNK
         region[0, 0, k], region[0, 1, k] = max(region[0, 0, k], a), min(region[0, 1, k], b)
         if region[0, 0, k] > region[0, 1, k]:
-            return False
-    return True
+            return EMPTY
+    return out
+
+
+@njit(cache=True)
+def _narrow(region, sel_a, TA, loA, hiA, sel_b, TB, TB1, loB, hiB, swept, pad):
+    """Steps 2-3 between: the region shrinks to the box of each mesh's faces meeting it, each
+    mesh's faces are re-filtered by box on the shrunk region, in turn, until nothing changes
+    (box tests only: cheap); then the region is padded by `pad` and the faces still meeting it
+    by the exact test are kept. Returns (na, nb) kept (sel_a[:na], sel_b[:nb] and their
+    triangles and boxes, in place); (0, 0) when the region became empty.
+
+    Invariant: a point where a face of A meets a face of B is in the region and both faces'
+    boxes, so the faces survive every box filter and the point every shrink."""
+    na, nb = len(sel_a), len(sel_b)
+    for _ in range(MAX_SHRINKS):
+        if na == 0 or nb == 0:
+            return 0, 0
+        by_a = _shrink(region, loA, hiA, na)
+        if by_a == EMPTY:
+            return 0, 0
+        if by_a == SHRUNK:
+            nb = _refilter(sel_b[:nb], TB, TB1, loB, hiB, False, region)
+            if nb == 0:
+                return 0, 0
+        by_b = _shrink(region, loB, hiB, nb)
+        if by_b == EMPTY:
+            return 0, 0
+        if by_b == UNCHANGED and by_a == UNCHANGED:
+            break
+        if by_b == SHRUNK:
+            na = _refilter(sel_a[:na], TA, TA, loA, hiA, False, region)
+    for q in range(3):
+        region[0, 0, q] -= pad
+        region[0, 1, q] += pad
+    na = _refilter(sel_a[:na], TA, TA, loA, hiA, True, region)
+    nb = _refilter(sel_b[:nb], TB, TB1, loB, hiB, not swept, region)
+    return (na, nb) if na and nb else (0, 0)
 
 
 @njit(cache=True)
@@ -357,18 +440,22 @@ def face_octree(V, F, voff, foff, ma, mb, R, t, R1, t1, swept, max_depth, leaf_p
     loA, hiA, loB, hiB = np.empty((most_f, 3)), np.empty((most_f, 3)), np.empty((most_f, 3)), np.empty((most_f, 3))
     boxes = np.empty((2, 2, 3))
     region = np.empty((1, 2, 3))
+    model_box = _model_boxes(V, voff, ma, mb)
     for r in range(k):
         a, b = ma[r], mb[r]
+        ptr[r + 1] = n
+        if not swept and _boxes_apart(model_box, a, b, R, t, r):
+            continue
         nva, nvb = voff[a + 1] - voff[a], voff[b + 1] - voff[b]
         for i in range(nva):
             for q in range(3):
                 XA[i, q] = V[voff[a] + i, q]
         _move(V, voff[b], voff[b + 1], R, t, r, XB)
-        _bounds(XA, nva, boxes, 0, False)
-        _bounds(XB, nvb, boxes, 1, False)
+        _copy_box(model_box, a, boxes, 0)
+        _bounds(XB, 0, nvb, boxes, 1, False)
         if swept:
             _move(V, voff[b], voff[b + 1], R1, t1, r, XB1)
-            _bounds(XB1, nvb, boxes, 1, True)
+            _bounds(XB1, 0, nvb, boxes, 1, True)
         empty = False
         scale = 0.0
         for q in range(3):
@@ -386,20 +473,12 @@ def face_octree(V, F, voff, foff, ma, mb, R, t, R1, t1, swept, max_depth, leaf_p
             if swept:
                 _outcodes(XB1, nvb, region, codes_b1)
             nfa, nfb = foff[a + 1] - foff[a], foff[b + 1] - foff[b]
-            sel_a = _select(XA, XA, F, foff[a], nfa, codes_a, codes_a, False, region, TA, TA, loA, hiA)
-            sel_b = _select(XB, XB1, F, foff[b], nfb, codes_b, codes_b1, swept, region, TB, TB1, loB, hiB)
-            # each mesh's selected faces bound the region tighter (deep poses: much tighter)
-            if len(sel_a) and len(sel_b) and _shrink(region, loA, hiA, len(sel_a)) and \
-                    _shrink(region, loB, hiB, len(sel_b)):
-                for q in range(3):
-                    region[0, 0, q] -= pad
-                    region[0, 1, q] += pad
-                sel_a = sel_a[:_refilter(sel_a, TA, TA, loA, hiA, True, region)]
-                sel_b = sel_b[:_refilter(sel_b, TB, TB1, loB, hiB, not swept, region)]
-            else:
-                sel_a = sel_a[:0]
-            nb = len(sel_b)
-            if len(sel_a) and nb:
+            sel_a = _select(XA, XA, F, foff[a], nfa, codes_a, codes_a, False, TA, TA, loA, hiA)
+            sel_b = _select(XB, XB1, F, foff[b], nfb, codes_b, codes_b1, swept, TB, TB1, loB, hiB)
+            # each mesh's faces bound the region tighter (deep poses: much tighter), in turn
+            na, nb = _narrow(region, sel_a, TA, loA, hiA, sel_b, TB, TB1, loB, hiB, swept, pad)
+            sel_a, sel_b = sel_a[:na], sel_b[:nb]
+            if na and nb:
                 keys = _octree_pairs(TA, loA, hiA, len(sel_a), TB, TB1, loB, hiB, nb, swept, region, pad,
                                      max_depth, leaf_pairs, mode)
                 if n + len(keys) > len(fa):
