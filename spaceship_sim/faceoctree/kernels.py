@@ -155,14 +155,14 @@ def _select(X, X1, F, f0, nf, codes, codes1, swept, T, T1, lo, hi):
 
 
 @njit(cache=True)
-def _shrink(region, lo, hi, n):
-    """region[0] = its intersection with the box of boxes lo[:n], hi[:n]. Returns SHRUNK,
-    UNCHANGED or EMPTY (the intersection is empty: region then undefined)."""
+def _shrink(region, lo, hi, idx, n):
+    """region[0] = its intersection with the box of boxes lo[idx[:n]], hi[idx[:n]]. Returns
+    SHRUNK, UNCHANGED or EMPTY (the intersection is empty: region then undefined)."""
     out = UNCHANGED
     for k in range(3):
         a, b = np.inf, -np.inf
-        for u in range(n):
-            a, b = min(a, lo[u, k]), max(b, hi[u, k])
+        for i in range(n):
+            a, b = min(a, lo[idx[i], k]), max(b, hi[idx[i], k])
         if a > region[0, 0, k] or b < region[0, 1, k]:
             out = SHRUNK
         region[0, 0, k], region[0, 1, k] = max(region[0, 0, k], a), min(region[0, 1, k], b)
@@ -172,55 +172,52 @@ def _shrink(region, lo, hi, n):
 
 
 @njit(cache=True)
-def _narrow(region, sel_a, TA, loA, hiA, sel_b, TB, TB1, loB, hiB, swept, pad):
-    """Steps 2-3 between: the region shrinks to the box of each mesh's faces meeting it, each
-    mesh's faces are re-filtered by box on the shrunk region, in turn, until nothing changes
-    (box tests only: cheap); then the region is padded by `pad` and the faces still meeting it
-    by the exact test are kept. Returns (na, nb) kept (sel_a[:na], sel_b[:nb] and their
-    triangles and boxes, in place); (0, 0) when the region became empty.
+def _narrow(region, TA, loA, hiA, idx_a, TB, loB, hiB, idx_b, swept, pad):
+    """Steps 2-3 between, on the entries idx_a (A's triangles TA, boxes loA, hiA) and idx_b
+    (B's): the region shrinks to the box of each mesh's entries meeting it, each mesh's entries
+    are re-filtered by box on the shrunk region, in turn, until nothing changes (box tests
+    only: cheap); then the region is padded by `pad` and the entries still meeting it by the
+    exact test are kept. Returns (na, nb): idx_a[:na], idx_b[:nb] are kept (compacted in place,
+    in order); (0, 0) when the region became empty.
 
     Invariant: a point where a face of A meets a face of B is in the region and both faces'
     boxes, so the faces survive every box filter and the point every shrink."""
-    na, nb = len(sel_a), len(sel_b)
+    na, nb = len(idx_a), len(idx_b)
     for _ in range(MAX_SHRINKS):
         if na == 0 or nb == 0:
             return 0, 0
-        by_a = _shrink(region, loA, hiA, na)
+        by_a = _shrink(region, loA, hiA, idx_a, na)
         if by_a == EMPTY:
             return 0, 0
         if by_a == SHRUNK:
-            nb = _refilter(sel_b[:nb], TB, TB1, loB, hiB, False, region)
+            nb = _refilter(idx_b, nb, TB, loB, hiB, False, region)
             if nb == 0:
                 return 0, 0
-        by_b = _shrink(region, loB, hiB, nb)
+        by_b = _shrink(region, loB, hiB, idx_b, nb)
         if by_b == EMPTY:
             return 0, 0
         if by_b == UNCHANGED and by_a == UNCHANGED:
             break
         if by_b == SHRUNK:
-            na = _refilter(sel_a[:na], TA, TA, loA, hiA, False, region)
+            na = _refilter(idx_a, na, TA, loA, hiA, False, region)
     for q in range(3):
         region[0, 0, q] -= pad
         region[0, 1, q] += pad
-    na = _refilter(sel_a[:na], TA, TA, loA, hiA, True, region)
-    nb = _refilter(sel_b[:nb], TB, TB1, loB, hiB, not swept, region)
+    na = _refilter(idx_a, na, TA, loA, hiA, True, region)
+    nb = _refilter(idx_b, nb, TB, loB, hiB, not swept, region)
     return (na, nb) if na and nb else (0, 0)
 
 
 @njit(cache=True)
-def _refilter(sel, T, T1, lo, hi, exact, region):
-    """Keep, in place and in order, the entries of sel (T, T1, lo, hi alike) still meeting the
+def _refilter(idx, n, T, lo, hi, exact, region):
+    """Keep, in place and in order, the entries idx[:n] (rows of T, lo, hi) still meeting the
     (shrunk) region; returns how many are left."""
-    n = 0
-    for u in range(len(sel)):
-        if _meets(T, lo, hi, u, exact, region):
-            sel[n] = sel[u]
-            for k in range(3):
-                lo[n, k], hi[n, k] = lo[u, k], hi[u, k]
-                for j in range(3):
-                    T[n, j, k], T1[n, j, k] = T[u, j, k], T1[u, j, k]
-            n += 1
-    return n
+    m = 0
+    for i in range(n):
+        if _meets(T, lo, hi, idx[i], exact, region):
+            idx[m] = idx[i]
+            m += 1
+    return m
 
 
 @njit(cache=True)
@@ -297,16 +294,19 @@ def _copy_box(src, i, dst, j):
 
 
 @njit(cache=True)
-def _octree_pairs(TA, loA, hiA, na, TB, TB1, loB, hiB, nb, swept, region, pad, max_depth, leaf_pairs, mode):
-    """Steps 3-4 for one pair: keys u * nb + v of (A's entry u, B's entry v), sorted: the
-    candidates (mode CANDIDATES), the intersecting ones (ALL_HITS), or the first one found
-    (FIRST_HIT, at most one key).
+def _octree_pairs(TA, loA, hiA, idx_a, TB, TB1, loB, hiB, idx_b, n_keys, swept, region, pad, max_depth, leaf_pairs,
+                  mode):
+    """Steps 3-4 for one pair over A's entries idx_a (rows of TA, loA, hiA) and B's idx_b:
+    keys u * n_keys + v of (A's entry u, B's entry v), sorted: the candidates (mode
+    CANDIDATES), the intersecting ones (ALL_HITS), or the first one found (FIRST_HIT, at most
+    one key). n_keys: more than any B entry.
 
     Depth first; a stack entry is a cell (box, depth) with its lists of A's and B's entries held
     in pools in stack order (an entry's lists end at a_end, b_end and start where the previous
     entry's end). Popping the top cell, its children's lists are built above its own and then
     moved down over them, so the pools hold only pending cells' lists (at most 8 per level).
     """
+    na, nb = len(idx_a), len(idx_b)
     size = 8 * max_depth + 2
     pool_a, pool_b = np.empty(size * na, np.int64), np.empty(size * nb, np.int64)
     mask_a, mask_b = np.empty(size * na, np.int64), np.empty(size * nb, np.int64)
@@ -314,10 +314,10 @@ def _octree_pairs(TA, loA, hiA, na, TB, TB1, loB, hiB, nb, swept, region, pad, m
     depth, a_end, b_end = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
     cells = np.empty((8, 2, 3))
     count_a, count_b, order = np.zeros(8, np.int64), np.zeros(8, np.int64), np.empty(8, np.int64)
-    for u in range(na):
-        pool_a[u] = u
-    for v in range(nb):
-        pool_b[v] = v
+    for i in range(na):
+        pool_a[i] = idx_a[i]
+    for j in range(nb):
+        pool_b[j] = idx_b[j]
     _copy_box(region, 0, box, 0)
     depth[0], a_end[0], b_end[0] = 0, na, nb
     top = 1
@@ -339,10 +339,10 @@ def _octree_pairs(TA, loA, hiA, na, TB, TB1, loB, hiB, nb, swept, region, pad, m
                         continue
                     if mode == FIRST_HIT:
                         if _hit(TA, u, TB, TB1, v, swept):
-                            keys[0] = u * nb + v
+                            keys[0] = u * n_keys + v
                             return keys[:1]
                     else:
-                        keys[nk] = u * nb + v
+                        keys[nk] = u * n_keys + v
                         nk += 1
             continue
         _children(box, top, pad, cells)
@@ -374,11 +374,11 @@ def _octree_pairs(TA, loA, hiA, na, TB, TB1, loB, hiB, nb, swept, region, pad, m
         top = kids
     if mode == FIRST_HIT:
         return keys[:0]
-    out = _sorted_keys(keys, nk, nb, na * nb)
+    out = _sorted_keys(keys, nk, n_keys, (idx_a.max() + 1) * n_keys)
     m = 0
     for i in range(nk):
-        if (i == 0 or out[i] != out[i - 1]) and (mode == CANDIDATES or _hit(TA, out[i] // nb, TB, TB1, out[i] % nb,
-                                                                            swept)):
+        if (i == 0 or out[i] != out[i - 1]) and (mode == CANDIDATES or _hit(TA, out[i] // n_keys, TB, TB1,
+                                                                            out[i] % n_keys, swept)):
             out[m] = out[i]
             m += 1
     return out[:m]
@@ -476,16 +476,17 @@ def face_octree(V, F, voff, foff, ma, mb, R, t, R1, t1, swept, max_depth, leaf_p
             sel_a = _select(XA, XA, F, foff[a], nfa, codes_a, codes_a, False, TA, TA, loA, hiA)
             sel_b = _select(XB, XB1, F, foff[b], nfb, codes_b, codes_b1, swept, TB, TB1, loB, hiB)
             # each mesh's faces bound the region tighter (deep poses: much tighter), in turn
-            na, nb = _narrow(region, sel_a, TA, loA, hiA, sel_b, TB, TB1, loB, hiB, swept, pad)
-            sel_a, sel_b = sel_a[:na], sel_b[:nb]
+            idx_a, idx_b = np.arange(len(sel_a)), np.arange(len(sel_b))
+            na, nb = _narrow(region, TA, loA, hiA, idx_a, TB, loB, hiB, idx_b, swept, pad)
             if na and nb:
-                keys = _octree_pairs(TA, loA, hiA, len(sel_a), TB, TB1, loB, hiB, nb, swept, region, pad,
-                                     max_depth, leaf_pairs, mode)
+                nk = len(sel_b)
+                keys = _octree_pairs(TA, loA, hiA, idx_a[:na], TB, TB1, loB, hiB, idx_b[:nb], nk, swept, region,
+                                     pad, max_depth, leaf_pairs, mode)
                 if n + len(keys) > len(fa):
                     fa, fb = _grow(fa, n + len(keys)), _grow(fb, n + len(keys))
                 for i in range(len(keys)):
-                    fa[n + i] = sel_a[keys[i] // nb]
-                    fb[n + i] = sel_b[keys[i] % nb]
+                    fa[n + i] = sel_a[keys[i] // nk]
+                    fb[n + i] = sel_b[keys[i] % nk]
                 n += len(keys)
         ptr[r + 1] = n
     return ptr, fa[:n].copy(), fb[:n].copy()
