@@ -172,25 +172,24 @@ def _shrink(region, lo, hi, idx, n):
 
 
 @njit(cache=True)
-def _narrow(region, TA, loA, hiA, idx_a, TB, loB, hiB, idx_b, swept, pad):
-    """Steps 2-3 between, on the entries idx_a (A's triangles TA, boxes loA, hiA) and idx_b
-    (B's): the region shrinks to the box of each mesh's entries meeting it, each mesh's entries
-    are re-filtered by box on the shrunk region, in turn, until nothing changes (box tests
-    only: cheap); then the region is padded by `pad` and the entries still meeting it by the
-    exact test are kept. Returns (na, nb): idx_a[:na], idx_b[:nb] are kept (compacted in place,
-    in order); (0, 0) when the region became empty.
+def _narrow(region, loA, hiA, idx_a, loB, hiB, idx_b, pad):
+    """Between steps 2 and 3, on the entries idx_a (A's face boxes loA, hiA) and idx_b (B's):
+    the region shrinks to the box of each mesh's entries meeting it and the other mesh's
+    entries are re-filtered on the shrunk region, in turn, until nothing changes (box tests
+    only: an exact triangle-box pass over all entries here costs more than it saves the
+    octree); then the region is padded by `pad` for the octree's exact tests. Returns (na, nb):
+    idx_a[:na], idx_b[:nb] are kept (compacted in place, in order); (0, 0) when the region
+    became empty.
 
     Invariant: a point where a face of A meets a face of B is in the region and both faces'
     boxes, so the faces survive every box filter and the point every shrink."""
     na, nb = len(idx_a), len(idx_b)
     for _ in range(MAX_SHRINKS):
-        if na == 0 or nb == 0:
-            return 0, 0
         by_a = _shrink(region, loA, hiA, idx_a, na)
         if by_a == EMPTY:
             return 0, 0
         if by_a == SHRUNK:
-            nb = _refilter(idx_b, nb, TB, loB, hiB, False, region)
+            nb = _refilter(idx_b, nb, loB, hiB, region)
             if nb == 0:
                 return 0, 0
         by_b = _shrink(region, loB, hiB, idx_b, nb)
@@ -199,37 +198,27 @@ def _narrow(region, TA, loA, hiA, idx_a, TB, loB, hiB, idx_b, swept, pad):
         if by_b == UNCHANGED and by_a == UNCHANGED:
             break
         if by_b == SHRUNK:
-            na = _refilter(idx_a, na, TA, loA, hiA, False, region)
+            na = _refilter(idx_a, na, loA, hiA, region)
+            if na == 0:
+                return 0, 0
     for q in range(3):
         region[0, 0, q] -= pad
         region[0, 1, q] += pad
-    na = _refilter(idx_a, na, TA, loA, hiA, True, region)
-    nb = _refilter(idx_b, nb, TB, loB, hiB, not swept, region)
-    return (na, nb) if na and nb else (0, 0)
+    return na, nb
 
 
 @njit(cache=True)
-def _refilter(idx, n, T, lo, hi, exact, region):
-    """Keep, in place and in order, the entries idx[:n] (rows of T, lo, hi) still meeting the
-    (shrunk) region; returns how many are left."""
+def _refilter(idx, n, lo, hi, region):
+    """Keep, in place and in order, the entries idx[:n] whose boxes (rows of lo, hi) still meet
+    the (shrunk) region; returns how many are left."""
     m = 0
     for i in range(n):
-        if _meets(T, lo, hi, idx[i], exact, region):
-            idx[m] = idx[i]
+        u = idx[i]
+        if (lo[u, 0] <= region[0, 1, 0] and hi[u, 0] >= region[0, 0, 0] and lo[u, 1] <= region[0, 1, 1]
+                and hi[u, 1] >= region[0, 0, 1] and lo[u, 2] <= region[0, 1, 2] and hi[u, 2] >= region[0, 0, 2]):
+            idx[m] = u
             m += 1
     return m
-
-
-@njit(cache=True)
-def _meets(T, lo, hi, u, exact, cells):
-    """Entry u (triangle T[u], box lo[u], hi[u]) meets cells[0]: box reject, box inside
-    (certainly meets), else the exact test when `exact`."""
-    inside = True
-    for k in range(3):
-        if lo[u, k] > cells[0, 1, k] or hi[u, k] < cells[0, 0, k]:
-            return False
-        inside = inside and lo[u, k] >= cells[0, 0, k] and hi[u, k] <= cells[0, 1, k]
-    return inside or not exact or overlap_triangle_box(T, u, cells, 0)
 
 
 @njit(cache=True)
@@ -477,7 +466,7 @@ def face_octree(V, F, voff, foff, ma, mb, R, t, R1, t1, swept, max_depth, leaf_p
             sel_b = _select(XB, XB1, F, foff[b], nfb, codes_b, codes_b1, swept, TB, TB1, loB, hiB)
             # each mesh's faces bound the region tighter (deep poses: much tighter), in turn
             idx_a, idx_b = np.arange(len(sel_a)), np.arange(len(sel_b))
-            na, nb = _narrow(region, TA, loA, hiA, idx_a, TB, loB, hiB, idx_b, swept, pad)
+            na, nb = _narrow(region, loA, hiA, idx_a, loB, hiB, idx_b, pad) if len(sel_a) and len(sel_b) else (0, 0)
             if na and nb:
                 nk = len(sel_b)
                 keys = _octree_pairs(TA, loA, hiA, idx_a[:na], TB, TB1, loB, hiB, idx_b[:nb], nk, swept, region,
