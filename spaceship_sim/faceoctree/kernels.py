@@ -39,6 +39,7 @@ from .swept import swept_hits
 PAD_REL = 1e-9  # cells grow by this fraction of the region's coordinates (see Correctness)
 CANDIDATES, ALL_HITS, FIRST_HIT = 0, 1, 2  # what face_octree returns per pair
 SHRUNK, UNCHANGED, EMPTY = 0, 1, 2  # what shrinking the region to a face list's box did
+LOWER_HALF = (0b01010101, 0b00110011, 0b00001111)  # children in the lower half along x, y, z (bit o: child o)
 MAX_SHRINKS = 8  # rounds of shrinking the region by A's faces, then B's (most pairs settle in 2-3)
 
 
@@ -121,14 +122,12 @@ def _outcodes(X, n, box, codes):
 def _gather(X, F, f, T, o, lo, hi, grow):
     """T[o] (3, 3) = triangle F[f] of vertices X (local ids); lo[o], hi[o] its box (or grown by
     it when `grow`: the swept end position)."""
+    i0, i1, i2 = F[f, 0], F[f, 1], F[f, 2]
     for k in range(3):
-        if not grow:
-            lo[o, k], hi[o, k] = np.inf, -np.inf
-        for j in range(3):
-            x = X[F[f, j], k]
-            T[o, j, k] = x
-            lo[o, k] = min(lo[o, k], x)
-            hi[o, k] = max(hi[o, k], x)
+        x0, x1, x2 = X[i0, k], X[i1, k], X[i2, k]
+        T[o, 0, k], T[o, 1, k], T[o, 2, k] = x0, x1, x2
+        a, b = min(x0, x1, x2), max(x0, x1, x2)
+        lo[o, k], hi[o, k] = (min(a, lo[o, k]), max(b, hi[o, k])) if grow else (a, b)
 
 
 @njit(cache=True)
@@ -241,21 +240,19 @@ def _route(pool, s, e, T, lo, hi, exact, cells, mask, count):
     when bit k of o is set; cells[0] is the lower corner child, cells[7] the upper one."""
     for j in range(s, e):
         u = pool[j]
-        reach = 0  # bit 2k: reaches the lower half along k, bit 2k+1: the upper half
+        m = 0xFF  # children o with bit k of o set take the upper half along axis k
+        straddles = False
         for k in range(3):
-            if lo[u, k] <= cells[0, 1, k] and hi[u, k] >= cells[0, 0, k]:
-                reach |= 1 << (2 * k)
-            if hi[u, k] >= cells[7, 0, k] and lo[u, k] <= cells[7, 1, k]:
-                reach |= 2 << (2 * k)
-        straddles = (reach & 0b010101) & (reach >> 1)  # both halves along some axis
-        m = 0
+            low = lo[u, k] <= cells[0, 1, k] and hi[u, k] >= cells[0, 0, k]
+            high = hi[u, k] >= cells[7, 0, k] and lo[u, k] <= cells[7, 1, k]
+            m &= (LOWER_HALF[k] if low else 0) | (~LOWER_HALF[k] & 0xFF if high else 0)
+            straddles = straddles or (low and high)
+        if m and straddles and exact:  # the box reaches across a split plane: ask the triangle
+            for o in range(8):
+                if (m >> o) & 1 and not overlap_triangle_box(T, u, cells, o):
+                    m &= ~(1 << o)
         for o in range(8):
-            ok = True
-            for k in range(3):
-                ok = ok and (reach >> (2 * k + ((o >> k) & 1))) & 1 == 1
-            if ok and (straddles == 0 or not exact or overlap_triangle_box(T, u, cells, o)):
-                m |= 1 << o
-                count[o] += 1
+            count[o] += (m >> o) & 1
         mask[j] = m
 
 
