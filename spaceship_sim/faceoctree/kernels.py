@@ -44,12 +44,17 @@ MAX_SHRINKS = 8  # rounds of shrinking the region by A's faces, then B's (most p
 
 
 @njit(cache=True)
-def _move(V, v0, v1, R, t, r, out):
-    """out[:v1 - v0] = R[r] @ V[i] + t[r] for i in v0..v1: B's vertices in A's frame."""
+def _move(V, v0, v1, R, t, r, out, box, grow):
+    """out[:v1 - v0] = R[r] @ V[i] + t[r] for i in v0..v1: B's vertices in A's frame; box[1]
+    (2, 3) = their box (or grown by it when `grow`)."""
     for k in range(3):
         r0, r1, r2, tk = R[r, k, 0], R[r, k, 1], R[r, k, 2], t[r, k]
+        lo, hi = (box[1, 0, k], box[1, 1, k]) if grow else (np.inf, -np.inf)
         for i in range(v0, v1):
-            out[i - v0, k] = r0 * V[i, 0] + r1 * V[i, 1] + r2 * V[i, 2] + tk
+            x = r0 * V[i, 0] + r1 * V[i, 1] + r2 * V[i, 2] + tk
+            out[i - v0, k] = x
+            lo, hi = min(lo, x), max(hi, x)
+        box[1, 0, k], box[1, 1, k] = lo, hi
 
 
 @njit(cache=True)
@@ -106,23 +111,24 @@ def _boxes_apart(box, a, b, R, t, r):
 
 
 @njit(cache=True)
-def _outcodes(X, n, box, codes):
-    """codes[i] (6 bits): which of the six half-spaces bounding box[0] point X[i] is beyond."""
-    for i in range(n):
+def _outcodes(X, s, e, box, codes):
+    """codes[i - s] (6 bits): which of the six half-spaces bounding box[0] point X[i] is beyond,
+    for i in s..e."""
+    for i in range(s, e):
         c = 0
         for k in range(3):
             if X[i, k] < box[0, 0, k]:
                 c |= 1 << (2 * k)
             elif X[i, k] > box[0, 1, k]:
                 c |= 2 << (2 * k)
-        codes[i] = c
+        codes[i - s] = c
 
 
 @njit(cache=True)
-def _gather(X, F, f, T, o, lo, hi, grow):
-    """T[o] (3, 3) = triangle F[f] of vertices X (local ids); lo[o], hi[o] its box (or grown by
-    it when `grow`: the swept end position)."""
-    i0, i1, i2 = F[f, 0], F[f, 1], F[f, 2]
+def _gather(X, x0, F, f, T, o, lo, hi, grow):
+    """T[o] (3, 3) = triangle F[f] of vertices X[x0:] (local ids); lo[o], hi[o] its box (or
+    grown by it when `grow`: the swept end position)."""
+    i0, i1, i2 = x0 + F[f, 0], x0 + F[f, 1], x0 + F[f, 2]
     for k in range(3):
         x0, x1, x2 = X[i0, k], X[i1, k], X[i2, k]
         T[o, 0, k], T[o, 1, k], T[o, 2, k] = x0, x1, x2
@@ -131,10 +137,10 @@ def _gather(X, F, f, T, o, lo, hi, grow):
 
 
 @njit(cache=True)
-def _select(X, X1, F, f0, nf, codes, codes1, swept, T, T1, lo, hi):
-    """Step 2 for one mesh: the faces f0..f0+nf of vertices X (local ids; X1 the swept end
-    positions when `swept`) whose boxes meet the region (codes: the vertices' outcodes against
-    it). Their triangles go to T[:n] (T1[:n]), boxes to lo, hi (over both positions); returns
+def _select(X, x0, X1, F, f0, nf, codes, codes1, swept, T, T1, lo, hi):
+    """Step 2 for one mesh: the faces f0..f0+nf of vertices X[x0:] (local ids; X1 the swept end
+    positions when `swept`, from 0) whose boxes meet the region (codes: the vertices' outcodes
+    against it). Their triangles go to T[:n] (T1[:n]), boxes to lo, hi (over both positions); returns
     their local face ids (n,). The exact test comes later, on the shrunk region."""
     sel = np.empty(nf, np.int64)
     n = 0
@@ -145,9 +151,9 @@ def _select(X, X1, F, f0, nf, codes, codes1, swept, T, T1, lo, hi):
             out_all &= codes1[F[g, 0]] & codes1[F[g, 1]] & codes1[F[g, 2]]
         if out_all:  # all beyond one side: the boxes miss
             continue
-        _gather(X, F, g, T, n, lo, hi, False)
+        _gather(X, x0, F, g, T, n, lo, hi, False)
         if swept:
-            _gather(X1, F, g, T1, n, lo, hi, True)
+            _gather(X1, 0, F, g, T1, n, lo, hi, True)
         sel[n] = f
         n += 1
     return sel[:n]
@@ -420,7 +426,7 @@ def face_octree(V, F, voff, foff, ma, mb, R, t, R1, t1, swept, max_depth, leaf_p
     for m in range(len(voff) - 1):
         most_v = max(most_v, voff[m + 1] - voff[m])
         most_f = max(most_f, foff[m + 1] - foff[m])
-    XA, XB, XB1 = np.empty((most_v, 3)), np.empty((most_v, 3)), np.empty((most_v, 3))
+    XB, XB1 = np.empty((most_v, 3)), np.empty((most_v, 3))
     codes_a, codes_b, codes_b1 = np.empty(most_v, np.int64), np.empty(most_v, np.int64), np.empty(most_v, np.int64)
     TA, TB, TB1 = np.empty((most_f, 3, 3)), np.empty((most_f, 3, 3)), np.empty((most_f, 3, 3))
     loA, hiA, loB, hiB = np.empty((most_f, 3)), np.empty((most_f, 3)), np.empty((most_f, 3)), np.empty((most_f, 3))
@@ -432,16 +438,11 @@ def face_octree(V, F, voff, foff, ma, mb, R, t, R1, t1, swept, max_depth, leaf_p
         ptr[r + 1] = n
         if not swept and _boxes_apart(model_box, a, b, R, t, r):
             continue
-        nva, nvb = voff[a + 1] - voff[a], voff[b + 1] - voff[b]
-        for i in range(nva):
-            for q in range(3):
-                XA[i, q] = V[voff[a] + i, q]
-        _move(V, voff[b], voff[b + 1], R, t, r, XB)
+        nvb = voff[b + 1] - voff[b]
         _copy_box(model_box, a, boxes, 0)
-        _bounds(XB, 0, nvb, boxes, 1, False)
+        _move(V, voff[b], voff[b + 1], R, t, r, XB, boxes, False)
         if swept:
-            _move(V, voff[b], voff[b + 1], R1, t1, r, XB1)
-            _bounds(XB1, 0, nvb, boxes, 1, True)
+            _move(V, voff[b], voff[b + 1], R1, t1, r, XB1, boxes, True)
         empty = False
         scale = 0.0
         for q in range(3):
@@ -454,13 +455,13 @@ def face_octree(V, F, voff, foff, ma, mb, R, t, R1, t1, swept, max_depth, leaf_p
             for q in range(3):
                 region[0, 0, q] -= pad
                 region[0, 1, q] += pad
-            _outcodes(XA, nva, region, codes_a)
-            _outcodes(XB, nvb, region, codes_b)
+            _outcodes(V, voff[a], voff[a + 1], region, codes_a)
+            _outcodes(XB, 0, nvb, region, codes_b)
             if swept:
-                _outcodes(XB1, nvb, region, codes_b1)
+                _outcodes(XB1, 0, nvb, region, codes_b1)
             nfa, nfb = foff[a + 1] - foff[a], foff[b + 1] - foff[b]
-            sel_a = _select(XA, XA, F, foff[a], nfa, codes_a, codes_a, False, TA, TA, loA, hiA)
-            sel_b = _select(XB, XB1, F, foff[b], nfb, codes_b, codes_b1, swept, TB, TB1, loB, hiB)
+            sel_a = _select(V, voff[a], V, F, foff[a], nfa, codes_a, codes_a, False, TA, TA, loA, hiA)
+            sel_b = _select(XB, 0, XB1, F, foff[b], nfb, codes_b, codes_b1, swept, TB, TB1, loB, hiB)
             # each mesh's faces bound the region tighter (deep poses: much tighter), in turn
             idx_a, idx_b = np.arange(len(sel_a)), np.arange(len(sel_b))
             na, nb = _narrow(region, loA, hiA, idx_a, loB, hiB, idx_b, pad) if len(sel_a) and len(sel_b) else (0, 0)
