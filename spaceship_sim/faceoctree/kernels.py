@@ -263,6 +263,18 @@ def _route(pool, s, e, T, lo, hi, exact, cells, mask, count):
 
 
 @njit(cache=True)
+def _scatter(pool, mask, s, e, at):
+    """Copy each entry pool[j], j in s..e, to the lists of the children its mask[j] names:
+    child o's list is filled from at[o] on (advanced; -1: child not kept). One pass."""
+    for j in range(s, e):
+        m = mask[j]
+        for o in range(8):
+            if (m >> o) & 1 and at[o] >= 0:
+                pool[at[o]] = pool[j]
+                at[o] += 1
+
+
+@njit(cache=True)
 def _hit(TA, u, TB, TB1, v, swept):
     if swept:
         return swept_hits(TA[u], TB[v], TB1[v])
@@ -306,6 +318,7 @@ def _octree_pairs(TA, loA, hiA, idx_a, TB, TB1, loB, hiB, idx_b, n_keys, swept, 
     depth, a_end, b_end = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
     cells = np.empty((8, 2, 3))
     count_a, count_b, order = np.zeros(8, np.int64), np.zeros(8, np.int64), np.empty(8, np.int64)
+    at_a, at_b = np.empty(8, np.int64), np.empty(8, np.int64)
     for i in range(na):
         pool_a[i] = idx_a[i]
     for j in range(nb):
@@ -347,20 +360,17 @@ def _octree_pairs(TA, loA, hiA, idx_a, TB, TB1, loB, hiB, idx_b, n_keys, swept, 
         # deep overlaps most cells hold a hit, and a sparse one is a leaf soonest (measured: 10-15%
         # faster than the densest first on deep poses, the same on near-touching ones)
         for o in _order_by_pairs(count_a, count_b, order):
+            at_a[o] = at_b[o] = -1  # where child o's lists start above the parent's (-1: not kept)
             if count_a[o] == 0 or count_b[o] == 0:
                 continue
-            for j in range(a0, a1):
-                if (mask_a[j] >> o) & 1:
-                    pool_a[ta] = pool_a[j]
-                    ta += 1
-            for j in range(b0, b1):
-                if (mask_b[j] >> o) & 1:
-                    pool_b[tb] = pool_b[j]
-                    tb += 1
+            at_a[o], at_b[o] = ta, tb
+            ta, tb = ta + count_a[o], tb + count_b[o]
             _copy_box(cells, o, box, kids)
             depth[kids] = d + 1
             a_end[kids], b_end[kids] = ta - (a1 - a0), tb - (b1 - b0)  # after the move down
             kids += 1
+        _scatter(pool_a, mask_a, a0, a1, at_a)
+        _scatter(pool_b, mask_b, b0, b1, at_b)
         for j in range(a1, ta):  # move the children's lists down over the parent's
             pool_a[j - (a1 - a0)] = pool_a[j]
         for j in range(b1, tb):
