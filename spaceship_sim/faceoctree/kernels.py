@@ -111,6 +111,24 @@ def _boxes_apart(box, a, b, R, t, r):
 
 
 @njit(cache=True)
+def _overlap(boxes, region):
+    """Step 1: region[0] = boxes[0] & boxes[1], padded by PAD_REL of its coordinates (see
+    Correctness); returns the pad [m], or -1 when the boxes do not meet."""
+    scale = 0.0
+    for q in range(3):
+        lo, hi = max(boxes[0, 0, q], boxes[1, 0, q]), min(boxes[0, 1, q], boxes[1, 1, q])
+        if lo > hi:
+            return -1.0
+        scale = max(scale, abs(lo), abs(hi))
+        region[0, 0, q], region[0, 1, q] = lo, hi
+    pad = PAD_REL * scale + 1e-300
+    for q in range(3):
+        region[0, 0, q] -= pad
+        region[0, 1, q] += pad
+    return pad
+
+
+@njit(cache=True)
 def _outcodes(X, s, e, box, codes):
     """codes[i - s] (6 bits): which of the six half-spaces bounding box[0] point X[i] is beyond,
     for i in s..e."""
@@ -455,38 +473,32 @@ def face_octree(V, F, voff, foff, ma, mb, R, t, R1, t1, swept, max_depth, leaf_p
         _move(V, voff[b], voff[b + 1], R, t, r, XB, boxes, False)
         if swept:
             _move(V, voff[b], voff[b + 1], R1, t1, r, XB1, boxes, True)
-        empty = False
-        scale = 0.0
-        for q in range(3):
-            lo, hi = max(boxes[0, 0, q], boxes[1, 0, q]), min(boxes[0, 1, q], boxes[1, 1, q])
-            empty = empty or lo > hi
-            scale = max(scale, abs(lo), abs(hi))
-            region[0, 0, q], region[0, 1, q] = lo, hi
-        if not empty:
-            pad = PAD_REL * scale + 1e-300
-            for q in range(3):
-                region[0, 0, q] -= pad
-                region[0, 1, q] += pad
-            _outcodes(V, voff[a], voff[a + 1], region, codes_a)
-            _outcodes(XB, 0, nvb, region, codes_b)
-            if swept:
-                _outcodes(XB1, 0, nvb, region, codes_b1)
-            nfa, nfb = foff[a + 1] - foff[a], foff[b + 1] - foff[b]
-            sel_a = _select(V, voff[a], V, F, foff[a], nfa, codes_a, codes_a, False, TA, TA, loA, hiA)
-            sel_b = _select(XB, 0, XB1, F, foff[b], nfb, codes_b, codes_b1, swept, TB, TB1, loB, hiB)
-            # each mesh's faces bound the region tighter (deep poses: much tighter), in turn
-            idx_a, idx_b = np.arange(len(sel_a)), np.arange(len(sel_b))
-            na, nb = _narrow(region, loA, hiA, idx_a, loB, hiB, idx_b, pad) if len(sel_a) and len(sel_b) else (0, 0)
-            if na and nb:
-                nk = len(sel_b)
-                keys = _octree_pairs(TA, loA, hiA, idx_a[:na], TB, TB1, loB, hiB, idx_b[:nb], nk, swept, region,
-                                     pad, max_depth, leaf_pairs, mode)
-                if n + len(keys) > len(fa):
-                    fa, fb = _grow(fa, n + len(keys)), _grow(fb, n + len(keys))
-                for i in range(len(keys)):
-                    fa[n + i] = sel_a[keys[i] // nk]
-                    fb[n + i] = sel_b[keys[i] % nk]
-                n += len(keys)
+        pad = _overlap(boxes, region)
+        if pad < 0.0:
+            continue
+        # B's faces meeting the region first: their boxes shrink it before A's faces are looked at
+        _outcodes(XB, 0, nvb, region, codes_b)
+        if swept:
+            _outcodes(XB1, 0, nvb, region, codes_b1)
+        sel_b = _select(XB, 0, XB1, F, foff[b], foff[b + 1] - foff[b], codes_b, codes_b1, swept, TB, TB1, loB, hiB)
+        idx_b = np.arange(len(sel_b))
+        if len(sel_b) == 0 or _shrink(region, loB, hiB, idx_b, len(sel_b)) == EMPTY:
+            continue
+        _outcodes(V, voff[a], voff[a + 1], region, codes_a)
+        sel_a = _select(V, voff[a], V, F, foff[a], foff[a + 1] - foff[a], codes_a, codes_a, False, TA, TA, loA, hiA)
+        idx_a = np.arange(len(sel_a))
+        # then each mesh's faces bound the region tighter (deep poses: much tighter), in turn
+        na, nb = _narrow(region, loA, hiA, idx_a, loB, hiB, idx_b, pad) if len(sel_a) else (0, 0)
+        if na and nb:
+            nk = len(sel_b)
+            keys = _octree_pairs(TA, loA, hiA, idx_a[:na], TB, TB1, loB, hiB, idx_b[:nb], nk, swept, region, pad,
+                                 max_depth, leaf_pairs, mode)
+            if n + len(keys) > len(fa):
+                fa, fb = _grow(fa, n + len(keys)), _grow(fb, n + len(keys))
+            for i in range(len(keys)):
+                fa[n + i] = sel_a[keys[i] // nk]
+                fb[n + i] = sel_b[keys[i] % nk]
+            n += len(keys)
         ptr[r + 1] = n
     return ptr, fa[:n].copy(), fb[:n].copy()
 
