@@ -7,9 +7,10 @@ from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.clock import TickClock
 from spaceship_sim.config import DeformConfig, config_from_dict
-from spaceship_sim.faceoctree.deform import flexed
+from spaceship_sim.faceoctree.deform import flexed, max_displacement
 from spaceship_sim.meshes import load_model
 from spaceship_sim.narrowphase.exact import BruteForceExact
+from spaceship_sim.spheretree.geometry import MeshQuery
 from spaceship_sim.state import transforms
 from spaceship_sim.world import World
 
@@ -47,9 +48,76 @@ def test_pulsing_lamps_match_brute_force_frame_by_frame():
         want = BruteForceExact(shapes).collide(state.model_id[ia], state.model_id[ib], T[ia], T[ib])
         assert np.array_equal(narrow.colliding[rows], want.colliding)
         assert narrow.exact[rows].all()
-        for i in rows[narrow.colliding[rows]]:  # the reported pair is a true one
-            hit = narrow.tri_pairs[i]
-            assert len(hit) == 1 and any((hit[0] == want.pairs_of(np.flatnonzero(rows == i)[0])).all(1))
+        for j, i in enumerate(rows):  # all contacts: exactly the intersecting triangle pairs
+            got = {tuple(x) for x in narrow.tri_pairs[i].tolist()}
+            assert got == {tuple(x) for x in want.pairs_of(j).tolist()}
         flexing += len(rows)
         seen += int(want.colliding.sum())
     assert flexing >= 5 and seen >= 1  # the scenario does exercise both verdicts
+
+
+def test_flexing_pairs_within_a_budget_miss_no_contact_frame_by_frame():
+    """Time-critical: each sample's flexing pairs refined again, on deadlines from one clock read
+    away (TickClock) to none — every contact brute force finds is reported colliding, at whatever
+    level; every pair answered exactly (found apart, or by the face octree) agrees with brute force."""
+    world = World.from_config(config_from_dict(CROWDED, "crowded"), clock=TickClock(), notify=None)
+    lamp = world.models.index(next(m for m in world.models if m.name == "lamp"))
+    short = exact_hits = 0
+    for _ in range(30):
+        world.step()
+        state, pairs = world.state, world.last_narrow.pairs
+        pairs = pairs[(state.model_id[pairs] == lamp).any(1)]
+        if not len(pairs):
+            continue
+        T = transforms(state)
+        now = world.deforming.shapes(world.deforming.last_t)
+        shapes = [dataclasses.replace(m, vertices=now.get(i, m.vertices)) for i, m in enumerate(world.models)]
+        ia, ib = pairs[:, 0], pairs[:, 1]
+        want = BruteForceExact(shapes).collide(state.model_id[ia], state.model_id[ib], T[ia], T[ib]).colliding
+        for reads in (1, 8, 64, np.inf):
+            clock = TickClock(tick=1e-4)
+            got = world.narrow(world.bank, state.model_id, T, pairs, deadline=clock() + 1e-4 * reads, clock=clock)
+            assert got.colliding[want].all()  # conservative: no contact missed
+            assert np.array_equal(got.colliding[got.exact], want[got.exact])
+            assert np.all(got.level[got.colliding] >= 1)  # min_level, deadline or not
+            short += int((got.colliding & ~got.exact).sum())
+            exact_hits += int((got.colliding & got.exact).sum())
+    assert short >= 1 and exact_hits >= 1  # the budget bites, and not always
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(0, 100), st.floats(0, 0.5), st.floats(0.01, 10), st.floats(0.5, 50), st.integers(0, 2**32 - 1))
+def test_flexed_surface_points_stay_within_the_displacement_bound(t, a, f, wavelength, seed):
+    mesh = load_model("lamp")
+    d = DeformConfig(models=("lamp",), amplitude=a, frequency=f, wavelength=wavelength)
+    rng = np.random.default_rng(seed)
+    tri = rng.integers(0, len(mesh.faces), 500)
+    bary = rng.dirichlet(np.ones(3), 500)
+    rest = np.einsum("nj,njk->nk", bary, mesh.vertices[mesh.faces[tri]])
+    now = np.einsum("nj,njk->nk", bary, flexed(mesh.vertices, t, d)[mesh.faces[tri]])
+    assert np.all(np.linalg.norm(now - rest, axis=1) <= max_displacement(mesh.vertices, d) * (1 + 1e-12) + 1e-12)
+
+
+def test_inflated_tree_covers_the_flexed_hull_with_witnesses_on_it():
+    """Every level of the inflated tree covers sampled points of the flexed surface, its errors
+    bound the distance from points of its spheres to it, and the witnesses lie on it."""
+    world = World.from_config(config_from_dict(CROWDED, "crowded"), clock=TickClock(), notify=None)
+    ships, lamp = world.deforming, world.models.index(next(m for m in world.models if m.name == "lamp"))
+    bank = ships.bank(world.bank)
+    tree, mesh = bank.trees[lamp], world.models[lamp]
+    rng = np.random.default_rng(5)
+    for t in (0.0, 0.37, 1.2):
+        ships.flex_to(t, bank)
+        v = ships.shapes(t)[lamp]
+        tris = v[mesh.faces]
+        points = np.einsum("nj,njk->nk", rng.dirichlet(np.ones(3), 2000), tris[rng.integers(0, len(tris), 2000)])
+        for level in range(tree.depth + 1):
+            nodes = np.arange(tree.level_start[level], tree.level_start[level + 1])
+            gap = np.linalg.norm(points[:, None] - tree.center[nodes][None], axis=2) - tree.radius[nodes][None]
+            assert gap.min(axis=1).max() <= 1e-9, level
+        query = MeshQuery(v, mesh.faces, tree.closed)
+        s, e = bank.node_offset[lamp], bank.node_offset[lamp + 1]
+        assert query.query(bank.witness[s:e])[0].max() <= 1e-9  # real points of the flexed surface
+        nodes = rng.integers(0, tree.n_nodes, 300)  # a random point of each sphere is within its error
+        inside = tree.center[nodes] + rng.uniform(-1, 1, (300, 3)) * tree.radius[nodes, None] / np.sqrt(3)
+        assert np.all(query.solid_distance(inside) <= tree.error[nodes] + 1e-9)
