@@ -5,14 +5,21 @@ int64 faces (vertex ids local to their model), model m's vertices V[voff[m]:voff
 F[foff[m]:foff[m+1]]. Pair r has the relative pose of ship B in ship A's body frame, R[r] (3, 3)
 and t[r] (3,): x_A = R[r] @ x_B + t[r]. Everything runs in A's body frame.
 
-1. The overlap region: A's axis-aligned box (body frame, from its vertices) intersected with the
-   axis-aligned box of B's vertices moved into A's frame — both recomputed on every call from
-   the vertices as they are now, so nothing is prepared per model and meshes may deform.
-2. The faces of each mesh meeting the region: vertex outcodes reject faces beyond one side of it
-   and accept faces inside it; the rest get the exact triangle–box test.
+0. A reject with no vertex moved: each model's body-frame box is computed once per call (from
+   the vertices as they are now), and pairs whose boxes are apart along one of the six box axes
+   (an oriented-box test) are done (not in swept mode, where B moves).
+1. The overlap region: A's axis-aligned box intersected with the axis-aligned box of B's
+   vertices moved into A's frame — both recomputed on every call from the vertices as they are
+   now, so nothing is prepared per model and meshes may deform.
+2. The faces of each mesh meeting the region, by vertex outcodes (a face is dropped when all its
+   vertices lie beyond one side): B's first; their boxes shrink the region before A's faces are
+   scanned. Then, in turn, each mesh's face boxes shrink the region and the other mesh's faces
+   are filtered by box on it, until nothing changes (box tests only: an exact triangle-box pass
+   over every face here costs more than it saves the octree).
 3. A face octree over the region, depth first, a cell split only while faces of both meshes are
    in it, down to `max_depth` or until it holds at most `leaf_pairs` face pairs. Each face is
-   sent to the children its box reaches (the exact test only where it straddles a boundary).
+   sent to the children its box reaches, with the exact triangle-box test only where its box
+   straddles a split plane. For a first contact the sparsest shared child is searched first.
 4. Exact triangle–triangle tests of the leaves' face pairs whose boxes overlap, each pair once
    (sorted, duplicates dropped); or, for a first contact, pairs tested as the leaves come, until
    the first hit. `test_candidates_parallel` is the paper's SPMD strategy: steps 1-3 serial, then
