@@ -6,19 +6,22 @@ length (config section [deform]). The shape is a smooth, deterministic function 
 replay or a test recomputes it exactly, and it never leaves the rest shape's bounding sphere
 scaled by 1 + a (`hull_scale`), which the broad phase uses.
 
-Narrow phase (time-critical, as the rigid ships'): a flexing vertex moves at most
-D = a * max |(y, z)| over the rest vertices (`max_displacement`), and so does every point of the
-flexed surface against the rest point with the same barycentric coordinates (a convex
-combination of the vertices' moves). The rest shape's sphere tree with every radius grown by D
-therefore covers every flexed shape exactly as the rest tree covers the rest shape: a contact
-point's rest point lies in a chain of spheres, root to leaf, and the contact point within D of
-each (`inflated`). Errors grow by 2D (a point of a grown sphere is within D of the rest sphere,
-whose points are within e of the rest surface, which is within D of the flexed one), and the
-witnesses are moved onto the flexed surface each sample (their barycentric coordinates on the
-rest surface, found once). Pairs with a flexing ship are refined on these trees within the
-frame's budget by the same loop as rigid pairs (Hubbard's levels, min_level forced), and their
-exact level is the face octree (FaceOctreeExact, no per-model preprocessing: its vertices are
-overwritten with the current shape each sample), run in batches while time allows.
+Narrow phase (time-critical, as the rigid ships'): a point of the flexed surface is the
+combination, with the same barycentric coordinates, of its triangle's flexed vertices, so it is
+within the largest of their moves of its rest point (convexity of the norm). Each sample, every
+node of the rest shape's sphere tree grows by D_node = the largest move of a vertex of a face
+touching a leaf at or below it (`node_displacements`): a contact point's rest point p lies in a
+chain of spheres from the root to a leaf that its face touches (the invariant the refinement
+already relies on: each sphere's surface points lie in one of its children), and the flexed
+point within D_node of p for every sphere of the chain — so the grown tree covers the flexed
+shape as the rest tree covers the rest shape. Errors grow by D_node + D_max (a point of a grown
+sphere is within D_node of the rest sphere, whose points are within e of the rest surface,
+which moved at most D_max = the largest vertex move), and the witnesses are moved onto the
+flexed surface (their barycentric coordinates on the rest surface, found once). Pairs with a
+flexing ship are refined on these trees within the frame's budget by the same loop as rigid
+pairs (Hubbard's levels, min_level forced), and their exact level is the face octree
+(FaceOctreeExact, no per-model preprocessing: its vertices are overwritten with the current
+shape each sample), run in batches while time allows.
 """
 from __future__ import annotations
 
@@ -48,16 +51,19 @@ def flexed(rest: np.ndarray, t: float, d: DeformConfig) -> np.ndarray:
     return out
 
 
-def max_displacement(rest: np.ndarray, d: DeformConfig) -> float:
-    """D [m]: how far any point of the flexed surface (any time) may be from the rest point with
-    the same barycentric coordinates, for rest vertices (nv, 3) body frame [m]."""
-    return d.amplitude * float(np.sqrt((rest[:, 1:] ** 2).sum(axis=1)).max(initial=0.0))
-
-
-def inflated(tree, D: float):
-    """The rest shape's SphereTree with radii grown by D and errors by 2D [m]: it bounds every
-    flexed shape whose points are within D of their rest points (see the module doc)."""
-    return dataclasses.replace(tree, radius=tree.radius + D, error=tree.error + 2.0 * D)
+def node_displacements(tree, moved: np.ndarray) -> np.ndarray:
+    """(n_nodes,) float64 [m]: per node of `tree`, the largest of `moved` ((nv,) each vertex's
+    distance from its rest position) over the vertices of the faces touching a leaf at or below it."""
+    D = np.zeros(tree.n_nodes)
+    per_face = moved[np.asarray(tree.faces)].max(axis=1)
+    ptr, idx = np.asarray(tree.leaf_tri_ptr), np.asarray(tree.leaf_tri_idx)
+    rows = np.flatnonzero(np.diff(ptr) > 0)
+    if len(rows):
+        D[rows] = np.maximum.reduceat(per_face[idx], ptr[rows])
+    for level in range(tree.depth, 0, -1):  # leaves up: a parent takes its children's largest
+        nodes = np.arange(tree.level_start[level], tree.level_start[level + 1])
+        np.maximum.at(D, tree.parent[nodes], D[nodes])
+    return D
 
 
 def surface_coordinates(vertices: np.ndarray, faces: np.ndarray, closed: bool, points: np.ndarray):
@@ -89,7 +95,7 @@ class DeformingShips:
         self.is_deforming = np.isin(np.arange(len(models)), self.ids)
         self.detector = FaceOctreeExact(models)
         self.last_t = math.nan
-        self._bank = self._for = None  # the inflated bank, and the rigid bank it was made from
+        self._bank = self._for = None  # the flexed shapes' bank, and the rigid bank it was made from
         self._witness = {}  # model id -> (triangle, barycentric coordinates) of its nodes' witnesses
 
     def shapes(self, t: float | None = None) -> dict[int, np.ndarray]:
@@ -98,33 +104,36 @@ class DeformingShips:
         return {m: flexed(self.rest[m], t, self.cfg) for m in self.ids}
 
     def bank(self, rigid: TreeBank) -> TreeBank:
-        """The bank of `rigid`'s trees with the flexing models' trees inflated (made once)."""
+        """A copy of `rigid` whose flexing models' radii, errors and witnesses `flex_to` sets for
+        each sample's shapes (made once)."""
         if not isinstance(rigid, TreeBank):
             raise TypeError("deforming ships need prebuilt sphere trees (a TreeBank), got " + type(rigid).__name__)
         if self._for is not rigid:
-            trees = list(rigid.trees)
             for m in self.ids:
-                D = max_displacement(self.rest[m], self.cfg)
-                trees[m] = inflated(trees[m], D)
-                self._witness[m] = surface_coordinates(self.rest[m], trees[m].faces, trees[m].closed,
-                                                       trees[m].witness)
-            self._bank, self._for = TreeBank.from_trees(trees), rigid
+                tree = rigid.trees[m]
+                self._witness[m] = surface_coordinates(self.rest[m], tree.faces, tree.closed, tree.witness)
+            self._bank, self._for = TreeBank.from_trees(rigid.trees), rigid
         return self._bank
 
     def flex_to(self, t: float, bank: TreeBank) -> None:
-        """Shapes at time t [s] into the face octree's vertices and the inflated bank's witnesses."""
+        """Shapes at time t [s] into the face octree's vertices and `bank` (from `self.bank`): each
+        flexing model's spheres grown by their node displacements, errors by those plus the
+        largest vertex move, witnesses moved onto the flexed surface (see the module doc)."""
         self.last_t = t  # the time of the shapes tested (tests recompute them)
         for m, v in self.shapes(t).items():
             self.detector.set_vertices(m, v)
+            tree, s, e = bank.trees[m], bank.node_offset[m], bank.node_offset[m + 1]
+            moved = np.linalg.norm(v - self.rest[m], axis=1)
+            D = node_displacements(tree, moved)
+            bank.radius[s:e] = tree.radius + D
+            bank.error[s:e] = tree.error + D + moved.max(initial=0.0)
             tri, bary = self._witness[m]
-            corners = v[np.asarray(bank.trees[m].faces)[tri]]  # (n, 3, 3)
-            s, e = bank.node_offset[m], bank.node_offset[m + 1]
-            bank.witness[s:e] = np.einsum("nj,njk->nk", bary, corners)
+            bank.witness[s:e] = np.einsum("nj,njk->nk", bary, v[np.asarray(tree.faces)[tri]])
 
     def refine(self, rigid_phase: NarrowPhase, flex_phase: NarrowPhase, bank, model_id, T, pairs,
                deadline: float, clock=WALL) -> FrameNarrowResult:
         """NarrowPhase's contract: rigid pairs refined by `rigid_phase` on `bank`, pairs with a
-        flexing ship by `flex_phase` (its detector: the face octree) on the inflated bank, each
+        flexing ship by `flex_phase` (its detector: the face octree) on the bank of grown spheres, each
         within the deadline; the rigid pairs get their share of the time (by count), and what
         they leave goes to the flexing ones."""
         pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
