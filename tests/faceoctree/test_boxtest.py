@@ -69,7 +69,9 @@ def test_oriented_box_reject_never_separates_boxes_that_meet(seed):
     n = 60
     lo, hi = random_boxes(rng, 2)
     box = np.stack([np.stack([lo[0], hi[0]]), np.stack([lo[1], hi[1]])])  # A's box, B's box
-    R, t = random_rotations(rng, n), rng.normal(size=(n, 3)) * 1.5
+    R, t = random_rotations(rng, n), rng.normal(size=(n, 3)) * 4.0
+    centre = box.mean(axis=1)  # (2, 3): half the poses put B's box centre on A's (they certainly meet)
+    t[: n // 2] = centre[0] - R[: n // 2] @ centre[1] + rng.normal(size=(n // 2, 3)) * 0.1 * (hi[1] - lo[1]).min()
     apart = np.array([_boxes_apart(box, 0, 1, R, t, r) for r in range(n)])
     meet = np.array([boxes_meet_lp(box, R[r], t[r]) for r in range(n)])
     assert not (apart & meet).any()  # conservative: a reject is always right
