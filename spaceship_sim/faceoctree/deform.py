@@ -105,7 +105,8 @@ class DeformingShips:
 
     def bank(self, rigid: TreeBank) -> TreeBank:
         """A copy of `rigid` whose flexing models' radii, errors and witnesses `flex_to` sets for
-        each sample's shapes (made once)."""
+        each sample's shapes (made once; the one bank whose arrays change: in place, so the node
+        tuple the kernels take, which refers to them, sees each sample's values)."""
         if not isinstance(rigid, TreeBank):
             raise TypeError("deforming ships need prebuilt sphere trees (a TreeBank), got " + type(rigid).__name__)
         if self._for is not rigid:
