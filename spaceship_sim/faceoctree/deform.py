@@ -11,9 +11,9 @@ combination, with the same barycentric coordinates, of its triangle's flexed ver
 within the largest of their moves of its rest point (convexity of the norm). Each sample, every
 node of the rest shape's sphere tree grows by D_node = the largest move of a vertex of a face
 touching a leaf at or below it (`node_displacements`): a contact point's rest point p lies in a
-chain of spheres from the root to a leaf that its face touches (the invariant the refinement
-already relies on: each sphere's surface points lie in one of its children), and the flexed
-point within D_node of p for every sphere of the chain — so the grown tree covers the flexed
+chain of spheres, each the parent of the next, from the root to a leaf that touches p's face (what
+the refinement relies on to find a contact on the rest shape: tested on the lamp), and the flexed
+point lies within D_node of p for every sphere of that chain — so the grown tree covers the flexed
 shape as the rest tree covers the rest shape. Errors grow by D_node + D_max (a point of a grown
 sphere is within D_node of the rest sphere, whose points are within e of the rest surface,
 which moved at most D_max = the largest vertex move), and the witnesses are moved onto the

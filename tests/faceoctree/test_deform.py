@@ -121,8 +121,33 @@ def test_grown_tree_covers_the_flexed_hull_with_witnesses_on_it():
             nodes = np.arange(tree.level_start[level], tree.level_start[level + 1])
             gap = np.linalg.norm(points[:, None] - tree.center[nodes][None], axis=2) - radius[nodes][None]
             assert gap.min(axis=1).max() <= 1e-9, level
+        assert chains_hold_flexed_points(tree, mesh, v, radius, rng)
         query = MeshQuery(v, mesh.faces, tree.closed)
         assert query.query(bank.witness[s:e])[0].max() <= 1e-9  # real points of the flexed surface
         nodes = rng.integers(0, tree.n_nodes, 300)  # a random point of each sphere is within its error
         inside = tree.center[nodes] + rng.uniform(-1, 1, (300, 3)) * radius[nodes, None] / np.sqrt(3)
         assert np.all(query.solid_distance(inside) <= error[nodes] + 1e-9)
+
+
+def chains_hold_flexed_points(tree, mesh, flexed_vertices, radius, rng, n=400) -> bool:
+    """For sampled rest surface points: a chain of rest spheres holds the point from the root to a
+    leaf listing its face (what the refinement needs), and the grown spheres (radius) of that chain
+    hold the flexed point with the same barycentric coordinates."""
+    tri = rng.integers(0, len(mesh.faces), n)
+    bary = rng.dirichlet(np.ones(3), n)
+    rest = np.einsum("nj,njk->nk", bary, mesh.vertices[mesh.faces[tri]])
+    now = np.einsum("nj,njk->nk", bary, flexed_vertices[mesh.faces[tri]])
+    inside = np.linalg.norm(rest[:, None] - tree.center[None], axis=2) <= tree.radius[None] + 1e-12
+    grown = np.linalg.norm(now[:, None] - tree.center[None], axis=2) <= radius[None] + 1e-9
+    for i in range(n):
+        chains = []
+        for leaf in np.flatnonzero((tree.child_count == 0) & inside[i]):
+            chain = [leaf]
+            while tree.parent[chain[-1]] >= 0:
+                chain.append(tree.parent[chain[-1]])
+            faces = tree.leaf_tri_idx[tree.leaf_tri_ptr[leaf]:tree.leaf_tri_ptr[leaf + 1]]
+            if inside[i, chain].all() and tri[i] in faces:
+                chains.append(chain)
+        if not chains or not any(grown[i, chain].all() for chain in chains):
+            return False
+    return True
