@@ -308,6 +308,9 @@ def _check_relations(cfg: Config, file):
         raise ConfigError(file, "deform.models" if cfg.deform.models else "collision.swept",
                           "deforming ships and the swept test are built from the ship models only; with asteroids "
                           "use neither")
+    if cfg.deform.models and cfg.collision.tree_method == "ocst":
+        raise ConfigError(file, "collision.tree_method", "flexing hulls are bounded by the prebuilt trees of their "
+                          "rest shapes, inflated; with [deform] models use 'medial' or 'octree'")
     if not cfg.ships.models:
         raise ConfigError(file, "ships.models", "must name at least one model")
     _check_work(cfg, file)

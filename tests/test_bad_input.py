@@ -233,6 +233,8 @@ CASES = [
     toml("config-deform-with-asteroids", "[asteroids]\ncount = 3\n[deform]\nmodels = ['lamp']\n", "deform.models",
          "with asteroids use neither"),
     toml("config-swept-not-bool", "[collision]\nswept = 'yes'\n", "collision.swept", "expected true/false"),
+    toml("config-deform-ocst", "[collision]\ntree_method = 'ocst'\n[deform]\nmodels = ['lamp']\n",
+         "collision.tree_method", "prebuilt trees of their rest shapes"),
     toml("config-deform-amplitude", "[deform]\nmodels = ['lamp']\namplitude = 3.0\n", "deform.amplitude",
          "must be <= 0.5"),
     # ---- check-config: the same validation as run

@@ -20,8 +20,10 @@ from .asteroids import ASTEROID_COLOR, field_lines
 from .camera import Camera
 from .keys import resolve
 from .overlay_model import OverlayModel, collision_changes
+from .swept import crossing_lines, crossing_text
 
 TIMING_HISTORY = 10_000  # frames of per-frame times kept for --stats (5.5 min at 30 Hz)
+CROSSING_SHOWN_S = 2.0   # [s] of simulated time a swept-space catch stays drawn
 
 
 
@@ -119,11 +121,15 @@ class App:
     """One window showing one World; `run()` is the frame loop."""
 
     def __init__(self, window, ctx, world, mode: str = "fly", pace: bool = True, split_timing: bool = False,
-                 warm_in_background: bool = False):
+                 warm_in_background: bool = False, hold_until_compiled: bool = False, pause_on_catch: bool = False):
         """split_timing: also time the scene alone (one more GPU sync per frame).
         warm_in_background: the world was made with warm=False; compile its kernels in a thread
         while the window already shows the scene (numba's first compile takes seconds), and
-        start stepping when they are ready."""
+        start stepping when they are ready.
+        hold_until_compiled: with warm_in_background, the simulation waits for the kernels (else
+        it steps on bounding spheres meanwhile) — the swept test runs only on compiled kernels, so
+        a crossing in the first frames would pass unseen.
+        pause_on_catch: pause the simulation when the swept-space test catches a crossing."""
         from pyglet.window import key, mouse
 
         from .overlay import Controls, Overlay
@@ -131,6 +137,10 @@ class App:
 
         self.window, self.ctx, self.world, self.mode, self.pace = window, ctx, world, mode, pace
         self.split_timing = split_timing
+        self.hold_until_compiled, self.pause_on_catch = hold_until_compiled, pause_on_catch
+        self.caught_seen = 0  # the world's swept catches already shown
+        self.crossing, self.crossing_t = None, -float("inf")  # the latest catch drawn, its simulation time [s]
+        self.edges: dict = {}  # mesh edges per model, for drawing a caught ship's hull
         self.renderer = Renderer(ctx, *scene_models(world))
         self.overlay = Overlay(window, ctx)
         self.model = OverlayModel(target_ms=1e3 * world.target_frame_time)
@@ -194,6 +204,7 @@ class App:
         elif name == "reset":
             self.world.reset()
             self.model = OverlayModel(target_ms=1e3 * self.world.target_frame_time)
+            self.crossing = None
             self.camera.eye = None
         elif name == "camera":
             self.camera.toggle()
@@ -243,10 +254,14 @@ class App:
         self.apply_controls()
         stepping = not self.controls.paused or self.controls.step_requested
         self.controls.step_requested = self.controls.step_requested and not stepping
+        stepping = stepping and (self.ready() or not self.hold_until_compiled)
         self.model.status = "" if self.world.compiled else (
             f"compiling collision kernels (numba, first start only): {time.perf_counter() - self.warm_start:.0f} s;"
-            " detection uses bounding spheres until then")
+            + (" the simulation waits for them" if self.hold_until_compiled else
+               " detection uses bounding spheres until then"))
         stats = self.world.step() if stepping else None
+        if stats is not None:
+            self._note_crossing(stats.frame)
         state, narrow = self.world.field.body_state(self.world.state), self.world.last_narrow  # ships, asteroids
         hits = narrow.pairs[narrow.colliding] if narrow is not None and len(narrow.pairs) else None
         self.camera.aspect = self.window.width / max(self.window.height, 1)
@@ -257,6 +272,8 @@ class App:
             self.renderer.set_shapes(self.world.deforming.shapes())
         size = self.window.get_framebuffer_size()
         lines = field_lines(self.world.field, self.options.show_boxes, self.options.show_features)
+        if self.world.t - self.crossing_t <= CROSSING_SHOWN_S:
+            lines += crossing_lines(self.crossing, self.world.models, self.world.state.model_id, self.edges)
         self.view_proj, labels = self.renderer.render(self.ctx.screen, size, state, self.camera, narrow, self.options,
                                                       lines)
         if self.split_timing:  # an extra GPU sync: only when asked, it costs a flush
@@ -283,6 +300,18 @@ class App:
             self.first_step_at = self.first_step_at or time.perf_counter()
             self.loop_times.append(time.perf_counter() - start)
         self._window_chores(render_time)
+
+    def _note_crossing(self, frame: int) -> None:
+        """After a step: a new swept-space catch is drawn, named in the overlay, and pauses the
+        simulation when asked to."""
+        swept = self.world.swept
+        if swept is None or swept.caught == self.caught_seen:
+            return
+        self.caught_seen = swept.caught
+        self.crossing, self.crossing_t = swept.last, self.world.t
+        self.model.swept = crossing_text(swept.last, frame)
+        if self.pause_on_catch:
+            self.controls.paused = True
 
     def _screen_labels(self, labels) -> list:
         """Scene labels [(world point, text, rgb)] -> [(x, y, text, rgb)] in window pixels."""

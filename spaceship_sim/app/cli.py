@@ -49,6 +49,9 @@ def _common(p) -> None:
                    help="override the config's broad phase")
     p.add_argument("--realtime", action="store_true",
                    help="hold the target frame rate when headless too (a window always does)")
+    p.add_argument("--pause-on-catch", action="store_true",
+                   help="pause when the swept-space test catches a ship crossing another between samples "
+                        "(collision.swept; P resumes)")
     p.add_argument("--record", metavar="FILE", type=new_file,
                    help="record the session (keys, controls, render times, clock readings) into FILE; "
                         "`spaceship-sim run --replay FILE` replays it exactly")
@@ -104,7 +107,7 @@ def run_app(args, mode: str) -> int:
         from ..replay import Recorder
         recorder = Recorder(args.record, world, mode)
     app = App(window, ctx, world, mode=mode, pace=args.realtime or not args.headless, split_timing=args.split,
-              warm_in_background=True)
+              warm_in_background=True, hold_until_compiled=cfg.collision.swept, pause_on_catch=args.pause_on_catch)
     app.controls.tree_level = min(args.tree_level, world.max_level - 1)
     app.controls.show_bounds = args.bounds
     app.options.show_boxes, app.options.show_features = args.boxes, args.features

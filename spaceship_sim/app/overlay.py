@@ -29,6 +29,7 @@ from imgui_bundle.python_backends import pyglet_backend  # noqa: E402
 from ..config import BROADPHASE_NAMES
 from .geometry import level_color
 from .keys import HELP
+from .swept import SWEPT_FACE_COLOR
 from .overlay_model import SERIES, OverlayModel, PairRow, panel_rects, sort_rows, table_columns
 
 PANEL_ALPHA = 0.6  # panel backgrounds: text stays readable over ships and stars, the scene shows through
@@ -209,6 +210,8 @@ class Overlay:
         hits = sum(math.isfinite(r.sep_bound) for r in m.pairs)  # pairs found apart have an infinite bound
         apart = f", measured apart {len(m.pairs) - hits}" if hits < len(m.pairs) else ""
         imgui.text(f"candidate pairs {m.candidates_now}, colliding {hits}{apart}")
+        if m.swept:
+            imgui.text_colored(imgui.ImVec4(*SWEPT_FACE_COLOR), m.swept)
         imgui.text(f"sep. bound now {_metres(m.sep_bound_min)}")
         if imgui.is_item_hovered():
             imgui.set_tooltip("smallest separation bound of this frame's colliding pairs")

@@ -98,6 +98,7 @@ class OverlayModel:
         self.frames_timed = self.frames_within = 0  # running, over the whole run
         self.frames_run = 0  # frames the world has stepped (the app sets it before drawing)
         self.status = ""  # a line shown above the timing figures (e.g. while kernels compile)
+        self.swept = ""   # the latest swept-space catch (app.swept.crossing_text), shown in the collisions panel
 
     def update(self, stats, narrow=None) -> None:
         """Take in a finished FrameStats and (optionally) that frame's narrow-phase result."""

@@ -16,19 +16,44 @@ end of the sample (the broad phase's answer) is not, however fast. Shapes are th
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..narrowphase.kernels import relative_poses
 from .detector import FaceOctreeExact
 
 
+@dataclass(frozen=True)
+class Crossing:
+    """One sample's swept hits, kept for display (the app draws and names them).
+
+    pairs  : (k, 2) int64 ship indices (A, B) caught crossing
+    start  : (k, 2, 4, 4) float64 body->world transforms of A and B at the sample's start
+    end    : (k, 2, 4, 4) float64 ... at its end (where the discrete test found them apart)
+    face_a : (k,) int64 A's face (local id) hit by ...
+    face_b : (k,) int64 ... the hull of B's face (local id) swept over the sample: the first hit found
+    """
+    pairs: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    face_a: np.ndarray
+    face_b: np.ndarray
+
+
 class SweptCatch:
-    """models : list of meshes.Mesh, the world's (index = model id)."""
+    """models : list of meshes.Mesh, the world's (index = model id).
+
+    last   : the latest sample's Crossing with a hit (None before the first)
+    caught : pairs caught so far (a new catch is a change of it)
+    """
 
     def __init__(self, models):
         self.detector = FaceOctreeExact(models)
         self.thickness = np.array([float(np.ptp(m.vertices, axis=0).min()) for m in models])
         self.radius = np.array([m.bounding_radius for m in models])
+        self.last: Crossing | None = None
+        self.caught = 0
 
     def fast(self, ma, mb, Ta0, Tb0, Ta1, Tb1) -> np.ndarray:
         """(k,) bool: B may move farther than the thinner ship's thickness in A's frame."""
@@ -49,9 +74,15 @@ class SweptCatch:
         rows = rows[self.fast(ma[rows], mb[rows], T0[a[rows]], T0[b[rows]], T1[a[rows]], T1[b[rows]])]
         if not len(rows):
             return np.zeros(0, np.int64)
-        hit = self.detector.collide_swept(ma[rows], mb[rows], T0[a[rows]], T0[b[rows]], T1[a[rows]], T1[b[rows]],
-                                          all_contacts=False).colliding
-        rows = rows[hit]
+        answer = self.detector.collide_swept(ma[rows], mb[rows], T0[a[rows]], T0[b[rows]], T1[a[rows]], T1[b[rows]],
+                                             all_contacts=False)
+        rows = rows[answer.colliding]
+        if not len(rows):
+            return np.zeros(0, np.int64)
+        first = answer.tri_ptr[:-1][answer.colliding]
+        self.last = Crossing(pairs[rows].copy(), T0[pairs[rows]], T1[pairs[rows]], answer.tri_a[first],
+                             answer.tri_b[first])
+        self.caught += len(rows)
         motion = (T1[b[rows], :3, 3] - T0[b[rows], :3, 3]) - (T1[a[rows], :3, 3] - T0[a[rows], :3, 3])
         length = np.linalg.norm(motion, axis=1, keepdims=True)
         narrow.colliding[rows] = narrow.exact[rows] = True

@@ -6,23 +6,34 @@ length (config section [deform]). The shape is a smooth, deterministic function 
 replay or a test recomputes it exactly, and it never leaves the rest shape's bounding sphere
 scaled by 1 + a (`hull_scale`), which the broad phase uses.
 
-Narrow phase: a sphere tree fits only the rest shape, so pairs with a deforming ship go to the
-face octree (FaceOctreeExact), which prepares nothing per model — there is no tree to rebuild
-or refit: the detector's vertices are overwritten with the current shape before each sample's
-test. Rigid pairs keep Hubbard's time-critical sphere-tree path (refine_frame). The face-octree
-pairs are always answered exactly (first contact), outside the sphere levels' budget.
+Narrow phase (time-critical, as the rigid ships'): a point of the flexed surface is the
+combination, with the same barycentric coordinates, of its triangle's flexed vertices, so it is
+within the largest of their moves of its rest point (convexity of the norm). Each sample, every
+node of the rest shape's sphere tree grows by D_node = the largest move of a vertex of a face
+touching a leaf at or below it (`node_displacements`): a contact point's rest point p lies in a
+chain of spheres, each the parent of the next, from the root to a leaf that touches p's face (what
+the refinement relies on to find a contact on the rest shape: tested on the lamp), and the flexed
+point lies within D_node of p for every sphere of that chain — so the grown tree covers the flexed
+shape as the rest tree covers the rest shape. Errors grow by D_node + D_max (a point of a grown
+sphere is within D_node of the rest sphere, whose points are within e of the rest surface,
+which moved at most D_max = the largest vertex move), and the witnesses are moved onto the
+flexed surface (their barycentric coordinates on the rest surface, found once). Pairs with a
+flexing ship are refined on these trees within the frame's budget by the same loop as rigid
+pairs (Hubbard's levels, min_level forced), and their exact level is the face octree
+(FaceOctreeExact, no per-model preprocessing: its vertices are overwritten with the current
+shape each sample), run in batches while time allows.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
-from dataclasses import dataclass
-
 from ..clock import WALL
 from ..config import Config, DeformConfig
-from ..narrowphase import FrameNarrowResult, NarrowPhase
+from ..narrowphase import FrameNarrowResult, NarrowPhase, TreeBank
+from ..spheretree.geometry import MeshQuery
 from .detector import FaceOctreeExact
 
 
@@ -40,6 +51,35 @@ def flexed(rest: np.ndarray, t: float, d: DeformConfig) -> np.ndarray:
     return out
 
 
+def node_displacements(tree, moved: np.ndarray) -> np.ndarray:
+    """(n_nodes,) float64 [m]: per node of `tree`, the largest of `moved` ((nv,) each vertex's
+    distance from its rest position) over the vertices of the faces touching a leaf at or below it."""
+    D = np.zeros(tree.n_nodes)
+    per_face = moved[np.asarray(tree.faces)].max(axis=1)
+    ptr, idx = np.asarray(tree.leaf_tri_ptr), np.asarray(tree.leaf_tri_idx)
+    rows = np.flatnonzero(np.diff(ptr) > 0)
+    if len(rows):
+        D[rows] = np.maximum.reduceat(per_face[idx], ptr[rows])
+    for level in range(tree.depth, 0, -1):  # leaves up: a parent takes its children's largest
+        nodes = np.arange(tree.level_start[level], tree.level_start[level + 1])
+        np.maximum.at(D, tree.parent[nodes], D[nodes])
+    return D
+
+
+def surface_coordinates(vertices: np.ndarray, faces: np.ndarray, closed: bool, points: np.ndarray):
+    """Where surface points (n, 3) lie on the mesh: triangle (n,) int64 and barycentric
+    coordinates (n, 3) float64 of the closest point on it (the point itself, up to rounding)."""
+    _, q, _, tri = MeshQuery(vertices, faces, closed).query(points)
+    a, b, c = (vertices[faces[tri, j]] for j in range(3))
+    e0, e1, e2 = b - a, c - a, q - a
+    d00, d01, d11 = (e0 * e0).sum(1), (e0 * e1).sum(1), (e1 * e1).sum(1)
+    d20, d21 = (e2 * e0).sum(1), (e2 * e1).sum(1)
+    den = np.where(d00 * d11 - d01 * d01 > 0, d00 * d11 - d01 * d01, 1.0)  # degenerate: the first vertex
+    v, w = (d11 * d20 - d01 * d21) / den, (d00 * d21 - d01 * d20) / den
+    bary = np.clip(np.stack([1.0 - v - w, v, w], 1), 0.0, 1.0)
+    return tri, bary / bary.sum(axis=1, keepdims=True)
+
+
 class DeformingShips:
     """The scenario's deforming models and the narrow phase that mixes them with rigid ones.
 
@@ -49,44 +89,79 @@ class DeformingShips:
 
     def __init__(self, cfg: Config, models, now):
         self.cfg, self.now = cfg.deform, now
+        self.models = list(models)
         self.ids = [i for i, m in enumerate(models) if m.name in cfg.deform.models]
         self.rest = {i: np.array(models[i].vertices, np.float64) for i in self.ids}
         self.is_deforming = np.isin(np.arange(len(models)), self.ids)
         self.detector = FaceOctreeExact(models)
         self.last_t = math.nan
+        self._bank = self._for = None  # the flexed shapes' bank, and the rigid bank it was made from
+        self._witness = {}  # model id -> (triangle, barycentric coordinates) of its nodes' witnesses
 
     def shapes(self, t: float | None = None) -> dict[int, np.ndarray]:
         """model id -> (nv, 3) float64 body-frame vertices at time t (default: now())."""
         t = self.now() if t is None else t
         return {m: flexed(self.rest[m], t, self.cfg) for m in self.ids}
 
-    def refine(self, rigid_phase, bank, model_id, T, pairs, deadline: float, clock=WALL) -> FrameNarrowResult:
-        """NarrowPhase's contract: rigid pairs refined by `rigid_phase` (a NarrowPhase call);
-        pairs with a deforming ship tested exactly by the face octree on the current shapes."""
+    def bank(self, rigid: TreeBank) -> TreeBank:
+        """A copy of `rigid` whose flexing models' radii, errors and witnesses `flex_to` sets for
+        each sample's shapes (made once; the one bank whose arrays change: in place, so the node
+        tuple the kernels take, which refers to them, sees each sample's values)."""
+        if not isinstance(rigid, TreeBank):
+            raise TypeError("deforming ships need prebuilt sphere trees (a TreeBank), got " + type(rigid).__name__)
+        if self._for is not rigid:
+            for m in self.ids:
+                tree = rigid.trees[m]
+                self._witness[m] = surface_coordinates(self.rest[m], tree.faces, tree.closed, tree.witness)
+            self._bank, self._for = TreeBank.from_trees(rigid.trees), rigid
+        return self._bank
+
+    def flex_to(self, t: float, bank: TreeBank) -> None:
+        """Shapes at time t [s] into the face octree's vertices and `bank` (from `self.bank`): each
+        flexing model's spheres grown by their node displacements, errors by those plus the
+        largest vertex move, witnesses moved onto the flexed surface (see the module doc)."""
+        self.last_t = t  # the time of the shapes tested (tests recompute them)
+        for m, v in self.shapes(t).items():
+            self.detector.set_vertices(m, v)
+            tree, s, e = bank.trees[m], bank.node_offset[m], bank.node_offset[m + 1]
+            moved = np.linalg.norm(v - self.rest[m], axis=1)
+            D = node_displacements(tree, moved)
+            bank.radius[s:e] = tree.radius + D
+            bank.error[s:e] = tree.error + D + moved.max(initial=0.0)
+            tri, bary = self._witness[m]
+            bank.witness[s:e] = np.einsum("nj,njk->nk", bary, v[np.asarray(tree.faces)[tri]])
+
+    def refine(self, rigid_phase: NarrowPhase, flex_phase: NarrowPhase, bank, model_id, T, pairs,
+               deadline: float, clock=WALL) -> FrameNarrowResult:
+        """NarrowPhase's contract: rigid pairs refined by `rigid_phase` on `bank`, pairs with a
+        flexing ship by `flex_phase` (its detector: the face octree) on the bank of grown spheres, each
+        within the deadline; the rigid pairs get their share of the time (by count), and what
+        they leave goes to the flexing ones."""
         pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
         model_id = np.asarray(model_id, np.int64)
         flex = self.is_deforming[model_id[pairs]].any(1)
-        rigid = rigid_phase(bank, model_id, T, pairs[~flex], deadline, clock=clock)
         if not flex.any():
-            return rigid
+            return rigid_phase(bank, model_id, T, pairs, deadline, clock=clock)
         start = clock()
-        self.last_t = self.now()  # the time of the shapes tested (tests recompute them)
-        for m, v in self.shapes(self.last_t).items():
-            self.detector.set_vertices(m, v)
-        ia, ib = pairs[flex, 0], pairs[flex, 1]
-        answer = self.detector.collide(model_id[ia], model_id[ib], T[ia], T[ib], all_contacts=False)
-        return _merge(bank, self.detector, model_id, T, pairs, flex, rigid, answer, rigid.time_used + clock() - start)
+        share = deadline if not math.isfinite(deadline) else start + (deadline - start) * np.mean(~flex)
+        rigid = rigid_phase(bank, model_id, T, pairs[~flex], share, clock=clock)
+        flex_bank = self.bank(bank)
+        self.flex_to(self.now(), flex_bank)
+        flexing = flex_phase(flex_bank, model_id, T, pairs[flex], deadline, clock=clock)
+        return _merge(pairs, [(np.flatnonzero(~flex), rigid), (np.flatnonzero(flex), flexing)], clock() - start)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class DeformingNarrowPhase(NarrowPhase):
-    """The frame's narrow phase when some models flex: NarrowPhase's settings for the rigid pairs,
-    `ships` (DeformingShips) for the pairs with a flexing ship."""
+    """The frame's narrow phase when some models flex: NarrowPhase's settings for every pair, the
+    exact level of pairs with a flexing ship by `ships` (DeformingShips)' face octree."""
 
     ships: DeformingShips | None = None
 
     def __call__(self, bank, model_id, T, pairs, deadline: float, clock=WALL) -> FrameNarrowResult:
-        return self.ships.refine(super().__call__, bank, model_id, T, pairs, deadline, clock)
+        rigid = NarrowPhase(self.min_level, self.max_level, self.exact, self.all_contacts, self.detector)
+        flexing = dataclasses.replace(rigid, detector=self.ships.detector)
+        return self.ships.refine(rigid, flexing, bank, model_id, T, pairs, deadline, clock)
 
 
 def narrow_phase(cfg: Config, models, now, detector=None) -> NarrowPhase:
@@ -120,46 +195,29 @@ def _csr(k, parts):
     return ptr, np.concatenate(a)[order], np.concatenate(b)[order]
 
 
-def _merge(bank, detector, model_id, T, pairs, flex, rigid, answer, time_used) -> FrameNarrowResult:
-    """FrameNarrowResult over all pairs from the rigid rows' result and the flexing rows'
-    ExactAnswer (exact level, bound 0 or inf, contact at the first hit triangle's centroid in
-    its current shape, normal along the centre line)."""
+def _merge(pairs, parts, time_used: float) -> FrameNarrowResult:
+    """One FrameNarrowResult over all k pairs from [(rows, result over pairs[rows])] on disjoint
+    row sets covering them (results over banks with the same node and triangle layout)."""
     k = len(pairs)
-    rr, fr = np.flatnonzero(~flex), np.flatnonzero(flex)
-    ma, mb = model_id[pairs[:, 0]], model_id[pairs[:, 1]]
-    colliding = np.zeros(k, bool)
-    colliding[rr], colliding[fr] = rigid.colliding, answer.colliding
-    level = np.zeros(k, np.int64)
-    level[rr], level[fr] = rigid.level, bank.max_level
-    exact = np.ones(k, bool)
-    exact[rr] = rigid.exact
-    bound = np.where(colliding, 0.0, np.inf)
-    bound[rr] = rigid.separation_bound
-    point, normal = np.full((k, 3), np.nan), np.zeros((k, 3))
-    point[rr], normal[rr] = rigid.contact_point, rigid.contact_normal
-    distance = np.full(k, np.nan)  # the face octree measures no distances, only contact
-    distance[rr], distance[fr[answer.colliding]] = rigid.distance, 0.0
-    hit = fr[answer.colliding]
-    if len(hit):
-        first = answer.tri_ptr[:-1][answer.colliding]
-        Ta = T[pairs[hit, 0]]
-        m = ma[hit]
-        corners = detector.voff[m][:, None] + detector.F[detector.foff[m] + answer.tri_a[first]]
-        tri = detector.V[corners].mean(1)
-        point[hit] = np.einsum("kij,kj->ki", Ta[:, :3, :3], tri) + Ta[:, :3, 3]
-        d = T[pairs[hit, 1], :3, 3] - Ta[:, :3, 3]
-        length = np.linalg.norm(d, axis=1, keepdims=True)
-        normal[hit] = np.divide(d, length, out=np.tile([1.0, 0.0, 0.0], (len(hit), 1)), where=length > 0)
-    flex_rows = np.repeat(fr, np.diff(answer.tri_ptr))
-    tris = _csr(k, [(rr, *rigid._tris[:3]),
-                    (fr, answer.tri_ptr, answer.tri_a + bank.tri_offset[ma[flex_rows]],
-                     answer.tri_b + bank.tri_offset[mb[flex_rows]])])
-    empty = np.zeros(0, np.int64)
-    spheres = _csr(k, [(rr, *rigid._spheres[:3]), (fr, np.zeros(len(fr) + 1, np.int64), empty, empty)])
-    n_levels = max(len(rigid.level_histogram), bank.max_level + 1)
+
+    def scatter(name, shape=(), dtype=np.float64):
+        out = np.zeros((k, *shape), dtype)
+        for rows, r in parts:
+            out[rows] = getattr(r, name)
+        return out
+
+    def csr(attr):
+        ptr, a, b = _csr(k, [(rows, *getattr(r, attr)[:3]) for rows, r in parts])
+        offsets = [np.zeros(k, np.int64), np.zeros(k, np.int64)]
+        for rows, r in parts:
+            offsets[0][rows], offsets[1][rows] = getattr(r, attr)[3:]
+        return (ptr, a, b, *offsets)
+
+    colliding, level = scatter("colliding", dtype=bool), scatter("level", dtype=np.int64)
+    n_levels = max(len(r.level_histogram) for _, r in parts)
     return FrameNarrowResult(
-        pairs=pairs, colliding=colliding, level=level, exact=exact, separation_bound=bound, contact_point=point,
-        contact_normal=normal, distance=distance, time_used=time_used,
+        pairs=pairs, colliding=colliding, level=level, exact=scatter("exact", dtype=bool),
+        separation_bound=scatter("separation_bound"), contact_point=scatter("contact_point", (3,)),
+        contact_normal=scatter("contact_normal", (3,)), distance=scatter("distance"), time_used=time_used,
         level_histogram=np.bincount(level[colliding], minlength=n_levels).astype(np.int64),
-        _spheres=(*spheres, bank.node_offset[ma], bank.node_offset[mb]),
-        _tris=(*tris, bank.tri_offset[ma], bank.tri_offset[mb]))
+        _spheres=csr("_spheres"), _tris=csr("_tris"))

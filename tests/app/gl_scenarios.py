@@ -477,6 +477,54 @@ def asteroids() -> dict:
     return found
 
 
+def tunnel() -> dict:
+    """configs/tunnel.toml with --pause-on-catch: the frame at which the app pauses, what the
+    overlay says, and where the drawn catch (the fighter's hull at the sample's end, its path, the
+    hit face hull) changes pixels against the same paused frame drawn without it."""
+    from spaceship_sim.app.app import App, open_window
+    from spaceship_sim.app.overlay_model import panel_rects
+    from spaceship_sim.app.swept import SWEPT_FACE_COLOR, crossing_lines
+    from spaceship_sim.config import load_config
+    from spaceship_sim.world import World
+
+    world = World.from_config(load_config(REPO / "configs" / "tunnel.toml"), notify=None)
+    window, ctx = open_window(SIZE, headless=True, caption="test")
+    app = App(window, ctx, world, mode="demo", pace=False, pause_on_catch=True)
+    x, y, w, h = panel_rects(*SIZE)["Collisions"]
+
+    def text_pixels(image):  # the catch's line in the collisions panel, in its colour
+        panel = image[y:y + h, x:x + w].astype(int)
+        return int((np.abs(panel - np.round(np.array(SWEPT_FACE_COLOR[:3]) * 255)).max(axis=2) < 40).sum())
+
+    before = 0
+    for _ in range(30):
+        app.frame()
+        if app.controls.paused:
+            break
+        before = max(before, text_pixels(app.snapshot()))
+    paused_at = world.frame
+    for _ in range(3):  # paused: nothing moves but the camera settling
+        app.frame()
+    shown = app.snapshot()
+    dump("tunnel.png", shown)
+    lines = crossing_lines(world.swept.last, world.models, world.state.model_id)
+    scene = {}
+    for name, drawn in (("with", lines), ("without", [])):  # the same camera, the scene alone
+        app.renderer.render(app.ctx.screen, SIZE, world.state, app.camera, world.last_narrow, app.options, drawn)
+        scene[name] = app.snapshot().astype(int)
+    changed = np.abs(scene["with"] - scene["without"]).max(axis=2) > 24
+    near = _near_segments(np.concatenate([v for v, *_ in lines]).astype(float).reshape(-1, 2, 3), app.view_proj,
+                          radius=3)
+    ys, xs = np.nonzero(changed)
+    last = world.swept.last
+    return {"paused_at": paused_at, "caught": world.swept.caught, "pairs": last.pairs.tolist(),
+            "end_x": float(last.end[0, 1, 0, 3]), "start_x": float(last.start[0, 1, 0, 3]),
+            "fighter_x": float(world.state.pos[2, 0]), "text": app.model.swept, "changed": int(changed.sum()),
+            "near_geometry": float(near[ys, xs].mean()) if len(ys) else 0.0,
+            "geometry_changed": float(changed[near].mean()), "panel_text_pixels": text_pixels(shown),
+            "panel_text_pixels_before": before}
+
+
 def _near_segments(segments, view_proj, radius: int) -> np.ndarray:
     """(H, W) bool: pixels within `radius` of a projected world segment (k, 2, 3) in front of the camera."""
     from spaceship_sim.app.camera import project

@@ -132,6 +132,17 @@ def test_asteroids_drawn_with_their_boxes_and_closest_feature_segments_on_reques
     assert features["mean_rgb"][1] > 200 and features["mean_rgb"][0] < 120, features  # in the feature colour
 
 
+def test_tunnel_catch_pauses_the_app_and_is_drawn_and_named():
+    out = scenario("tunnel")
+    assert out["paused_at"] == 11 and out["caught"] == 1 and out["pairs"] == [[1, 2]]  # the catch of frame 10
+    assert out["start_x"] < 32.4 < 34.5 < out["end_x"]  # the fighter's sample straddles the tower
+    assert out["fighter_x"] == out["start_x"]  # put back at the sample's start
+    assert out["text"].startswith("swept-space hit at frame 10: ships 1-2") and "44.0 m" in out["text"]
+    assert out["panel_text_pixels"] > 100 and out["panel_text_pixels_before"] == 0  # the line in the panel
+    # the catch's lines change pixels where they project, and only there
+    assert out["changed"] > 1000 and out["near_geometry"] > 0.99 and out["geometry_changed"] > 0.2, out
+
+
 @pytest.mark.skipif(shutil.which("xvfb-run") is None or shutil.which("xdotool") is None,
                     reason="needs xvfb-run and xdotool (apt packages xvfb, xdotool)")
 def test_window_keys_and_resize_sent_through_the_x_server(tmp_path):

@@ -48,3 +48,41 @@ def test_touching_counts_and_a_gap_does_not():
     gap = np.array([[[1.5, 0, 0], [0, 1.5, -0.5], [0.5, 1.5, 0.5]]], float) + [[0.6, 0.6, 0]]
     for tri, want in ((corner, True), (on_face, True), (past_edge, True), (gap, False)):
         assert kernel(tri, lo, hi)[0] == want == overlap_triangle_box_ref(tri[0], lo[0], hi[0])
+
+
+def boxes_meet_lp(box, R, t) -> bool:
+    """Reference: is there x with box[0] <= x <= box[0]'s hi and box[1] <= R^T (x - t) <= box[1]'s
+    hi (B's box placed by x = R y + t)? A linear feasibility programme over x."""
+    from scipy.optimize import linprog
+    A = np.concatenate([R.T, -R.T])
+    b = np.concatenate([box[1, 1] + R.T @ t, -(box[1, 0] + R.T @ t)])
+    return linprog(np.zeros(3), A_ub=A, b_ub=b, bounds=list(zip(box[0, 0], box[0, 1])), method="highs").status == 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(SEEDS)
+def test_oriented_box_reject_never_separates_boxes_that_meet(seed):
+    from spaceship_sim.bench.bench_narrowphase import random_rotations
+    from spaceship_sim.faceoctree.kernels import _boxes_apart
+
+    rng = np.random.default_rng(seed)
+    n = 60
+    lo, hi = random_boxes(rng, 2)
+    box = np.stack([np.stack([lo[0], hi[0]]), np.stack([lo[1], hi[1]])])  # A's box, B's box
+    R, t = random_rotations(rng, n), rng.normal(size=(n, 3)) * 4.0
+    centre = box.mean(axis=1)  # (2, 3): half the poses put B's box centre on A's (they certainly meet)
+    t[: n // 2] = centre[0] - R[: n // 2] @ centre[1] + rng.normal(size=(n // 2, 3)) * 0.1 * (hi[1] - lo[1]).min()
+    apart = np.array([_boxes_apart(box, 0, 1, R, t, r) for r in range(n)])
+    meet = np.array([boxes_meet_lp(box, R[r], t[r]) for r in range(n)])
+    assert not (apart & meet).any()  # conservative: a reject is always right
+    assert apart.any() and meet.any()  # both verdicts exercised
+    assert (apart | meet).mean() > 0.7  # and it rejects most disjoint pairs (six of the 15 axes)
+
+
+def test_oriented_box_reject_keeps_touching_boxes():
+    from spaceship_sim.faceoctree.kernels import _boxes_apart
+
+    box = np.array([[[0.0, 0, 0], [1, 1, 1]]] * 2)
+    R = np.eye(3)[None]
+    for t, apart in (([1.0, 0, 0], False), ([1.0, 1.0, 1.0], False), ([1.001, 0, 0], True)):
+        assert _boxes_apart(box, 0, 1, R, np.array([t]), 0) == apart

@@ -105,6 +105,17 @@ def test_cli_without_fcl_compares_against_the_exact_level(monkeypatch, capsys):
     assert "torus: level 2 vs exact first contact: " in out
 
 
+def test_cli_times_on_cpu_time_when_asked(capsys):
+    import spaceship_sim.bench.bench_narrowphase as bench
+    try:
+        assert main(["bench", "narrowphase", "--model", "torus", "--poses-kind", "deep", "--clock", "cpu", *TINY]) == 0
+        assert bench._timer is bench.CLOCKS["cpu"]
+    finally:
+        bench._timer = bench.CLOCKS["wall"]
+    out = capsys.readouterr().out
+    assert out.startswith("timings: CPU time of this thread") and "CHECK FAILED" not in out
+
+
 @pytest.mark.parametrize("model", ["nosuchship", "missing.ply", "garbage.ply", "notes.txt", "lamp,nosuchship"])
 def test_cli_bad_model_exits_2_with_one_line(tmp_path, monkeypatch, capsys, model):
     monkeypatch.chdir(tmp_path)
