@@ -326,6 +326,8 @@ CASES = [
     flag("build-picture-missing-folder", (*BUILD, "--picture", "{tmp}/missing/trees.png"), "--picture",
          "does not exist"),
     flag("build-method-unknown", (*BUILD, "--method", "bsp"), "--method", "invalid choice"),
+    flag("build-ssv-picture-not-png", (*BUILD, "--method", "ssv", "--picture", "{tmp}/ssv.jpg"), "--picture",
+         "must name a .png file"),
 ]
 
 

@@ -25,7 +25,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="surface sampling seed")
     p.add_argument("--report", action="store_true",
                    help="print per model and level: sphere count, mean/max error, coverage, build time")
-    p.add_argument("--picture", metavar="PATH", type=png_file, help="write a PNG of levels 1..3 of every tree built")
+    p.add_argument("--picture", metavar="PATH", type=png_file, help="write a PNG of levels 1..3 of every tree built (ssv: levels 2, 4, 6, coloured by kind)")
     p.add_argument("--force", action="store_true", help="rebuild even when a cached tree matches")
     p.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: assets/trees/)")
     p.set_defaults(func=run)
@@ -81,11 +81,7 @@ def run(args) -> int:
     if args.report:
         print(format_report(rows))
     if args.picture:
-        try:
-            draw_levels(rows, args.picture)
-        except OSError as e:
-            raise InputError(args.picture, "--picture", f"cannot write ({e.strerror or e})") from None
-        print(f"wrote {args.picture}")
+        _write_picture(draw_levels, rows, args.picture)
     return 0
 
 
@@ -96,7 +92,8 @@ def run_ssv(args) -> int:
         meshes = _load_meshes(args.meshes)
     from tqdm import tqdm
 
-    from ..ssv.tree import format_ssv_report, load_or_build_ssv
+    from ..ssv.report import draw_ssv_levels, format_ssv_report
+    from ..ssv.tree import load_or_build_ssv
 
     trees = {}
     for mesh in tqdm(meshes, desc="SSV trees", unit="tree"):
@@ -104,5 +101,14 @@ def run_ssv(args) -> int:
     if args.report:
         print(format_ssv_report(trees))
     if args.picture:
-        raise InputError(COMMAND_LINE, "--picture", "not drawn for --method ssv")
+        _write_picture(draw_ssv_levels, trees, args.picture)
     return 0
+
+
+def _write_picture(draw, trees, path) -> None:
+    """draw(trees, path), a write failure as the one-line --picture error."""
+    try:
+        draw(trees, path)
+    except OSError as e:
+        raise InputError(path, "--picture", f"cannot write ({e.strerror or e})") from None
+    print(f"wrote {path}")

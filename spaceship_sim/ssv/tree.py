@@ -199,33 +199,6 @@ def load_or_build_ssv(mesh, cache_dir=None, force: bool = False) -> SSVTree:
                   lambda: build_ssv(mesh.vertices, mesh.faces, key=key), "SSV tree", force)
 
 
-def node_depths(tree: SSVTree) -> np.ndarray:
-    """(n,) int64 depth of every node (root 0; children are numbered after their parent)."""
-    depth = np.zeros(tree.n_nodes, np.int64)
-    for node in range(tree.n_nodes):
-        if tree.child[node, 0] >= 0:
-            depth[tree.child[node]] = depth[node] + 1
-    return depth
-
-
-def format_ssv_report(trees: dict) -> str:
-    """Per model: nodes, depth, build time, PSS/LSS/RSS counts, and per level 0..4 and the leaves
-    the mean radius, mean half-extents and mean volume of the nodes."""
-    lines = []
-    for name, tree in trees.items():
-        kinds = np.bincount(tree.kind, minlength=3)
-        lines.append(f"{name}: {len(tree.tris)} triangles, {tree.n_nodes} nodes, depth {tree.depth}, build time "
-                     f"{tree.build_seconds:.2f} s; PSS {kinds[PSS]}, LSS {kinds[LSS]}, "
-                     f"RSS {kinds[RSS]}")
-        lines.append(f"  {'level':>6s} {'nodes':>6s} {'radius [m]':>11s} {'a [m]':>8s} {'b [m]':>8s} {'volume [m^3]':>13s}")
-        depth, vol = node_depths(tree), _volumes(tree.half[:, 0], tree.half[:, 1], tree.radius)
-        for label, m in [(str(k), depth == k) for k in range(5)] + [("leaves", tree.face >= 0)]:
-            if m.any():
-                lines.append(f"  {label:>6s} {int(m.sum()):6d} {tree.radius[m].mean():11.4f} {tree.half[m, 0].mean():8.4f} "
-                             f"{tree.half[m, 1].mean():8.4f} {vol[m].mean():13.4g}")
-    return "\n".join(lines)
-
-
 # ---------------------------------------------------------------- bank
 
 @dataclass(frozen=True, eq=False)
