@@ -178,19 +178,6 @@ def intersect_triangle_triangle(V1, V2):
     return _tri_tri_3d(V1, s0, s1, s2, V2, i0, i1, i2, dp2, dq2, dr2)
 
 
-@njit(cache=True)
-def _dot_diff(a, b, c, d):
-    """(a - b) . (c - d) without temporaries."""
-    return (a[0] - b[0]) * (c[0] - d[0]) + (a[1] - b[1]) * (c[1] - d[1]) + (a[2] - b[2]) * (c[2] - d[2])
-
-
-@njit(cache=True)
-def _lerp(a, b, s, out):
-    """out = a + s (b - a)."""
-    for k in range(3):
-        out[k] = a[k] + s * (b[k] - a[k])
-
-
 # Voronoi region codes of the closest point on a triangle (a, b, c)
 FACE, VA, VB, VC, EAB, EBC, ECA = 0, 1, 2, 3, 4, 5, 6
 
@@ -246,26 +233,50 @@ def closest_points_triangles(P, T):
 
 
 @njit(cache=True)
-def _closest_segment_segment(p1, q1, p2, q2, c1, c2):
-    """Closest points c1 on segment p1q1 and c2 on p2q2 (non-degenerate; Ericson, RTCD 5.1.9)."""
-    a = _dot_diff(q1, p1, q1, p1)
-    e = _dot_diff(q2, p2, q2, p2)
-    f = _dot_diff(q2, p2, p1, p2)
-    c = _dot_diff(q1, p1, p1, p2)
-    b = _dot_diff(q1, p1, q2, p2)
+def segment_params(p1, q1, p2, q2):
+    """Parameters (s, t) in [0, 1] of the closest points p1 + s (q1 - p1), p2 + t (q2 - p2) of two
+    closed segments given as 3-tuples, either possibly a point (Ericson, RTCD 5.1.9)."""
+    d1 = (q1[0] - p1[0], q1[1] - p1[1], q1[2] - p1[2])
+    d2 = (q2[0] - p2[0], q2[1] - p2[1], q2[2] - p2[2])
+    r = (p1[0] - p2[0], p1[1] - p2[1], p1[2] - p2[2])
+    a = d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2]
+    e = d2[0] * d2[0] + d2[1] * d2[1] + d2[2] * d2[2]
+    f = d2[0] * r[0] + d2[1] * r[1] + d2[2] * r[2]
+    if a <= 0.0 and e <= 0.0:
+        return 0.0, 0.0
+    if a <= 0.0:
+        return 0.0, min(max(f / e, 0.0), 1.0)
+    c = d1[0] * r[0] + d1[1] * r[1] + d1[2] * r[2]
+    if e <= 0.0:
+        return min(max(-c / a, 0.0), 1.0), 0.0
+    b = d1[0] * d2[0] + d1[1] * d2[1] + d1[2] * d2[2]
     denom = a * e - b * b
     s = 0.0
     if denom > 0.0:  # not parallel: closest points of the infinite lines, s clamped
         s = min(max((b * f - c * e) / denom, 0.0), 1.0)
     t = (b * s + f) / e
     if t < 0.0:
-        t = 0.0
-        s = min(max(-c / a, 0.0), 1.0)
-    elif t > 1.0:
-        t = 1.0
-        s = min(max((b - c) / a, 0.0), 1.0)
-    _lerp(p1, q1, s, c1)
-    _lerp(p2, q2, t, c2)
+        return min(max(-c / a, 0.0), 1.0), 0.0
+    if t > 1.0:
+        return min(max((b - c) / a, 0.0), 1.0), 1.0
+    return s, t
+
+
+@njit(cache=True)
+def _at(p, q, s):
+    """p + s (q - p), 3-tuples."""
+    return (p[0] + s * (q[0] - p[0]), p[1] + s * (q[1] - p[1]), p[2] + s * (q[2] - p[2]))
+
+
+@njit(cache=True)
+def _d2(p, q):
+    return (p[0] - q[0]) ** 2 + (p[1] - q[1]) ** 2 + (p[2] - q[2]) ** 2
+
+
+@njit(cache=True)
+def _rows(V):
+    """The three vertices of triangle V (3, 3) as 3-tuples (registers: no views, no allocation)."""
+    return ((V[0, 0], V[0, 1], V[0, 2]), (V[1, 0], V[1, 1], V[1, 2]), (V[2, 0], V[2, 1], V[2, 2]))
 
 
 @njit(cache=True)
@@ -278,26 +289,27 @@ def distance_triangle_triangle(V1, V2, out):
     if intersect_triangle_triangle(V1, V2):
         out[:] = np.nan
         return 0.0
-    best = np.inf
-    x = np.empty(3)
-    y = np.empty(3)
-    for side in range(2):  # a vertex of one triangle against the other triangle
-        A, B = (V1, V2) if side == 0 else (V2, V1)
-        for i in range(3):
-            y[0], y[1], y[2], _ = closest_point_triangle(A[i, 0], A[i, 1], A[i, 2], B)
-            d = _dot_diff(A[i], y, A[i], y)
-            if d < best:
-                best = d
-                out[side] = A[i]
-                out[1 - side] = y
+    P, Q = _rows(V1), _rows(V2)
+    best, x, y = np.inf, P[0], Q[0]
+    for i in range(3):  # a vertex of one triangle against the other triangle
+        qx, qy, qz, _ = closest_point_triangle(P[i][0], P[i][1], P[i][2], V2)
+        d = _d2(P[i], (qx, qy, qz))
+        if d < best:
+            best, x, y = d, P[i], (qx, qy, qz)
+        qx, qy, qz, _ = closest_point_triangle(Q[i][0], Q[i][1], Q[i][2], V1)
+        d = _d2(Q[i], (qx, qy, qz))
+        if d < best:
+            best, x, y = d, (qx, qy, qz), Q[i]
     for i in range(3):  # edge against edge
         for j in range(3):
-            _closest_segment_segment(V1[i], V1[(i + 1) % 3], V2[j], V2[(j + 1) % 3], x, y)
-            d = _dot_diff(x, y, x, y)
+            p1, q1, p2, q2 = P[i], P[(i + 1) % 3], Q[j], Q[(j + 1) % 3]
+            s, t = segment_params(p1, q1, p2, q2)
+            a, b = _at(p1, q1, s), _at(p2, q2, t)
+            d = _d2(a, b)
             if d < best:
-                best = d
-                out[0] = x
-                out[1] = y
+                best, x, y = d, a, b
+    for k in range(3):
+        out[0, k], out[1, k] = x[k], y[k]
     return np.sqrt(best)
 
 

@@ -6,7 +6,7 @@ RSS a, b > 0. The distance of two SSVs is the distance of their cores minus both
 query needs is the squared distance between two cores, dispatched on their kinds:
 
     point-anything : clamp the point into the rectangle's frame (a segment is a rectangle with b = 0)
-    segment-segment: Ericson (RTCD 5.1.9), degenerate segments included
+    segment-segment: Ericson (RTCD 5.1.9), degenerate segments included (geometry.triangles.segment_params)
     segment-rect   : 0 if the segment crosses the rectangle, else the best of its two end points
                      against the rectangle and the segment against the rectangle's four edges
     rect-rect      : 0 if an edge of one crosses the other, else the best of the 16 edge pairs and
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from ..geometry.triangles import segment_params
 
 PSS, LSS, RSS = 0, 1, 2
 
@@ -84,30 +86,8 @@ def core_bounds(c1, u1, v1, a1, b1, c2, u2, v2, a2, b2, rounds):
 @njit(cache=True)
 def dist2_segment_segment(p1, q1, p2, q2):
     """Squared distance between closed segments p1q1 and p2q2 (either may be a point)."""
-    d1, d2, r = _sub(q1, p1), _sub(q2, p2), _sub(p1, p2)
-    a, e, f = _dot(d1, d1), _dot(d2, d2), _dot(d2, r)
-    s = t = 0.0
-    if a <= 0.0 and e <= 0.0:
-        pass
-    elif a <= 0.0:
-        t = _clamp(f / e, 0.0, 1.0)
-    else:
-        c = _dot(d1, r)
-        if e <= 0.0:
-            s = _clamp(-c / a, 0.0, 1.0)
-        else:
-            b = _dot(d1, d2)
-            denom = a * e - b * b
-            if denom > 0.0:
-                s = _clamp((b * f - c * e) / denom, 0.0, 1.0)
-            t = (b * s + f) / e
-            if t < 0.0:
-                t = 0.0
-                s = _clamp(-c / a, 0.0, 1.0)
-            elif t > 1.0:
-                t = 1.0
-                s = _clamp((b - c) / a, 0.0, 1.0)
-    w = _sub(_axpy(p1, s, d1), _axpy(p2, t, d2))
+    s, t = segment_params(p1, q1, p2, q2)
+    w = _sub(_axpy(p1, s, _sub(q1, p1)), _axpy(p2, t, _sub(q2, p2)))
     return _dot(w, w)
 
 

@@ -43,7 +43,8 @@ def _node_gap(center, u, v, half, radius, kind, R, t, i, x, y, enough, sure, exa
     when they overlap — or a cheaper value with the same use: a lower bound when it is above
     `enough` (the caller prunes), an upper bound when it is at most `sure` (a collide query only
     needs to know they overlap; pass -inf where every value must be a lower bound), else exact
-    (a lower bound within rounding) — or, when not `exact`, the lower bound: a collide query then
+    (a lower bound within rounding) where it might be above `enough` (the upper bound is not), else
+    the lower bound — always the lower bound when not `exact`: a collide query then
     descends into a pair that might overlap rather than paying for the exact core distance, and
     its leaves' triangle tests decide. Cheap first: the projections on the centre line, then
     core_bounds; exact core distances only in the band between."""
@@ -68,8 +69,8 @@ def _node_gap(center, u, v, half, radius, kind, R, t, i, x, y, enough, sure, exa
         return lo - rr
     if hi - rr <= sure:
         return hi - rr
-    if hi - lo <= TIGHT * hi or not exact:
-        return lo - rr
+    if hi - lo <= TIGHT * hi or not exact or hi - rr <= enough:
+        return lo - rr  # the exact value could not lead to a prune: pay for it only where it might
     d2 = dist2_core(kind[x], cx, ux, vx, half[x, 0], half[x, 1], kind[y], cy, uy, vy, half[y, 0], half[y, 1])
     return np.sqrt(d2) - rr
 
@@ -231,9 +232,13 @@ def distance_pairs(center, u, v, half, radius, kind, child, face, tris, R, t, ro
 def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, ra, rb, depth, sa, sb, bound, rel,
                   abs_tol, stop_at, priority, Vb, out, tri, points):
     """distance_pairs for row i (scalars: its roots, seed, bound, stop); writes tri[i], points[i],
-    returns the distance. The pending pairs' arrays are the row's own: a heap may grow."""
+    returns the distance. Pending pairs whose SSVs overlap (lower bound <= 0, all equally promising)
+    go on a stack, worked first and depth first, as a collide query would: where the ships
+    intersect that finds a touching triangle pair soonest. The others go on a heap by lower bound
+    (priority) or on the same stack (depth-first). The pending arrays are the row's own: they may grow."""
     cap = 2 * depth + 4
-    key, sx, sy = np.empty(cap), np.empty(cap, np.int64), np.empty(cap, np.int64)
+    key, hx, hy = np.empty(cap), np.empty(cap, np.int64), np.empty(cap, np.int64)  # heap
+    sk, sx, sy = np.empty(cap), np.empty(cap, np.int64), np.empty(cap, np.int64)  # stack
     best = bound
     if sa >= 0:
         _triangle_b(tris, R, t, i, sb, Vb)
@@ -245,16 +250,17 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
     g = _node_gap(center, u, v, half, radius, kind, R, t, i, ra, rb, limit, NO_UPPER, True)
     if g >= limit or best <= stop_at:
         return best
-    key[0], sx[0], sy[0], n = g, ra, rb, 1
-    while n > 0:
-        # the next pending pair: the closest (priority) or the last pushed (depth-first)
-        if priority:
-            g, x, y = _heap_pop(key, sx, sy, n)
+    sk[0], sx[0], sy[0], ns, nh = g, ra, rb, 1, 0
+    while ns + nh > 0:
+        # the next pending pair: an overlapping one, else the closest (priority)
+        if ns > 0:
+            ns -= 1
+            g, x, y = sk[ns], sx[ns], sy[ns]
         else:
-            g, x, y = key[n - 1], sx[n - 1], sy[n - 1]
-        n -= 1
+            g, x, y = _heap_pop(key, hx, hy, nh)
+            nh -= 1
         if g >= _prune_at(best, rel, abs_tol):
-            if priority:
+            if ns == 0:
                 break  # the closest pending pair cannot help: none can
             continue
         # dive to a leaf pair along the nearer child pair, leaving the farther one pending:
@@ -280,18 +286,19 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
             if g1 < g0:  # c0 the nearer
                 c0, c1, g0, g1 = c1, c0, g1, g0
             if g1 < limit:
-                if n == len(key):
-                    key, sx, sy = _grow(key, sx, sy)
                 xx, yy = (c1, y) if split_a else (x, c1)
-                if priority:
-                    n = _heap_push(key, sx, sy, n, g1, xx, yy)
+                if g1 > 0.0 and priority:
+                    if nh == len(key):
+                        key, hx, hy = _grow(key, hx, hy)
+                    nh = _heap_push(key, hx, hy, nh, g1, xx, yy)
                 else:
-                    key[n], sx[n], sy[n] = g1, xx, yy
-                    n += 1
+                    if ns == len(sk):
+                        sk, sx, sy = _grow(sk, sx, sy)
+                    sk[ns], sx[ns], sy[ns] = g1, xx, yy
+                    ns += 1
             if g0 >= limit:
                 break
             x, y = (c0, y) if split_a else (x, c0)
         if best <= stop_at:
             break  # close enough (stop_at >= 0: nothing beats touching)
     return best
-
