@@ -24,6 +24,7 @@ from numba import njit
 from ..geometry.triangles import segment_params
 
 PSS, LSS, RSS = 0, 1, 2
+TIGHT = 1e-12  # bounds this close (relative) are the exact distance
 
 
 @njit(cache=True)
@@ -64,16 +65,9 @@ def clamp_to_rect(p, c, u, v, a, b):
 
 
 @njit(cache=True)
-def core_bounds(c1, u1, v1, a1, b1, c2, u2, v2, a2, b2, rounds):
-    """(lower, upper) bounds on the distance between two cores (any kinds), cheaply: alternating
-    projections from c2 give two core points p, q — |p - q| is an upper bound — and the gap of the
-    two cores' extents along q - p a lower bound (a separating axis). They meet when p, q are the
-    closest pair, which a few rounds reach unless the cores are near parallel edges."""
-    q = c2
-    p = c1
-    for _ in range(rounds):
-        p = clamp_to_rect(q, c1, u1, v1, a1, b1)
-        q = clamp_to_rect(p, c2, u2, v2, a2, b2)
+def _bounds_at(p, q, c1, u1, v1, a1, b1, c2, u2, v2, a2, b2):
+    """(lower, upper) bounds on the distance of two cores from a point p of the first and q of the
+    second: |q - p|, and the gap of the cores' extents along q - p (a separating axis)."""
     d = _sub(q, p)
     upper = np.sqrt(_dot(d, d))
     if upper == 0.0:
@@ -81,6 +75,49 @@ def core_bounds(c1, u1, v1, a1, b1, c2, u2, v2, a2, b2, rounds):
     hi1 = _dot(d, c1) + a1 * abs(_dot(d, u1)) + b1 * abs(_dot(d, v1))
     lo2 = _dot(d, c2) - a2 * abs(_dot(d, u2)) - b2 * abs(_dot(d, v2))
     return max((lo2 - hi1) / upper, 0.0), upper
+
+
+@njit(cache=True)
+def _edge_near(q, c, u, v, a, b):
+    """The edge of a core that its point nearest q lies on, as a segment (p0, p1), and whether
+    there is one: the whole core for a segment or point; for a rectangle the edge whose bound
+    the clamp of q hits (s first), none when q projects inside."""
+    if b == 0.0:
+        return _axpy(c, -a, u), _axpy(c, a, u), True
+    d = _sub(q, c)
+    s, t = _dot(d, u), _dot(d, v)
+    if abs(s) > a:
+        e = _axpy(c, a if s > 0.0 else -a, u)
+        return _axpy(e, -b, v), _axpy(e, b, v), True
+    if abs(t) > b:
+        e = _axpy(c, b if t > 0.0 else -b, v)
+        return _axpy(e, -a, u), _axpy(e, a, u), True
+    return c, c, False
+
+
+@njit(cache=True)
+def core_bounds(c1, u1, v1, a1, b1, c2, u2, v2, a2, b2, rounds):
+    """(lower, upper) bounds on the distance between two cores (any kinds), cheaply: alternating
+    projections from c2 give two core points p, q — |p - q| is an upper bound — and the gap of the
+    two cores' extents along q - p a lower bound (a separating axis). They meet when p, q are the
+    closest pair, which a few rounds reach unless the cores are near parallel edges: there, when
+    p and q lie on edges, the closest points of those two edges (segment_params) usually are the
+    pair, and the bounds from it are kept where tighter."""
+    q = c2
+    p = c1
+    for _ in range(rounds):
+        p = clamp_to_rect(q, c1, u1, v1, a1, b1)
+        q = clamp_to_rect(p, c2, u2, v2, a2, b2)
+    lo, hi = _bounds_at(p, q, c1, u1, v1, a1, b1, c2, u2, v2, a2, b2)
+    if hi - lo > TIGHT * hi:
+        e0, e1, on1 = _edge_near(q, c1, u1, v1, a1, b1)
+        f0, f1, on2 = _edge_near(p, c2, u2, v2, a2, b2)
+        if on1 and on2:
+            s, t = segment_params(e0, e1, f0, f1)
+            lo2, hi2 = _bounds_at(_axpy(e0, s, _sub(e1, e0)), _axpy(f0, t, _sub(f1, f0)),
+                                  c1, u1, v1, a1, b1, c2, u2, v2, a2, b2)
+            lo, hi = max(lo, lo2), min(hi, hi2)
+    return lo, hi
 
 
 @njit(cache=True)

@@ -21,11 +21,10 @@ import numpy as np
 from numba import get_num_threads, njit, prange
 
 from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
-from .core import core_bounds, dist2_core
+from .core import TIGHT, core_bounds, dist2_core
 
 CHUNKS_PER_THREAD = 4
 ROUNDS = np.int64(2)  # alternating projections in core_bounds (more rarely pays)
-TIGHT = 1e-12         # core_bounds this close (relative) are the exact distance
 NO_UPPER = -np.inf    # _node_gap's `sure` where only lower bounds will do
 COLLIDE_EXACT = False  # collide pays for exact core distances in the band (else descends there)
 

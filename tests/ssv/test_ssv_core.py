@@ -58,6 +58,19 @@ def test_core_distance_matches_oracle(seed, k1, k2):
         assert lo <= want + 1e-12 and hi >= want - 1e-12
 
 
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.sampled_from([PSS, LSS]), st.sampled_from([PSS, LSS]))
+def test_core_bounds_are_exact_for_segments_and_points(seed, k1, k2):
+    """One round is enough there: the closest points of the two cores' edges (here the cores
+    themselves) close the bounds, as they do on most rectangles."""
+    rng = np.random.default_rng(seed)
+    (c1, u1, v1, e1), (c2, u2, v2, e2) = _core(rng, k1), _core(rng, k2)
+    want = core_distance_ref(c1, u1, v1, e1, c2, u2, v2, e2)
+    lo, hi = core_bounds(tuple(c1), tuple(u1), tuple(v1), e1[0], e1[1], tuple(c2), tuple(u2), tuple(v2),
+                         e2[0], e2[1], np.int64(1))
+    assert abs(lo - want) <= 1e-9 and abs(hi - want) <= 1e-9
+
 def test_crossing_rectangles_are_at_distance_zero():
     x, y, z = np.eye(3)
     args = (RSS, (0.0, 0.0, 0.0), tuple(x), tuple(y), 1.0, 1.0, RSS, (0.2, 0.1, 0.0), tuple(x), tuple(z), 0.5, 0.5)
