@@ -252,12 +252,12 @@ CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 _timer = CLOCKS["wall"]  # what best_time reads: --clock, set once by run()
 
 
-def best_time(call, repeat: int):
+def best_time(call, repeat: int, min_s: float = MIN_TIMING_S):
     """(shortest seconds of `call()`, its last result): at least `repeat` calls, more until
-    MIN_TIMING_S has been spent (at most MAX_TRIES), so that a short call preempted on a loaded
+    min_s has been spent (at most MAX_TRIES), so that a short call preempted on a loaded
     machine gets more chances, as a long one's many inner iterations average the load out."""
     best, result, spent, tries = np.inf, None, 0.0, 0
-    while tries < repeat or (spent < MIN_TIMING_S and tries < MAX_TRIES):
+    while tries < repeat or (spent < min_s and tries < MAX_TRIES):
         t0 = _timer()
         result = call()
         took = _timer() - t0
@@ -471,28 +471,37 @@ def measure_ssv(T, mesh, peer, args):
     z, Ta, Tb = np.zeros(n, np.int64), T[0::2], T[1::2]
     rows, checks, exact = [], [], None
     counts = args.threads or (None,)
+    # one batch call spans all n poses, n / FCL_CHUNK of fcl's timed chunks: the same time budget
+    # as fcl's (MIN_TIMING_S a chunk), so that preemption gets as many chances to miss a try
+    min_s = MIN_TIMING_S * max(1.0, n / FCL_CHUNK)
     for threads in counts:
         ssv = SSVExact([mesh], cache_dir=_user_cache(), threads=threads)
         tag = f" [{threads} thr]" if len(counts) > 1 else ""
         for name, all_contacts in (("ssv collide, first contact", False), ("ssv collide, all contacts", True)):
             ssv.collide(z[:1], z[:1], Ta[:1], Tb[:1], all_contacts)  # compile / load
-            best, got = best_time(lambda: ssv.collide(z, z, Ta, Tb, all_contacts, with_distance=False), args.repeat)
+            best, got = best_time(lambda: ssv.collide(z, z, Ta, Tb, all_contacts, with_distance=False),
+                                  args.repeat, min_s)
             rows.append((name + tag, best / n * 1e6, got.colliding, 0.0))
         for label, rel in SSV_DISTANCES:
-            best, got = best_time(lambda: ssv.distance(z, z, Ta, Tb, rel=rel), args.repeat)
+            best, got = best_time(lambda: ssv.distance(z, z, Ta, Tb, rel=rel), args.repeat, min_s)
             rows.append((f"ssv distance, {label}{tag}", best / n * 1e6, got.distance == 0, float(np.median(got.distance))))
             exact = got.distance if exact is None else exact
     path = trajectory(T)
     zt, Pa, Pb = np.zeros(1, np.int64), path[0::2], path[1::2]
 
-    def coherent():
-        seed, out = np.full((1, 2), -1), []
-        for i in range(len(Pa)):  # one query per frame, seeded by the last frame's closest pair
+    def coherent(frames, seed):
+        out = []
+        for i in frames:  # one query per frame, seeded by the last frame's closest pair
             r = ssv.distance(zt, zt, Pa[i:i + 1], Pb[i:i + 1], seed=seed)
             seed, out = r.tri, out + [r.distance[0]]
-        return np.array(out)
+        return np.array(out), seed
 
-    best, along = best_time(coherent, 1)
+    # timed as fcl's trajectory: in chunks of FCL_CHUNK frames, best of each, the seed carried on
+    best, seed, parts = 0.0, np.full((1, 2), -1), []
+    for s in range(0, len(Pa), FCL_CHUNK):
+        took, (part, end_seed) = best_time(lambda: coherent(range(s, min(s + FCL_CHUNK, len(Pa))), seed), 1)
+        best, seed, parts = best + took, end_seed, parts + [part]
+    along = np.concatenate(parts)
     rows.append((f"ssv distance, coherent ({len(Pa)} frames)", best / len(Pa) * 1e6, along == 0,
                  float(np.median(along))))
     if peer:

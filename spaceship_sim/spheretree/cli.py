@@ -25,7 +25,8 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="surface sampling seed")
     p.add_argument("--report", action="store_true",
                    help="print per model and level: sphere count, mean/max error, coverage, build time")
-    p.add_argument("--picture", metavar="PATH", type=png_file, help="write a PNG of levels 1..3 of every tree built (ssv: levels 2, 4, 6, coloured by kind)")
+    p.add_argument("--picture", metavar="PATH", type=png_file,
+                   help="write a PNG of levels 1..3 of every tree built (ssv: levels 2, 4, 6, coloured by kind)")
     p.add_argument("--force", action="store_true", help="rebuild even when a cached tree matches")
     p.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: assets/trees/)")
     p.set_defaults(func=run)
