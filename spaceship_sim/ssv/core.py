@@ -65,6 +65,14 @@ def clamp_to_rect(p, c, u, v, a, b):
 
 
 @njit(cache=True)
+def normal_gap(d, u1, v1, u2, v2, a2, b2):
+    """A lower bound on the distance of two cores whose centres differ by d (= c2 - c1): the gap of
+    their projections on the first's normal u1 x v1, along which the first has no extent."""
+    n = (u1[1] * v1[2] - u1[2] * v1[1], u1[2] * v1[0] - u1[0] * v1[2], u1[0] * v1[1] - u1[1] * v1[0])
+    return abs(_dot(d, n)) - a2 * abs(_dot(u2, n)) - b2 * abs(_dot(v2, n))
+
+
+@njit(cache=True)
 def _bounds_at(p, q, c1, u1, v1, a1, b1, c2, u2, v2, a2, b2):
     """(lower, upper) bounds on the distance of two cores from a point p of the first and q of the
     second: |q - p|, and the gap of the cores' extents along q - p (a separating axis)."""

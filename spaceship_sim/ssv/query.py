@@ -21,7 +21,7 @@ import numpy as np
 from numba import get_num_threads, njit, prange
 
 from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
-from .core import TIGHT, core_bounds, dist2_core
+from .core import TIGHT, core_bounds, dist2_core, normal_gap
 
 CHUNKS_PER_THREAD = 4
 ROUNDS = np.int64(2)  # alternating projections in core_bounds (more rarely pays)
@@ -45,8 +45,8 @@ def _node_gap(center, u, v, half, radius, kind, R, t, i, x, y, enough, sure, exa
     (a lower bound within rounding) where it might be above `enough` (the upper bound is not), else
     the lower bound — always the lower bound when not `exact`: a collide query then
     descends into a pair that might overlap rather than paying for the exact core distance, and
-    its leaves' triangle tests decide. Cheap first: the projections on the centre line, then
-    core_bounds; exact core distances only in the band between."""
+    its leaves' triangle tests decide. Cheap first: the projections on the centre line and on the
+    cores' normals, then core_bounds; exact core distances only in the band between."""
     cy = _rot(R, i, center, y)
     cy = (cy[0] + t[i, 0], cy[1] + t[i, 1], cy[2] + t[i, 2])
     uy, vy = _rot(R, i, u, y), _rot(R, i, v, y)
@@ -63,6 +63,10 @@ def _node_gap(center, u, v, half, radius, kind, R, t, i, x, y, enough, sure, exa
             return quick
     cx = (center[x, 0], center[x, 1], center[x, 2])
     ux, vx = (u[x, 0], u[x, 1], u[x, 2]), (v[x, 0], v[x, 1], v[x, 2])
+    flat = max(normal_gap((dx, dy, dz), ux, vx, uy, vy, half[y, 0], half[y, 1]),
+               normal_gap((dx, dy, dz), uy, vy, ux, vx, half[x, 0], half[x, 1])) - rr
+    if flat > enough:  # the cores are flat: their normals often separate near-touching surfaces
+        return flat
     lo, hi = core_bounds(cx, ux, vx, half[x, 0], half[x, 1], cy, uy, vy, half[y, 0], half[y, 1], ROUNDS)
     if lo - rr > enough:
         return lo - rr

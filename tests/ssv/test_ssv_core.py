@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from spaceship_sim.ssv.core import LSS, PSS, RSS, core_bounds, dist2_core
+from spaceship_sim.ssv.core import LSS, PSS, RSS, core_bounds, dist2_core, normal_gap
 from spaceship_sim.ssv.tree import build_ssv, fit_ssv
 
 SETTINGS = settings(max_examples=40, deadline=None)
@@ -56,6 +56,9 @@ def test_core_distance_matches_oracle(seed, k1, k2):
         lo, hi = core_bounds(tuple(c1), tuple(u1), tuple(v1), e1[0], e1[1], tuple(c2), tuple(u2), tuple(v2),
                              e2[0], e2[1], np.int64(rounds))
         assert lo <= want + 1e-12 and hi >= want - 1e-12
+    first, second = (c1, u1, v1, e1), (c2, u2, v2, e2)
+    for (ca, ua, va, ea), (cb, ub, vb, eb) in ((first, second), (second, first)):  # and along either normal
+        assert normal_gap(tuple(cb - ca), tuple(ua), tuple(va), tuple(ub), tuple(vb), eb[0], eb[1]) <= want + 1e-12
 
 
 
