@@ -21,7 +21,7 @@ from .progress import BuildProgress
 from .tree import SphereTree
 
 # bump whenever a builder's output changes: old cache files then no longer match any key
-BUILDER_VERSION = "6"
+BUILDER_VERSION = "7"  # 7: medial trees grown until every surface point has a root-to-leaf chain
 
 
 def _mesh_arrays(vertices, faces, source="build_tree"):
@@ -73,7 +73,9 @@ def build_tree(vertices, faces, method: str = "medial", branching: int = 8, dept
     else:
         from .medial import medial_levels
         levels = medial_levels(query, branching, depth, seed=seed, progress=report)
-    tree = assemble(levels, query, method, key=tree_key(v, f, method, branching, depth, seed), progress=report)
+    # octree cells nest, so their spheres chain by construction; medial spheres need the check
+    tree = assemble(levels, query, method, key=tree_key(v, f, method, branching, depth, seed), progress=report,
+                    chains=method == "medial")
     return dataclasses.replace(tree, build_seconds=time.perf_counter() - t0)
 
 

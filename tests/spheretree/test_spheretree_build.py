@@ -83,6 +83,49 @@ def test_surface_points_covered_at_every_level(trees, seed, key):
         assert np.all((d <= r * (1 + 1e-9)).any(axis=1)), f"level {k} misses a surface point"
 
 
+def _chained(tree, p) -> np.ndarray:
+    """(len(p),) bool: the point lies in a chain of spheres from the root to a leaf, each the
+    child of the one before (what the refinement's descent follows)."""
+    inside = np.linalg.norm(p[:, None] - tree.center[None], axis=2) <= tree.radius * (1 + 1e-9)
+    chain = np.zeros_like(inside)
+    chain[:, 0] = inside[:, 0]
+    for n in np.flatnonzero(tree.child_count > 0):  # parents come before their children
+        kids = slice(tree.first_child[n], tree.first_child[n] + tree.child_count[n])
+        chain[:, kids] |= chain[:, [n]] & inside[:, kids]
+    return (chain & (tree.child_count == 0)[None]).any(axis=1)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=seeds, key=st.sampled_from(KEYS))
+def test_surface_points_lie_in_root_to_leaf_chains(trees, seed, key):
+    """A level's union covering a point is not enough for the descent: the spheres holding it
+    must be children of spheres holding it, from the root down."""
+    tree = trees[key]
+    p = _surface_points(tree, 400, np.random.default_rng(seed))
+    assert _chained(tree, p).all()
+
+
+def test_enforce_chains_repairs_a_chain_broken_between_levels():
+    """One triangle; the root's children hold its left and right halves, but each grandchild
+    sits under the other half's parent: level 2 covers everything, no point has a chain."""
+    from spaceship_sim.spheretree.finish import enforce_chains
+    tri = np.array([[[0.0, 0, 0], [2, 0, 0], [1, 0.2, 0]]])
+    centers = np.array([[1.0, 0, 0], [0.5, 0, 0], [1.5, 0, 0], [1.5, 0, 0], [0.5, 0, 0]])
+    radii = np.array([1.2, 0.62, 0.62, 0.62, 0.62])
+    first_child, child_count = np.array([1, 3, 4, -1, -1]), np.array([2, 1, 1, 0, 0])
+    tree = SphereTree(center=centers, radius=radii, error=np.zeros(5), witness=centers, level=np.array([0, 1, 1, 2, 2]),
+                      parent=np.array([-1, 0, 0, 1, 2]), first_child=first_child, child_count=child_count,
+                      leaf_tri_ptr=np.zeros(6, np.int64), leaf_tri_idx=np.zeros(0, np.int32),
+                      level_start=np.array([0, 1, 3, 5]), vertices=tri[0], faces=np.array([[0, 1, 2]]),
+                      closed=False, method="medial", key="")
+    p = _surface_points(tree, 300, np.random.default_rng(1))
+    assert (~_chained(tree, p)).sum() > 100  # the halves away from the middle have none
+    grown, n = enforce_chains(tri, centers, radii, first_child, child_count, 2, 1e-3)
+    assert n > 0 and np.all(grown >= radii)
+    import dataclasses
+    assert _chained(dataclasses.replace(tree, radius=grown), p).all()
+
+
 @settings(max_examples=12, deadline=None)
 @given(seed=seeds, key=st.sampled_from(KEYS))
 def test_error_bounds_distance_from_sphere_points(trees, seed, key):
@@ -251,6 +294,8 @@ def test_asset_trees_are_cached_and_sound(method):
         for k in range(tree.depth + 1):
             c, r, _ = tree.level(k)
             assert np.all((np.linalg.norm(p[:, None] - c[None], axis=2) <= r * (1 + 1e-9)).any(axis=1))
+        # chains fail in small patches (before enforce_chains: 1-19 of ~20,000 points per asset)
+        assert _chained(tree, _surface_points(tree, 20_000, rng)).all()
         tm = trimesh.Trimesh(mesh.vertices, mesh.faces, process=False)
         for i in rng.choice(tree.n_nodes, 3, replace=False):
             d = rng.normal(size=(800, 3))
