@@ -66,7 +66,7 @@ class TreeBank:
     def n_models(self) -> int:
         return len(self.trees)
 
-    @cached_property  # a bank never changes (frozen): computed once, not on every refinement call
+    @cached_property  # a bank's topology never changes: computed once, not on every refinement call
     def max_level(self) -> int:
         """Deepest level any pair can reach: the exact triangle level below the deepest leaves."""
         return int(self.depth.max()) + 1 if len(self.depth) else 0
