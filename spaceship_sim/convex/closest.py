@@ -320,7 +320,29 @@ def _feature_step(S, R, t, body, feat, p, where, tol, q):
     return INSIDE if height <= tol else 3 * face + 2
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _support_vertex(S, rot, pos, body, other):
+    """The vertex of `body` furthest towards `other`'s centre: hill-climbed over the vertex
+    adjacency from the body's first vertex (a linear function on a convex polytope has no other
+    local maximum). A new pair's walk starts there: its closest features are usually near."""
+    V, o = S[_VERTS], body
+    g0, g1, g2 = pos[other, 0] - pos[o, 0], pos[other, 1] - pos[o, 1], pos[other, 2] - pos[o, 2]
+    d0 = rot[o, 0, 0] * g0 + rot[o, 1, 0] * g1 + rot[o, 2, 0] * g2  # R^T g: the body's frame
+    d1 = rot[o, 0, 1] * g0 + rot[o, 1, 1] * g1 + rot[o, 2, 1] * g2
+    d2 = rot[o, 0, 2] * g0 + rot[o, 1, 2] * g1 + rot[o, 2, 2] * g2
+    v = S[_VRANGE][o]
+    best, moved = V[v, 0] * d0 + V[v, 1] * d1 + V[v, 2] * d2, True
+    while moved:
+        moved = False
+        for s in range(S[_VSTART][v], S[_VSTART][v + 1]):
+            w = S[_VNBRS][s]
+            h = V[w, 0] * d0 + V[w, 1] * d1 + V[w, 2] * d2
+            if h > best:
+                best, v, moved = h, w, True
+    return v
+
+
+@njit(cache=True, inline="always")
 def _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts, x):
     """Lin–Canny walk from features (fa, fb); closest points left in pts[0:3] (A), pts[3:6] (B).
     Returns (status, distance, fa, fb, steps); status CAPPED after max_iter steps. x: (3,) scratch."""
@@ -388,8 +410,8 @@ def walk_pairs(S, radius, rot, pos, pairs, feats, max_iter, brute, dist, status,
     for p in range(len(pairs)):
         a, b = pairs[p, 0], pairs[p, 1]
         tol = TOL_REL * (radius[a] + radius[b])
-        fa = feats[p, 0] if feats[p, 0] >= 0 else 3 * S[_VRANGE][a]
-        fb = feats[p, 1] if feats[p, 1] >= 0 else 3 * S[_VRANGE][b]
+        fa = feats[p, 0] if feats[p, 0] >= 0 else 3 * _support_vertex(S, rot, pos, a, b)
+        fb = feats[p, 1] if feats[p, 1] >= 0 else 3 * _support_vertex(S, rot, pos, b, a)
         st = CAPPED
         if not brute:
             st, d, fa, fb, it = _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts, x)
