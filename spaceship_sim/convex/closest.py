@@ -14,6 +14,8 @@ of A. I-COLLIDE walks pseudo-Voronoi regions inside the bodies for the second ca
 point against all face planes (Mirtich's V-Clip rule) finds the same answer with no extra structure.
 If the point is outside some plane, the walk jumps to the face it is furthest above.
 
+The Voronoi-region tests are called, not inlined: inlined, their many branches leave numba's
+reference counting of the feature arrays in the walk's loop (a zero-step pair cost ~20% more).
 Kernels use numba's "numpy" error model (no ZeroDivisionError checks on every division: ~13% of
 a walk's time; every division here has a non-zero denominator by construction).
 
@@ -226,7 +228,7 @@ def _subfeature(S, feat, where):
     return 3 * S[_FVERTS][c] if where % 2 == 0 else 3 * S[_FEDGES][c] + 1
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _step_vertex(S, v, q, tol):
     """Vertex v's Voronoi region: planes through v normal to its edges; q (3,) body frame.
     Returns the edge across the most violated plane, or NO_STEP."""
@@ -242,7 +244,7 @@ def _step_vertex(S, v, q, tol):
     return new
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _step_edge(S, e, q, where, tol):
     """Edge e's Voronoi region: the wedge between its faces' normals, between the planes normal to
     it through its ends. `where` locates the closest point on e (0 tail, 1 inside, 2 head)."""
@@ -271,7 +273,7 @@ def _step_edge(S, e, q, where, tol):
     return NO_STEP
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _step_face(S, f, q, where, tol):
     """Face f's Voronoi region: the prism over f bounded by planes normal to f through its edges,
     above f's plane. Outside the prism: step to the boundary feature holding the closest point
@@ -295,7 +297,7 @@ def _step_face(S, f, q, where, tol):
     return NO_STEP
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _highest_face(S, body, q):
     """(face, signed distance) of the face plane of `body` that q (3,), body frame, is furthest above."""
     best, face = -np.inf, -1
