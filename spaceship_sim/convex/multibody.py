@@ -83,19 +83,20 @@ class ICollide:
         t2 = time.perf_counter()
         self.start_feats = self.sweep.feats.copy()  # for `pair_walk_time` (untimed)
         t2b = time.perf_counter()
-        status, points = self._walk(rot, pos, pairs, self.sweep.feats)
+        status, points, self.steps, self.fallbacks = self._walk(rot, pos, pairs, self.sweep.feats)
         t3 = time.perf_counter()
         self.t_boxes, self.t_sort, self.t_exact = t1 - t0, t2 - t1, t3 - t2b
         self.active, self.swaps, self.points = len(pairs), self.sweep.last_swaps, points
         return pairs[status == PENETRATING]
 
     def _walk(self, rot, pos, pairs, feats):
-        """Lin–Canny over pairs (M, 2) from feats (M, 2) (updated); returns (status, points)."""
+        """Lin–Canny over pairs (M, 2) from feats (M, 2) (updated); returns (status, points, walk
+        steps, brute-force fallbacks)."""
         m = len(pairs)
         dist, status, points = np.empty(m), np.empty(m, np.int8), np.empty((m, 2, 3))
-        self.steps, self.fallbacks = walk_pairs(self.args, self.pset.radius, rot, pos, pairs, feats,
-                                                MAX_ITER, False, dist, status, points)
-        return status, points
+        steps, fallbacks = walk_pairs(self.args, self.pset.radius, rot, pos, pairs, feats, MAX_ITER, False,
+                                      dist, status, points)
+        return status, points, steps, fallbacks
 
     def pair_walk_time(self, rot, pos) -> float:
         """Seconds for the last frame's exact stage again: the same pairs from the same start
