@@ -379,16 +379,19 @@ class App:
 
 
 def scene_models(world):
-    """(models, trees, colours, coarse meshes) of every body the renderer draws: the ships' models,
-    then the asteroid shapes (if any) in rock colour, with their coarse stand-ins for far away."""
+    """(models, trees, colours, coarse meshes, faceted) of every body the renderer draws: the ships'
+    models, then the asteroid shapes (if any) in rock colour, lit per face (convex), with their
+    coarse stand-ins for far away."""
     from .renderer import MODEL_COLORS
 
     shapes = world.asteroid_shapes
     colors = [MODEL_COLORS[m % len(MODEL_COLORS)] for m in range(len(world.models))]
     if shapes is None:
-        return world.models, world.trees, colors, None
+        return world.models, world.trees, colors, None, None
+    ships, rocks = [None] * len(world.models), [None] * len(shapes.meshes)
     return (list(world.models) + shapes.meshes, list(world.trees) + shapes.trees,
-            colors + [ASTEROID_COLOR] * len(shapes.meshes), [None] * len(world.models) + shapes.coarse)
+            colors + [ASTEROID_COLOR] * len(rocks), ships + shapes.coarse,
+            [False] * len(ships) + [True] * len(rocks))
 
 
 def save_png(path, image: np.ndarray) -> None:

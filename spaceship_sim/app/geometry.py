@@ -134,3 +134,14 @@ def in_frustum(centers: np.ndarray, radii: np.ndarray, view_proj: np.ndarray) ->
     planes /= np.linalg.norm(planes[:, :3], axis=1, keepdims=True)
     dist = np.asarray(centers, np.float64) @ planes[:, :3].T + planes[:, 3]   # (k, 6) signed
     return np.all(dist >= -np.asarray(radii, np.float64)[:, None], axis=1)
+
+
+def faceted_vertices(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Unshared triangle vertices for per-face lighting: (3 T, 9) float32 rows (position, the
+    triangle's unit normal, its centre), body frame, from a mesh's vertices (V, 3) and
+    counter-clockwise faces (T, 3)."""
+    tri = np.asarray(vertices, np.float64)[np.asarray(faces)]            # (T, 3 corners, 3)
+    normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    normal /= np.linalg.norm(normal, axis=1, keepdims=True)
+    per_corner = lambda a: np.repeat(a[:, None, :], 3, axis=1)          # noqa: E731
+    return np.concatenate([tri, per_corner(normal), per_corner(tri.mean(axis=1))], axis=2).reshape(-1, 9).astype("f4")

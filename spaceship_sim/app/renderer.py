@@ -66,6 +66,35 @@ void main() {
     vec3 c = v_color * (0.08 + 0.17 * sky + 0.70 * key + 0.22 * fill) + 0.25 * spec + vec3(0.30, 0.40, 0.55) * rim;
     f_color = vec4(c, 1.0);
 }"""
+# Faceted convex bodies (asteroids: most of the pixels of a field): the same lights evaluated once
+# per face in the vertex stage (each vertex carries its face's normal and centre; no vertex is
+# shared), the fragment stage only writes a flat colour. Under software GL the per-pixel normal,
+# view vector and lighting above are most of a body's cost; a convex hull's faces are flat, so
+# per-face lighting looks the same (the rim term takes the view vector at the face centre). Matte:
+# no specular highlight, as rock.
+ROCK_VS = """
+#version 330
+uniform mat4 view_proj;
+uniform vec3 eye; uniform vec3 key_dir; uniform vec3 fill_dir; uniform vec3 sky_dir;
+in vec3 in_pos; in vec3 in_normal; in vec3 in_center;
+in vec4 m0; in vec4 m1; in vec4 m2; in vec4 m3; in vec3 in_color;
+flat out vec3 v_rgb;
+void main() {
+    mat4 model = mat4(m0, m1, m2, m3);
+    vec3 n = normalize(mat3(model) * in_normal);
+    vec3 v = normalize(eye - (model * vec4(in_center, 1.0)).xyz);
+    float key = max(dot(n, key_dir), 0.0);
+    float fill = max(dot(n, fill_dir), 0.0);
+    float sky = 0.5 + 0.5 * dot(n, sky_dir);
+    float rim = pow(1.0 - max(dot(n, v), 0.0), 3.0);
+    v_rgb = in_color * (0.08 + 0.17 * sky + 0.70 * key + 0.22 * fill) + vec3(0.30, 0.40, 0.55) * rim;
+    gl_Position = view_proj * model * vec4(in_pos, 1.0);
+}"""
+ROCK_FS = """
+#version 330
+flat in vec3 v_rgb;
+out vec4 f_color;
+void main() { f_color = vec4(v_rgb, 1.0); }"""
 # Spheres as ray-cast impostors: one camera-facing quad per sphere covering its silhouette,
 # the fragment shader intersects the view ray with the sphere (smooth at any size for four
 # vertices; a tessellated sphere would cost thousands of vertices per sphere under software GL).
@@ -167,10 +196,11 @@ class SceneOptions:
 class Renderer:
     """Owns the GL objects; `render(...)` draws one frame into the bound framebuffer."""
 
-    def __init__(self, ctx: moderngl.Context, models, trees, colors=None, coarse=None):
+    def __init__(self, ctx: moderngl.Context, models, trees, colors=None, coarse=None, faceted=None):
         """models: list[Mesh]; trees: list[SphereTree] (same order); colors: RGB per model
         (default: MODEL_COLORS in turn); coarse: per model a Mesh drawn instead when the body's
-        bounding sphere is under COARSE_BELOW_PX pixels in radius, or None (default: none)."""
+        bounding sphere is under COARSE_BELOW_PX pixels in radius, or None (default: none);
+        faceted: per model whether it is a convex body lit per face (ROCK_VS; default: none is)."""
         self.ctx, self.models, self.trees = ctx, models, trees
         self.model_colors = np.array(colors or [MODEL_COLORS[m % len(MODEL_COLORS)] for m in range(len(models))],
                                      np.float32)
@@ -180,8 +210,11 @@ class Renderer:
         self.ring_prog = ctx.program(vertex_shader=RING_VS, fragment_shader=RING_FS)
         self.star_prog = ctx.program(vertex_shader=STAR_VS, fragment_shader=STAR_FS)
         self.flat_prog = ctx.program(vertex_shader=FLAT_VS, fragment_shader=FLAT_FS)
-        self.ship_meshes = [self._ship_vao(m) for m in models]
-        self.coarse_meshes = [None if c is None else self._ship_vao(c) for c in (coarse or [None] * len(models))]
+        self.rock_prog = ctx.program(vertex_shader=ROCK_VS, fragment_shader=ROCK_FS)
+        faceted = faceted or [False] * len(models)
+        self.ship_meshes = [self._mesh_vao(m, f) for m, f in zip(models, faceted)]
+        self.coarse_meshes = [None if c is None else self._mesh_vao(c, f)
+                              for c, f in zip(coarse or [None] * len(models), faceted)]
         corners = np.array([[-1, -1], [1, -1], [1, 1], [-1, -1], [1, 1], [-1, 1]], "f4")
         self.sphere = _Instanced(ctx, self.sphere_prog, ctx.buffer(corners), None, 6, "4f 4f/i",
                                  ["in_sphere", "in_rgba"], vertex_attr=("2f", "in_corner"))
@@ -193,12 +226,17 @@ class Renderer:
         self.line_vao = ctx.vertex_array(self.flat_prog, [(self.line_buf, "3f", "in_pos")])
 
     # --- setup -------------------------------------------------------------------------
-    def _ship_vao(self, mesh):
-        """Shared vertices + index buffer, drawn instanced with per-ship matrix and colour."""
-        ibo = self.ctx.buffer(np.ascontiguousarray(mesh.faces, "i4"))
-        return self._instanced(self.ship_prog, np.asarray(mesh.vertices, "f4"), "4f 4f 4f 4f 3f/i",
-                               ["m0", "m1", "m2", "m3", "in_color"], index_buffer=ibo,
-                               n_vertices=3 * len(mesh.faces))
+    def _mesh_vao(self, mesh, faceted: bool = False):
+        """Drawn instanced with per-body matrix and colour: shared vertices + index buffer (lit per
+        pixel), or for a faceted body three vertices per triangle with its normal and centre."""
+        inst = ("4f 4f 4f 4f 3f/i", ["m0", "m1", "m2", "m3", "in_color"])
+        if not faceted:
+            ibo = self.ctx.buffer(np.ascontiguousarray(mesh.faces, "i4"))
+            return self._instanced(self.ship_prog, np.asarray(mesh.vertices, "f4"), *inst, index_buffer=ibo,
+                                   n_vertices=3 * len(mesh.faces))
+        vbo = self.ctx.buffer(geometry.faceted_vertices(mesh.vertices, mesh.faces))
+        return _Instanced(self.ctx, self.rock_prog, vbo, None, 3 * len(mesh.faces), *inst,
+                          vertex_attr=("3f 3f 3f", "in_pos", "in_normal", "in_center"))
 
     def _instanced(self, prog, vertices: np.ndarray, inst_format: str, inst_attrs: list[str],
                    index_buffer=None, n_vertices: int | None = None):
@@ -233,7 +271,7 @@ class Renderer:
         self.stars[0].render(moderngl.POINTS, vertices=self.stars[1])
 
         ctx.enable_only(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
-        for prog in (self.ship_prog, self.ring_prog, self.flat_prog):
+        for prog in (self.ship_prog, self.rock_prog, self.ring_prog, self.flat_prog):
             prog["view_proj"].write(gl_bytes(view_proj))
         self._set_lights(view, camera.eye)
         self.sphere_prog["proj"].write(gl_bytes(proj))
@@ -253,10 +291,11 @@ class Renderer:
         """Key above-left of the viewer, fill below-right, sky: the camera's up (world frame)."""
         side, up, back = view[0, :3], view[1, :3], view[2, :3]  # camera axes in the world
         key = _unit(-0.5 * side + 0.6 * up + 0.65 * back)
-        self.ship_prog["key_dir"].value = tuple(key)
-        self.ship_prog["fill_dir"].value = tuple(_unit(0.7 * side - 0.35 * up + 0.45 * back))
-        self.ship_prog["sky_dir"].value = tuple(up)
-        self.ship_prog["eye"].value = tuple(eye)
+        for prog in (self.ship_prog, self.rock_prog):
+            prog["key_dir"].value = tuple(key)
+            prog["fill_dir"].value = tuple(_unit(0.7 * side - 0.35 * up + 0.45 * back))
+            prog["sky_dir"].value = tuple(up)
+            prog["eye"].value = tuple(eye)
         self.sphere_prog["key_view"].value = tuple(view[:3, :3] @ key)
         self.sphere_prog["view"].write(gl_bytes(view))
 

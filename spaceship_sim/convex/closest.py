@@ -14,6 +14,11 @@ of A. I-COLLIDE walks pseudo-Voronoi regions inside the bodies for the second ca
 point against all face planes (Mirtich's V-Clip rule) finds the same answer with no extra structure.
 If the point is outside some plane, the walk jumps to the face it is furthest above.
 
+The Voronoi-region tests are called, not inlined: inlined, their many branches leave numba's
+reference counting of the feature arrays in the walk's loop (a zero-step pair cost ~20% more).
+Kernels use numba's "numpy" error model (no ZeroDivisionError checks on every division: ~13% of
+a walk's time; every division here has a non-zero denominator by construction).
+
 Guard against cycling (degenerate configurations, round-off at region boundaries): every test
 has a tolerance, and a walk longer than `max_iter` steps falls back to the brute-force search over
 all face pairs (counted in the kernels' return value).
@@ -41,14 +46,14 @@ _VERTS, _FSTART, _FVERTS, _FEDGES, _FNORMAL, _FOFFSET, _EDGES, _EFACES, _VSTART,
     _VRANGE, _FRANGE, _MAXFACE = range(14)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _to_world(R, t, V, v, out, row):
     """out[row] = R V[v] + t: a body-frame vertex to the world (rows by index: no views)."""
     for i in range(3):
         out[row, i] = R[i, 0] * V[v, 0] + R[i, 1] * V[v, 1] + R[i, 2] * V[v, 2] + t[i]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _to_body(R, t, p, q):
     """q (3,) = R^T (p - t): a world point (3,) into the body frame; returns q."""
     for i in range(3):
@@ -56,20 +61,20 @@ def _to_body(R, t, p, q):
     return q
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _cross_dot(a0, a1, a2, b0, b1, b2, c0, c1, c2):
     """(a x b) . c for scalar vectors (no temporary arrays in the walk)."""
     return (a1 * b2 - a2 * b1) * c0 + (a2 * b0 - a0 * b2) * c1 + (a0 * b1 - a1 * b0) * c2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _cross_norm(a0, a1, a2, b0, b1, b2):
     """|a x b| for scalar vectors a, b."""
     x, y, z = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
     return np.sqrt(x * x + y * y + z * z)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _segment_params(P, i0, i1, Q, j0, j1):
     """Parameters (s, t) in [0, 1] of the closest points of segments P[i0] P[i1] and Q[j0] Q[j1]
     (rows of (., 3) arrays; Ericson 5.1.9); a segment may be a single point (i0 == i1).
@@ -98,7 +103,7 @@ def _segment_params(P, i0, i1, Q, j0, j1):
     return s, t
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _where(i, s, k):
     """Sub-feature of a k-corner feature holding the point at parameter s of its side i:
     2 * j for corner j, 2 * i + 1 for the inside of side i."""
@@ -109,7 +114,7 @@ def _where(i, s, k):
     return 2 * i + 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _inside_polygon(Q, m, n, x0, x1, x2):
     """Whether point x, on the plane of the convex polygon Q[:m] (normal n (3,)), lies inside it."""
     for j in range(m):
@@ -121,13 +126,13 @@ def _inside_polygon(Q, m, n, x0, x1, x2):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _row_dot(P, i, n):
     """P[i] . n for a row of a (., 3) array and a (3,) array."""
     return P[i, 0] * n[0] + P[i, 1] * n[1] + P[i, 2] * n[2]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _project_into(P, k, Q, m, nQ, best, out, oP, oQ):
     """Corners of P[:k] projecting inside the face Q[:m], and sides of P crossing it.
 
@@ -159,7 +164,7 @@ def _project_into(P, k, Q, m, nQ, best, out, oP, oQ):
     return best, wP
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _closest_polygons(P, k, nP, Q, m, nQ, out):
     """Closest points of two features given as convex point sets: a vertex (1 corner), an edge (2)
     or a face (>= 3 corners, counter-clockwise about its unit normal), all (3,) rows, same frame.
@@ -190,7 +195,7 @@ def _closest_polygons(P, k, nP, Q, m, nQ, out):
     return best, wP, wQ
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _feature_points(S, R, t, feat, out, normal):
     """World corners of a feature into out[:k] (and a face's world normal); returns k."""
     kind, idx = feat % 3, feat // 3
@@ -211,7 +216,7 @@ def _feature_points(S, R, t, feat, out, normal):
     return end - start
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _subfeature(S, feat, where):
     """The feature holding a point: `where` (see `_where`) on feature `feat`, -1 keeps feat."""
     kind, idx = feat % 3, feat // 3
@@ -223,7 +228,7 @@ def _subfeature(S, feat, where):
     return 3 * S[_FVERTS][c] if where % 2 == 0 else 3 * S[_FEDGES][c] + 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def _step_vertex(S, v, q, tol):
     """Vertex v's Voronoi region: planes through v normal to its edges; q (3,) body frame.
     Returns the edge across the most violated plane, or NO_STEP."""
@@ -239,7 +244,7 @@ def _step_vertex(S, v, q, tol):
     return new
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def _step_edge(S, e, q, where, tol):
     """Edge e's Voronoi region: the wedge between its faces' normals, between the planes normal to
     it through its ends. `where` locates the closest point on e (0 tail, 1 inside, 2 head)."""
@@ -268,7 +273,7 @@ def _step_edge(S, e, q, where, tol):
     return NO_STEP
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def _step_face(S, f, q, where, tol):
     """Face f's Voronoi region: the prism over f bounded by planes normal to f through its edges,
     above f's plane. Outside the prism: step to the boundary feature holding the closest point
@@ -292,7 +297,7 @@ def _step_face(S, f, q, where, tol):
     return NO_STEP
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def _highest_face(S, body, q):
     """(face, signed distance) of the face plane of `body` that q (3,), body frame, is furthest above."""
     best, face = -np.inf, -1
@@ -303,7 +308,7 @@ def _highest_face(S, body, q):
     return face, best
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _feature_step(S, R, t, body, feat, p, where, tol, q):
     """Next feature of `body` given the other body's closest point p (3,), world frame:
     NO_STEP when p is in feat's Voronoi region, INSIDE when p is inside the body. q: (3,) scratch."""
@@ -320,7 +325,29 @@ def _feature_step(S, R, t, body, feat, p, where, tol, q):
     return INSIDE if height <= tol else 3 * face + 2
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
+def _support_vertex(S, rot, pos, body, other):
+    """The vertex of `body` furthest towards `other`'s centre: hill-climbed over the vertex
+    adjacency from the body's first vertex (a linear function on a convex polytope has no other
+    local maximum). A new pair's walk starts there: its closest features are usually near."""
+    V, o = S[_VERTS], body
+    g0, g1, g2 = pos[other, 0] - pos[o, 0], pos[other, 1] - pos[o, 1], pos[other, 2] - pos[o, 2]
+    d0 = rot[o, 0, 0] * g0 + rot[o, 1, 0] * g1 + rot[o, 2, 0] * g2  # R^T g: the body's frame
+    d1 = rot[o, 0, 1] * g0 + rot[o, 1, 1] * g1 + rot[o, 2, 1] * g2
+    d2 = rot[o, 0, 2] * g0 + rot[o, 1, 2] * g1 + rot[o, 2, 2] * g2
+    v = S[_VRANGE][o]
+    best, moved = V[v, 0] * d0 + V[v, 1] * d1 + V[v, 2] * d2, True
+    while moved:
+        moved = False
+        for s in range(S[_VSTART][v], S[_VSTART][v + 1]):
+            w = S[_VNBRS][s]
+            h = V[w, 0] * d0 + V[w, 1] * d1 + V[w, 2] * d2
+            if h > best:
+                best, v, moved = h, w, True
+    return v
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts, x):
     """Lin–Canny walk from features (fa, fb); closest points left in pts[0:3] (A), pts[3:6] (B).
     Returns (status, distance, fa, fb, steps); status CAPPED after max_iter steps. x: (3,) scratch."""
@@ -345,7 +372,7 @@ def _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts, x):
     return CAPPED, np.nan, fa, fb, max_iter
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _first_vertex_inside(S, rot, pos, inner, outer, tol):
     """Whether the first vertex of body `inner` lies inside body `outer` (within tol)."""
     p, q = np.empty((1, 3)), np.empty(3)
@@ -353,7 +380,7 @@ def _first_vertex_inside(S, rot, pos, inner, outer, tol):
     return _highest_face(S, outer, _to_body(rot[outer], pos[outer], p[0], q))[1] <= tol
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _brute(S, rot, pos, a, b, tol, PA, PB, nA, nB, pts):
     """Reference: minimum over all face pairs (covers every vertex-face and edge-edge pair), and
     containment of one body in the other. Returns (status, distance, fa, fb) like `_walk`."""
@@ -373,7 +400,7 @@ def _brute(S, rot, pos, a, b, tol, PA, PB, nA, nB, pts):
     return SEPARATED, np.sqrt(best), fa, fb
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def walk_pairs(S, radius, rot, pos, pairs, feats, max_iter, brute, dist, status, points):
     """Closest features of many body pairs (the fast path, or `brute` force for reference).
 
@@ -388,8 +415,8 @@ def walk_pairs(S, radius, rot, pos, pairs, feats, max_iter, brute, dist, status,
     for p in range(len(pairs)):
         a, b = pairs[p, 0], pairs[p, 1]
         tol = TOL_REL * (radius[a] + radius[b])
-        fa = feats[p, 0] if feats[p, 0] >= 0 else 3 * S[_VRANGE][a]
-        fb = feats[p, 1] if feats[p, 1] >= 0 else 3 * S[_VRANGE][b]
+        fa = feats[p, 0] if feats[p, 0] >= 0 else 3 * _support_vertex(S, rot, pos, a, b)
+        fb = feats[p, 1] if feats[p, 1] >= 0 else 3 * _support_vertex(S, rot, pos, b, a)
         st = CAPPED
         if not brute:
             st, d, fa, fb, it = _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts, x)
@@ -398,7 +425,8 @@ def walk_pairs(S, radius, rot, pos, pairs, feats, max_iter, brute, dist, status,
             fallbacks += not brute
             st, d, fa, fb = _brute(S, rot, pos, a, b, tol, PA, PB, nA, nB, pts)
         feats[p, 0], feats[p, 1], dist[p], status[p] = fa, fb, d, st
-        points[p, 0], points[p, 1] = pts[0:3], pts[3:6]
+        for c in range(3):  # scalar copies: slices would be reference-counted views
+            points[p, 0, c], points[p, 1, c] = pts[c], pts[3 + c]
     return steps, fallbacks
 
 

@@ -81,14 +81,30 @@ class ICollide:
         t1 = time.perf_counter()
         pairs = self.sweep.update(lo, hi)
         t2 = time.perf_counter()
+        self.start_feats = self.sweep.feats.copy()  # for `pair_walk_time` (untimed)
+        t2b = time.perf_counter()
+        status, points, self.steps, self.fallbacks = self._walk(rot, pos, pairs, self.sweep.feats)
+        t3 = time.perf_counter()
+        self.t_boxes, self.t_sort, self.t_exact = t1 - t0, t2 - t1, t3 - t2b
+        self.active, self.swaps, self.points = len(pairs), self.sweep.last_swaps, points
+        return pairs[status == PENETRATING]
+
+    def _walk(self, rot, pos, pairs, feats):
+        """Lin–Canny over pairs (M, 2) from feats (M, 2) (updated); returns (status, points, walk
+        steps, brute-force fallbacks)."""
         m = len(pairs)
         dist, status, points = np.empty(m), np.empty(m, np.int8), np.empty((m, 2, 3))
-        self.steps, self.fallbacks = walk_pairs(self.args, self.pset.radius, rot, pos, pairs, self.sweep.feats,
-                                                MAX_ITER, False, dist, status, points)
-        t3 = time.perf_counter()
-        self.t_boxes, self.t_sort, self.t_exact = t1 - t0, t2 - t1, t3 - t2
-        self.active, self.swaps, self.points = m, self.sweep.last_swaps, points
-        return pairs[status == PENETRATING]
+        steps, fallbacks = walk_pairs(self.args, self.pset.radius, rot, pos, pairs, feats, MAX_ITER, False,
+                                      dist, status, points)
+        return status, points, steps, fallbacks
+
+    def pair_walk_time(self, rot, pos) -> float:
+        """Seconds for the last frame's exact stage again: the same pairs from the same start
+        features, outputs allocated as in the frame (a second pass, as `FclPeer.pair_collide_time`)."""
+        pairs, feats = self.sweep.pairs, self.start_feats.copy()
+        t0 = time.perf_counter()
+        self._walk(rot, pos, pairs, feats)
+        return time.perf_counter() - t0
 
 
 class BruteForce:
@@ -141,9 +157,10 @@ class FclPeer:
         return np.array(sorted(found), np.int32).reshape(-1, 2)
 
     def pair_collide_time(self, pairs) -> float:
-        """Seconds for one fcl.collide call per pair (transforms already set)."""
+        """Seconds for one fcl.collide call per pair (transforms already set), pairs (M, 2) given as
+        Python ints (numpy scalars would add their own overhead to fcl's figure)."""
         fcl, objs = self.fcl, self.objs
-        request = fcl.CollisionRequest()
+        request, pairs = fcl.CollisionRequest(), np.asarray(pairs).tolist()
         t0 = time.perf_counter()
         for a, b in pairs:
             fcl.collide(objs[a], objs[b], request, fcl.CollisionResult())

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from scipy.optimize import linprog, minimize
 from scipy.spatial.transform import Rotation
 
-from spaceship_sim.convex.closest import closest_features, feature_name
+from spaceship_sim.convex.closest import _support_vertex, closest_features, feature_name
 from spaceship_sim.convex.polytope import pack, polytope_from_points, random_polytope
 
 CUBE = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
@@ -154,3 +154,21 @@ def test_iteration_cap_falls_back_to_brute_force():
     full = closest_features(s, rot, pos, 0, 1)
     assert capped.fell_back and not full.fell_back
     agree(capped, full, s.radius.sum())
+
+
+@settings(max_examples=40, deadline=None)
+@given(FACES, SEEDS, st.sampled_from(["random", "axis", "cube-axis", "cube-diagonal"]))
+def test_support_vertex_is_the_extreme_vertex(faces, seed, how):
+    """A new pair's cold start: the hill-climbed vertex furthest towards the other centre is the
+    brute-force maximum (ties, e.g. a cube's face turned to the other body, accept any tied vertex)."""
+    rng = np.random.default_rng(seed)
+    cube = how.startswith("cube")
+    s = pack([polytope_from_points(CUBE) if cube else random_polytope(faces, rng), random_polytope(8, rng)])
+    rot = np.stack([np.eye(3) if how != "random" else Rotation.random(random_state=rng).as_matrix(), np.eye(3)])
+    direction = {"random": rng.normal(size=3), "axis": np.array([0.0, 0, 1]), "cube-axis": np.array([1.0, 0, 0]),
+                 "cube-diagonal": np.array([1.0, 1, 0])}[how]
+    pos = np.stack([np.zeros(3), 5.0 * direction])
+    v = _support_vertex(s.kernel_args(), rot, pos, 0, 1)
+    heights = world_vertices(s, rot, pos, 0) @ direction
+    assert s.vert_range[0] <= v < s.vert_range[1]
+    assert heights[v] >= heights.max() - 1e-12
