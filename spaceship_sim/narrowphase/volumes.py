@@ -27,6 +27,9 @@ node-array tuple (a namedtuple whose fields name the bank's arrays): `Volume(...
 objects, whose unboxing would cost microseconds on every kernel call — and the compiled loop calls
 the volume's functions directly (inlined like any njit call).
 
+numba's on-disk cache of kernels.py does not notice edits to this file (it checks each function's
+own file only): after changing a volume's functions, delete spaceship_sim/narrowphase/__pycache__.
+
 Adding a bounding volume touches three files: its namedtuple, functions and `Volume`, the builder of
 its trees, and the bank that holds their arrays and names the volume (`volume = ...`); the loop and
 its tests are shared (tests/narrowphase/test_volumes.py plugs in oriented cubes that way).
