@@ -59,7 +59,7 @@ def step(world) -> FrameStats:
         with timed(stats, "t_response", clock):
             changed = collision_response(field, state, narrow, convex, cfg.collision, world.compiled)
             world.broad.invalidate(changed[changed < state.n])
-        stats.add_detection(narrow, budget, len(changed), field.radii(state), convex)
+        stats.add_detection(narrow, budget, len(changed), lambda: field.radii(state), convex)
         if math.isfinite(budget):  # what the narrow phase overran its deadline by
             world.overrun_predictor.record(max(0.0, narrow.time_used - budget))
         world.last_narrow = narrow

@@ -76,11 +76,12 @@ class FrameStats:
         self.step_min = s.step_min if self.step_min == 0 else min(self.step_min, s.step_min)
         self.step_max = max(self.step_max, s.step_max)
 
-    def add_detection(self, narrow, budget: float, responses: int, radii: np.ndarray, convex=None) -> None:
+    def add_detection(self, narrow, budget: float, responses: int, radii_of, convex=None) -> None:
         """Count one sample's collision detection: its narrow-phase answer (FrameNarrowResult),
-        the budget it had [s] (inf: not time-critical), the responses it caused, the bodies'
-        bounding radii (n,) [m] (separation bounds are also kept relative to them), and the asteroid
-        pairs' answer (convex/field.py) when there are asteroids."""
+        the budget it had [s] (inf: not time-critical), the responses it caused, radii_of() -> the
+        bodies' bounding radii (n,) [m] (separation bounds are also kept relative to them; called
+        only when some pair collides), and the asteroid pairs' answer (convex/field.py) when there
+        are asteroids."""
         if convex is not None:
             self.convex_pairs += len(convex.pairs)
             self.convex_colliding += int(convex.colliding.sum())
@@ -99,7 +100,7 @@ class FrameStats:
         self.level_hist = tuple(int(x) for x in old + hist)
         bounds = narrow.separation_bound[hit]
         if len(bounds):
-            radius = radii[narrow.pairs[hit]].mean(axis=1)  # the pair's mean bounding radius
+            radius = radii_of()[narrow.pairs[hit]].mean(axis=1)  # the pair's mean bounding radius
             self.sep_bounds = np.concatenate([self.sep_bounds, bounds])
             self.sep_bounds_rel = np.concatenate([self.sep_bounds_rel, bounds / radius])
             self.sep_bound_min = float(self.sep_bounds.min())
