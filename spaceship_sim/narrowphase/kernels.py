@@ -53,14 +53,22 @@ def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, s
 
 
 @njit(cache=True)
-def overlap_pairs(VA, VB, R, t, a, b):
-    """(k,) bool: do the volumes of node a[r] (A's bank) and b[r] (B's) overlap, pose row r."""
-    hit = np.empty(len(a), np.bool_)
+def root_stacks(VA, VB, Ta, Tb, root_a, root_b, width):
+    """A frame's search set up: per pair row r, B's body frame in A's (R, t: relative_poses) and
+    the stack (descend_stacks) holding the root pair (root_a[r], root_b[r]) at level 0 when their
+    volumes overlap, empty (apart[r]) when not. Returns R, t, sa, sb, sl (k, width), height, apart."""
+    k = len(root_a)
+    R, t = relative_poses(Ta, Tb)
+    sa, sb, sl = np.empty((k, width), np.int64), np.empty((k, width), np.int64), np.empty((k, width), np.int64)
+    height = np.zeros(k, np.int64)
+    apart = np.ones(k, np.bool_)
     xb = np.empty((2, 3))
-    for r in range(len(a)):
-        place(VB, b[r], R, t, r, xb)
-        hit[r] = overlap(VA, a[r], VB, b[r], R, t, r, xb)[0]
-    return hit
+    for r in range(k):
+        sa[r, 0], sb[r, 0], sl[r, 0] = root_a[r], root_b[r], 0
+        place(VB, root_b[r], R, t, r, xb)
+        if overlap(VA, root_a[r], VB, root_b[r], R, t, r, xb)[0]:
+            height[r], apart[r] = 1, False
+    return R, t, sa, sb, sl, height, apart
 
 
 @njit(cache=True)
@@ -388,22 +396,30 @@ def _grow2(arr, need):
 
 
 @njit(cache=True)
-def summarize_stacks(VA, VB, R, t, sa, sb, height):
-    """Per row i (pose row i) over its stack of colliding node pairs, sa[i, :height[i]] and
-    sb[i, :height[i]] (see descend_stacks), in A's body frame (volumes.py):
+def summarize_stacks(VA, VB, R, t, Ta, sa, sb, sl, height, apart, hit_ptr, level, n_levels):
+    """The frame's answer per pair row i from its stack of colliding node pairs, sa[i, :height[i]]
+    and sb[i, :height[i]] (see descend_stacks), for rows not found apart:
 
-    bound  : (k,) min over pairs of the volume's separation bound; +inf for rows without pairs
-    point  : (k, 3) mean over pairs of their contact points (nan for rows without pairs)
-    normal : (k, 3) unit, mean of their directions from A toward B (A's origin to B's when those
-             cancel, +x when the origins coincide too)
+    bound  : (k,) min over the stack of the volume's separation bound (volumes.py); 0 for rows
+             with intersecting triangles (hit_ptr, CSR over the rows), +inf for rows apart
+    point  : (k, 3) world, mean over the stack of its contact points (nan for rows apart)
+    normal : (k, 3) world, unit, mean of their directions from A toward B (A's origin to B's
+             when those cancel, +x when the origins coincide too; 0 for rows apart)
+    hist   : (n_levels,) int64, rows not apart per level reached
+    top    : CSR (ptr, fa, fb) of each row's top-level entries (stacks_csr, top_only)
+    Ta (k, 4, 4) is ship A's body->world transform: the stack is in A's body frame.
     """
     k = len(height)
     bound = np.full(k, np.inf)
     point = np.full((k, 3), np.nan)
     normal = np.zeros((k, 3))
+    hist = np.zeros(n_levels, np.int64)
     xb = np.empty((2, 3))
     acc = np.empty(6)
     for i in range(k):
+        if apart[i]:
+            continue
+        hist[level[i]] += 1
         if height[i] == 0:
             continue
         acc[:] = 0.0
@@ -411,18 +427,23 @@ def summarize_stacks(VA, VB, R, t, sa, sb, height):
         for j in range(height[i]):
             best = min(best, separation(VA, sa[i, j], VB, sb[i, j], R, t, i, xb))
             contact(VA, sa[i, j], VB, sb[i, j], R, t, i, xb, acc)
-        bound[i] = best
-        point[i] = acc[:3] / height[i]
-        nrm = acc[3:].copy()
-        length = np.sqrt(nrm[0] ** 2 + nrm[1] ** 2 + nrm[2] ** 2)
+        bound[i] = 0.0 if hit_ptr[i + 1] > hit_ptr[i] else best
+        for c in range(3):
+            acc[c] /= height[i]
+        length = np.sqrt(acc[3] ** 2 + acc[4] ** 2 + acc[5] ** 2)
         if length < 1e-9:
-            nrm[:] = t[i]
-            length = np.sqrt(nrm[0] ** 2 + nrm[1] ** 2 + nrm[2] ** 2)
+            acc[3:] = t[i]
+            length = np.sqrt(acc[3] ** 2 + acc[4] ** 2 + acc[5] ** 2)
         if length < 1e-12:
-            nrm[:] = 0.0
-            nrm[0] = length = 1.0
-        normal[i] = nrm / length
-    return bound, point, normal
+            acc[3:] = 0.0
+            acc[3] = length = 1.0
+        for c in range(3):  # A's body frame -> world
+            point[i, c] = Ta[i, c, 3]
+            for m in range(3):
+                point[i, c] += Ta[i, c, m] * acc[m]
+                normal[i, c] += Ta[i, c, m] * acc[3 + m] / length
+    ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), True)
+    return bound, point, normal, hist, (ptr, fa, fb)
 
 
 @njit(cache=True)

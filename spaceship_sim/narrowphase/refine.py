@@ -29,8 +29,8 @@ import numpy as np
 
 from ..clock import WALL
 from .bank import TreeBank, bank_of
-from .kernels import (complete_pairs, csr_by_pose_row, descend_stacks, exact_pairs, overlap_pairs, relative_poses,
-                      stack_width, stacks_csr, summarize_stacks)
+from .kernels import (complete_pairs, csr_by_pose_row, descend_stacks, exact_pairs, root_stacks, stack_width, stacks_csr,
+                      summarize_stacks)
 from .ocst import resume_blocked, resume_stacks
 from .volumes import volume_of
 
@@ -359,23 +359,18 @@ class _Search:
     def __init__(self, A, B, ma, mb, Ta, Tb, max_level, clock):
         self.A, self.B, self.ma, self.mb, self.clock = A, B, ma, mb, clock
         self.Ta, self.Tb = (np.ascontiguousarray(T, dtype=np.float64) for T in (Ta, Tb))
-        self.R, self.t = relative_poses(self.Ta, self.Tb)
         k = len(ma)
         self.depth = np.maximum(A.depth[ma], B.depth[mb])
         self.cap = self.depth if max_level is None else np.minimum(self.depth, max(int(max_level), 0))
         volume_of(A, B)  # both banks' nodes must be the same kind of volume
         self.VA, self.VB = A.nodes, B.nodes
+        # level 0 is the root pair, on the stack when the roots overlap
+        width = stack_width(A, B, int(self.cap.max(initial=0)))
+        self.R, self.t, self.sa, self.sb, self.sl, self.height, self.apart = root_stacks(
+            self.VA, self.VB, self.Ta, self.Tb, A.node_offset[ma], B.node_offset[mb], width)
         self.tree_args = (self.VA, A.first_child, A.child_count, self.VB, B.first_child, B.child_count, self.R,
                           self.t)
-        # level 0 is the root pair, on the stack when the roots overlap
-        root_a, root_b = A.node_offset[ma].astype(np.int64), B.node_offset[mb].astype(np.int64)
-        width = stack_width(A, B, int(self.cap.max(initial=0)))
-        self.sa, self.sb, self.sl = (np.empty((k, width), np.int64) for _ in range(3))
-        self.sa[:, 0], self.sb[:, 0], self.sl[:, 0] = root_a, root_b, 0
-        hit0 = overlap_pairs(self.VA, self.VB, self.R, self.t, root_a, root_b)
-        self.height = hit0.astype(np.int64)
         self.level = np.zeros(k, np.int64)
-        self.apart = ~hit0
         self.tested = np.zeros(k, bool)
         self.blocked = np.zeros(k, bool)
         self.hits = (np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
@@ -486,26 +481,17 @@ class _Search:
         """The answer: every stacked pair collides, so each bounds the separation, and together
         (all levels of the search, around the witness) they give the contact; the deepest ones —
         the witness and its siblings — are the pairs reported and drawn."""
-        A, B, k = self.A, self.B, len(self.level)
-        colliding, certain = ~self.apart, self.apart | self.tested
-        bound, point, normal = summarize_stacks(self.VA, self.VB, self.R, self.t, self.sa, self.sb, self.height)
-        final = self.stacks(np.arange(k), top_only=True)
-        hit_ptr, hit_a, hit_b = self.hits
-        bound[hit_ptr[1:] > hit_ptr[:-1]] = 0.0
-        bound[~colliding] = np.inf
-        Ra = self.Ta[:, :3, :3]
-        point = np.einsum("kij,kj->ki", Ra, point) + self.Ta[:, :3, 3]
-        normal = np.einsum("kij,kj->ki", Ra, normal)
-        point[~colliding] = np.nan
-        normal[~colliding] = 0.0
-        n_levels = max(A.max_level, B.max_level) + 1
+        A, B = self.A, self.B
+        colliding = ~self.apart
+        bound, point, normal, hist, top = summarize_stacks(
+            self.VA, self.VB, self.R, self.t, self.Ta, self.sa, self.sb, self.sl, self.height, self.apart,
+            self.hits[0], self.level, max(A.max_level, B.max_level) + 1)
         return FrameNarrowResult(
-            pairs=pairs, colliding=colliding, level=self.level, exact=certain, separation_bound=bound,
-            contact_point=point, contact_normal=normal, time_used=self.clock() - start,
-            level_histogram=np.bincount(self.level[colliding], minlength=n_levels).astype(np.int64),
-            distance=np.where(colliding & self.tested, 0.0, self.distance),
-            _spheres=(final.ptr, final.fa, final.fb, A.node_offset[self.ma], B.node_offset[self.mb]),
-            _tris=(hit_ptr, hit_a, hit_b, A.tri_offset[self.ma], B.tri_offset[self.mb]), time_in_batches=self.busy)
+            pairs=pairs, colliding=colliding, level=self.level, exact=self.apart | self.tested,
+            separation_bound=bound, contact_point=point, contact_normal=normal, time_used=self.clock() - start,
+            level_histogram=hist, distance=np.where(colliding & self.tested, 0.0, self.distance),
+            _spheres=(*top, A.node_offset[self.ma], B.node_offset[self.mb]),
+            _tris=(*self.hits, A.tri_offset[self.ma], B.tri_offset[self.mb]), time_in_batches=self.busy)
 
 
 def _apart_distances(detector, ma, mb, Ta, Tb, rows, deadline, clock) -> np.ndarray:
