@@ -53,13 +53,13 @@ def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, s
 
 
 @njit(cache=True)
-def root_stacks(VA, VB, Ta, Tb, root_a, root_b, width):
+def root_stacks(VA, VB, Ta, Tb, root_a, root_b, sa, sb, sl):
     """A frame's search set up: per pair row r, B's body frame in A's (R, t: relative_poses) and
-    the stack (descend_stacks) holding the root pair (root_a[r], root_b[r]) at level 0 when their
-    volumes overlap, empty (apart[r]) when not. Returns R, t, sa, sb, sl (k, width), height, apart."""
+    the stack (descend_stacks; sa, sb, sl (k, width) filled in place) holding the root pair
+    (root_a[r], root_b[r]) at level 0 when their volumes overlap, empty (apart[r]) when not.
+    Returns R, t, height, apart."""
     k = len(root_a)
     R, t = relative_poses(Ta, Tb)
-    sa, sb, sl = np.empty((k, width), np.int64), np.empty((k, width), np.int64), np.empty((k, width), np.int64)
     height = np.zeros(k, np.int64)
     apart = np.ones(k, np.bool_)
     xb = np.empty((2, 3))
@@ -68,7 +68,7 @@ def root_stacks(VA, VB, Ta, Tb, root_a, root_b, width):
         place(VB, root_b[r], R, t, r, xb)
         if overlap(VA, root_a[r], VB, root_b[r], R, t, r, xb)[0]:
             height[r], apart[r] = 1, False
-    return R, t, sa, sb, sl, height, apart
+    return R, t, height, apart
 
 
 @njit(cache=True)

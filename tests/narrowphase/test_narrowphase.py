@@ -241,6 +241,32 @@ def test_empty_frame_and_far_pairs(trees):
     assert not r.colliding[0] and r.level[0] == 0 and r.exact[0] and np.isinf(r.separation_bound[0])
 
 
+def test_reused_stack_scratch_never_changes_an_answer(trees):
+    """The stacks live in scratch reused from call to call (refine._STACKS): stale entries left by
+    other calls must not leak into an answer, and a call nested in another gets its own."""
+    from spaceship_sim.narrowphase import refine as refine_module
+
+    bank = TreeBank.from_trees([trees["torus"], trees["ico"]])
+    rng = np.random.default_rng(11)
+    T = np.stack([random_pose(rng, 1.5) for _ in range(40)])
+    model_id, pairs = rng.integers(0, 2, 40), np.stack([np.arange(20), np.arange(20, 40)], 1)
+
+    def answer():
+        r = refine_frame(bank, model_id, T, pairs, deadline=np.inf, max_level=2, exact=False)
+        return r.colliding, r.level, r.separation_bound, r.contact_point, r.sphere_pairs
+
+    pool = refine_module._STACKS
+    pool._free.clear()
+    fresh = answer()
+    pool._free[:] = [np.full((3, 1 << 16), 7, np.int64)]  # stale node ids in every slot
+    for got, want in zip(answer(), fresh):
+        np.testing.assert_array_equal(np.concatenate(got) if isinstance(got, list) else got,
+                                      np.concatenate(want) if isinstance(want, list) else want)
+    first, second = pool.take(10), pool.take(10)
+    assert not np.shares_memory(first[0], second[0])
+    pool.give_back(first), pool.give_back(second)
+
+
 def test_time_in_batches_is_part_of_the_time_used(trees):
     """The per-call overhead instrument: wall time inside kernel batches, within the call's own
     wall time (both perf_counter), so time_used - time_in_batches is the overhead bench hubbard
