@@ -1,6 +1,6 @@
 """`spaceship-sim bench ocst`, memory part: one lamps run per stand-in render load beside the prebuilt
 octree's reference, the footprint section (resident spheres as % of the full tree, why they are
-held) and its csv and plot. The runs read a TickClock, so the levels reached and the resident
+held), what a single contact builds, and the csv and plot. The runs read a TickClock, so the levels reached and the resident
 spheres are the same on any machine."""
 import csv
 
@@ -23,6 +23,9 @@ def test_memory_part_reports_a_footprint_per_render_load(tmp_path, capsys):
     assert "depth 3" in table[0] and "12 frames" in table[0]
     loads = [line.split() for line in table[2:4]]
     assert [row[0] for row in loads] == ["31", "0"] and all(row[-1] in ("met", "missed") for row in loads)
+    single = printed[printed.index("one lamp pair, each on a fresh bank"):].splitlines()[1:5]
+    assert all("of the full tree" in line for line in single)
+    assert "deep contact, then to the triangles" in single[3] and "colliding True" in single[3]
     rows = list(csv.DictReader(open(out / "ocst_resident.csv")))
     assert len(rows) == 24 and {r["render_ms"] for r in rows} == {"31.0", "0.0"}
     for r in rows:  # every resident sphere has one reason

@@ -131,7 +131,7 @@ def first_frame(triangles: int, skip_prebuilt: bool, depth: int) -> None:
     print(f"first frame, {len(mesh.faces):,}-triangle torus, depth {cfg.collision.tree_depth}:")
     print(f"  ocst: scenario loaded to first frame simulated  {ocst_s:8.2f} s  "
           f"({world.bank.resident_nodes} spheres resident)")
-    first_contact(world.bank, mesh)
+    first_contact((world.bank, world.bank), mesh)
     if skip_prebuilt:
         return
     from ..spheretree.build import build_tree
@@ -144,13 +144,15 @@ def first_frame(triangles: int, skip_prebuilt: bool, depth: int) -> None:
     print(f"  ratio prebuilt wait / ocst first frame          {build_s / ocst_s:8.1f}x")
 
 
-def first_contact(bank, mesh) -> None:
-    """What the first contact of two such ships costs, grazing (rims 2.5% of the radius deep) then
-    deep (centres 1.5 radii apart), in one plane: min_level 1 forced (the root's children built)
-    under an expired deadline, then the rest of the way to the triangles (all contacts)."""
+def first_contact(banks, mesh, full: int = 0) -> None:
+    """What the first contact of two such ships costs, grazing (rims 2.5% of the radius deep) on
+    banks[0] then deep (centres 1.5 radii apart) on banks[1] (the same bank twice: what the deep
+    contact adds), in one plane: min_level 1 forced (the root's children built) under an expired
+    deadline, then the rest of the way to the triangles (all contacts). With `full` (the full
+    tree's spheres), the resident spheres are given as its share too."""
     from ..narrowphase import refine_frame
 
-    for kind, apart in (("grazing", 1.975), ("deep", 1.5)):
+    for bank, (kind, apart) in zip(banks, (("grazing", 1.975), ("deep", 1.5))):
         T = np.tile(np.eye(4), (2, 1, 1))
         T[1, 0, 3] = apart * mesh.bounding_radius
         args = (bank, np.zeros(2, np.int64), T, np.array([[0, 1]]))
@@ -159,7 +161,8 @@ def first_contact(bank, mesh) -> None:
             t0 = time.perf_counter()
             r = refine_frame(*args, **opts)
             print(f"  ocst {kind} contact, {what}: {time.perf_counter() - t0:6.2f} s, level {int(r.level[0])}, "
-                  f"colliding {bool(r.colliding[0])}, {bank.resident_nodes} spheres resident")
+                  f"colliding {bool(r.colliding[0])}, {bank.resident_nodes} spheres resident"
+                  + (f" ({bank.resident_nodes / full:.0%} of the full tree)" if full else ""))
 
 
 def full_tree_nodes(models, depth: int) -> int:
@@ -189,6 +192,7 @@ def resident_over_run(cfg, frames: int, loads: list[float], evict_after: list[fl
         curves.update({(s["render_ms"], s["evict_after_s"]): s["ratio"] for s in summaries})
     full = footprint[0]["full"]
     print_footprint(footprint, full, frames, cfg.collision.tree_depth)
+    one_pair(cfg)
     report.write_csv(out / "ocst_resident.csv", rows)
     plot_resident(out / "ocst_resident.png", curves, cfg, full)
     print(f"wrote {out / 'ocst_resident.csv'} and {out / 'ocst_resident.png'}")
@@ -235,6 +239,17 @@ def print_footprint(summaries: list[dict], full: int, frames: int, depth: int) -
         print(f"  {s['render_ms']:9g}  {s['evict_after_s']:7g}  {r.max():5.1%}  {np.median(r):6.1%} |       "
               f"{s['in_use']:6.1%}  {s['kept']:6.1%}  {s['never_used']:10.1%} | {s['pairs']:18.1f} |"
               f"                {s['within']:4.0%}  {s['ref_within']:8.0%}  {'met' if r.max() <= 0.25 else 'missed'}")
+
+
+def one_pair(cfg) -> None:
+    """What one pair of the user's model builds, grazing and deep, each on a fresh bank: the
+    footprint's floor whenever a load leaves time to refine a contact to the triangles."""
+    from ..meshes import load_model
+    from ..narrowphase.ocst import OcstBank
+
+    mesh, depth = load_model(cfg.ships.user_model), cfg.collision.tree_depth
+    print(f"one {cfg.ships.user_model} pair, each on a fresh bank (the footprint of a single contact):")
+    first_contact([OcstBank([mesh], depth=depth) for _ in range(2)], mesh, full_tree_nodes([mesh], depth))
 
 
 def _within(rows, cfg) -> float:
@@ -284,7 +299,7 @@ def plot_resident(path: Path, curves: dict, cfg, full: int) -> None:
     ax.set_ylabel("resident spheres [% of full tree]")
     ax.set_ylim(0, 105)
     ax.set_title(f"OCST on {Path(cfg.source).name}, depth {cfg.collision.tree_depth}: resident spheres against "
-                 f"the full octree tree ({full:,} spheres) under stand-in render loads", fontsize=9)
+                 f"the full octree tree ({full:,} spheres)", fontsize=9)
     ax.legend(loc="center right", fontsize=8, framealpha=0.9)
     fig.tight_layout()
     fig.savefig(path)
