@@ -215,14 +215,20 @@ def _one_load(cfg, frames: int, render_s: float, evict_after: list[float], clock
         print(f"{head}, ocst, evict after {evict:g} s: resident / full ({full:,} spheres) max {ratio.max():.1%}, "
               f"median {np.median(ratio):.1%}; groups built {world.bank.built_groups}, evicted "
               f"{world.bank.evicted_groups}; {_run_summary(run_rows, cfg)}")
-        summaries.append(dict(render_ms=1e3 * render_s, evict_after_s=evict, full=full, ratio=ratio,
-                              within=_within(run_rows, cfg), ref_within=_within(ref_rows, cfg),
-                              pairs=np.mean([r["candidate_pairs"] for r in run_rows]),
-                              **{k: np.mean([r[k] for r in run_rows]) / full for k in REASONS}))
+        summaries.append(dict(render_ms=1e3 * render_s, evict_after_s=evict, ratio=ratio,
+                              **_footprint(run_rows, ref_rows, cfg, full)))
         rows += [dict(r, render_ms=1e3 * render_s, evict_after_s=evict, full=full) for r in run_rows]
     for r in rows:
         r.pop("levels")
     return rows, summaries
+
+
+def _footprint(rows, ref_rows, cfg, full: int) -> dict:
+    """An ocst run's footprint figures: the mean share of the full tree each reason holds, the
+    mean candidate pair-samples per frame, and frames within target beside the reference's."""
+    return dict(full=full, within=_within(rows, cfg), ref_within=_within(ref_rows, cfg),
+                pairs=np.mean([r["candidate_pairs"] for r in rows]),
+                **{k: np.mean([r[k] for r in rows]) / full for k in REASONS})
 
 
 def print_footprint(summaries: list[dict], full: int, frames: int, depth: int) -> None:
