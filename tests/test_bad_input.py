@@ -306,8 +306,8 @@ CASES = [
     flag("ocst-render-ms-negative", ("bench", "ocst", "--render-ms", "-1"), "--render-ms", "must be in [0, 10000]"),
     flag("ocst-depth-seven", ("bench", "ocst", "--depth", "7"), "--depth", "must be in 1..6"),
     Case("ocst-depth-below-min-level", ("bench", "ocst", "--config", "{tmp}/s.toml", "--depth", "1", "--out",
-                                         "{tmp}/o"), CL, "--depth", "collision.min_level must be <= collision.tree_depth",
-         files={"s.toml": "[collision]\nmin_level = 4\n"}),
+                                         "{tmp}/o"), CL, "--depth",
+         "collision.min_level must be <= collision.tree_depth", files={"s.toml": "[collision]\nmin_level = 4\n"}),
     flag("bench-without-what", ("bench",), "", "the following arguments are required: WHAT"),
     flag("unknown-command", ("launch",), "COMMAND", "invalid choice: 'launch'"),
     # ---- build-trees

@@ -1,7 +1,7 @@
 """`spaceship-sim bench ocst`, memory part: one lamps run per stand-in render load beside the prebuilt
 octree's reference, the footprint section (resident spheres as % of the full tree, why they are
-held), what a single contact builds, and the csv and plot. The runs read a TickClock, so the levels reached and the resident
-spheres are the same on any machine."""
+held), what a single contact builds, and the csv and plot. The runs read a TickClock, so the levels
+reached and the resident spheres are the same on any machine."""
 import csv
 
 from spaceship_sim.bench import bench_ocst
