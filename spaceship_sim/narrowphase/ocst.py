@@ -30,8 +30,9 @@ colliding pair (`touched` keeps that time apart from the build's stamp, for `res
 `maintain(now)`, once per detection sample, evicts whole sibling groups — the paper's unit: "if
 a complete level does not participate in a collision during a certain amount of time, it is
 deleted and the parent initialised with its own time stamp" — unused for `evict_after` seconds,
-then the least recently used groups while more than `max_nodes` are resident. Eviction runs only between refinement calls, so no live frontier loses a node; one
-sample's working set may exceed the cap until the next `maintain`.
+then the least recently used groups while more than `max_nodes` are resident. Eviction runs
+only between refinement calls, so no live frontier loses a node; one sample's working set may
+exceed the cap until the next `maintain`.
 """
 from __future__ import annotations
 
