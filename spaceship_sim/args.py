@@ -53,6 +53,14 @@ def milliseconds(text: str) -> float:
     return number(0.0, MAX_MS, unit=f" ms (at most {MAX_MS / 1e3:g} s)")(text)
 
 
+def milliseconds_list(text: str) -> list[float]:
+    """Comma-separated stand-in render times [ms], in the order given, each as `milliseconds`."""
+    try:
+        return [milliseconds(x) for x in text.split(",")]
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"{e}" + (f" (in {text!r})" if "," in text else "")) from None
+
+
 def output_folder(text: str) -> str:
     """A folder that exists or can be created, and can be written in."""
     if not text.strip():

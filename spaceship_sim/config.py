@@ -228,6 +228,13 @@ def config_from_dict(raw: dict, name: str = "<dict>") -> Config:
     return cfg
 
 
+def check_config(cfg: Config, file) -> Config:
+    """The constraints between fields load_config checks, for a config changed in code (a flag
+    overriding a field); `file` names where the change came from. Returns cfg."""
+    _check_relations(cfg, file)
+    return cfg
+
+
 def _build(cls, raw, file, prefix, skip=()):
     if not isinstance(raw, dict):
         raise ConfigError(file, prefix.rstrip("."), f"expected a table, got {type(raw).__name__}")

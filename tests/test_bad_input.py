@@ -302,6 +302,13 @@ CASES = [
     flag("narrowphase-depth-zero", ("bench", "narrowphase", "--depth", "0"), "--depth", "must be in 1..5"),
     flag("narrowphase-poses-zero", ("bench", "narrowphase", "--poses", "0"), "--poses/--pairs", "must be in 1.."),
     flag("narrowphase-method-unknown", ("bench", "narrowphase", "--method", "bsp"), "--method", "invalid choice"),
+    flag("ocst-render-ms-garbage", ("bench", "ocst", "--render-ms", "31,x"), "--render-ms",
+         "expected a number, got 'x' (in '31,x')"),
+    flag("ocst-render-ms-negative", ("bench", "ocst", "--render-ms", "-1"), "--render-ms", "must be in [0, 10000]"),
+    flag("ocst-depth-seven", ("bench", "ocst", "--depth", "7"), "--depth", "must be in 1..6"),
+    Case("ocst-depth-below-min-level", ("bench", "ocst", "--config", "{tmp}/s.toml", "--depth", "1", "--out",
+                                         "{tmp}/o"), CL, "--depth",
+         "collision.min_level must be <= collision.tree_depth", files={"s.toml": "[collision]\nmin_level = 4\n"}),
     flag("bench-without-what", ("bench",), "", "the following arguments are required: WHAT"),
     flag("unknown-command", ("launch",), "COMMAND", "invalid choice: 'launch'"),
     # ---- build-trees

@@ -154,6 +154,7 @@ class App:
         self.frame_times: deque[float] = deque(maxlen=TIMING_HISTORY)   # FrameStats.frame_time
         self.render_times: deque[float] = deque(maxlen=TIMING_HISTORY)  # measured render (scene + overlay)
         self.scene_times: deque[float] = deque(maxlen=TIMING_HISTORY)   # its scene part
+        self.on_target: deque[bool] = deque(maxlen=TIMING_HISTORY)      # frame time within the target then
         self.loop_times: deque[float] = deque(maxlen=TIMING_HISTORY)    # the loop iteration's wall time
         self.frames_timed = 0  # stepped frames, all of them
         self.first_frame_at: float | None = None  # perf_counter when the first frame was shown
@@ -292,6 +293,7 @@ class App:
             self.frame_times.append(stats.frame_time)
             self.render_times.append(render_time)
             self.scene_times.append(scene_time)
+            self.on_target.append(not stats.overrun)
         if self.first_frame_at is None:
             self.first_frame_at = time.perf_counter()
         if self.world.compiled:

@@ -33,7 +33,8 @@ def _common(p) -> None:
     p.add_argument("--frames", type=integer(1, MAX_FRAMES), default=None,
                    help="quit after N frames (default: run until closed)")
     p.add_argument("--screenshot", metavar="PATH", type=png_file, help="save the last frame as PNG")
-    p.add_argument("--stats", action="store_true", help="print median and p99 frame time at exit")
+    p.add_argument("--stats", action="store_true",
+                   help="print at exit the share of frames within the target frame time, median and p99 frame time")
     p.add_argument("--size", default="1280x720", help="window size WxH in pixels (default: %(default)s)")
     p.add_argument("--ships", type=integer(1, MAX_SHIPS), default=None, help="override the config's ship count")
     p.add_argument("--split", action="store_true",
@@ -137,9 +138,12 @@ def format_stats(app, renderer: str, size, n_ships: int, empty: float, warmup: i
 
     skip = max(0, warmup - (app.frames_timed - len(app.frame_times)))  # warm-up frames still held
 
-    def ms(xs):
-        xs = np.asarray(xs) * 1e3
+    def recent(xs):
+        xs = np.asarray(xs)
         return xs[skip:] if len(xs) > skip else xs
+
+    def ms(xs):
+        return recent(xs) * 1e3
 
     def pct(xs):
         xs = ms(xs)
@@ -154,6 +158,8 @@ def format_stats(app, renderer: str, size, n_ships: int, empty: float, warmup: i
         + (f"first {warmup} skipped)" if app.frames_timed == len(app.frame_times) else
            f"figures over the last {len(app.frame_times)})"),
         f"frame time (sim + render): {pct(app.frame_times)}",
+        f"frame time within target ({1e3 * app.world.target_frame_time:.2f} ms): "
+        f"{np.mean(recent(app.on_target)):.1%} of frames (median {np.median(frame):.2f} ms)",
         f"  medians: sim {np.median(sim):.2f} ms, render {np.median(ms(app.render_times)):.2f} ms"
         + (f" (scene alone {np.median(scene):.2f} ms)" if app.split_timing else ""),
         f"loop time (with events, flip): {pct(app.loop_times)}",

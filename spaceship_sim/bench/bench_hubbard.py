@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..args import COMMAND_LINE, MAX_FRAMES, integer, milliseconds, output_folder
+from ..args import COMMAND_LINE, MAX_FRAMES, integer, milliseconds, milliseconds_list, output_folder
 from ..clock import WALL
 from ..config import load_config, shipped_config
 from ..errors import InputError
@@ -305,10 +305,9 @@ def parse_budgets(text: str) -> list[float]:
 def parse_ms_list(text: str, option: str) -> list[float]:
     """Comma-separated milliseconds -> sorted seconds; each must be a number in 0..MAX_MS."""
     try:
-        values = [milliseconds(x) / 1e3 for x in text.split(",")]
+        return sorted(ms / 1e3 for ms in milliseconds_list(text))
     except argparse.ArgumentTypeError as e:
-        raise InputError(COMMAND_LINE, option, f"{e}" + (f" (in {text!r})" if "," in text else "")) from None
-    return sorted(values)
+        raise InputError(COMMAND_LINE, option, str(e)) from None
 
 
 def accuracy_sweep(world, poses, budgets, max_frames: int = ACCURACY_FRAMES) -> list[dict]:

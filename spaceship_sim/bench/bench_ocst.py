@@ -7,11 +7,16 @@
    must wait for before that first frame. The ratio is printed, and what a first contact of two
    such ships then costs (the nodes it builds), grazing and deep.
 2. Memory over a run: the lamps scenario (configs/lamps.toml) with tree_method "ocst" for
-   --frames frames under the stand-in render load, once per --evict-after value; the resident
-   spheres after every frame against the full octree tree's spheres (every model's: the lamps
-   share one). Writes ocst_resident.csv and ocst_resident.png (resident / full per frame, a curve
-   per eviction time) into --out and prints the largest and the median ratio, the frame times and
-   the levels reached.
+   --frames frames under each stand-in render load of --render-ms (less render time, more
+   detection budget, deeper refinement), once per --evict-after value, each load beside the
+   prebuilt octree's run under the same load (the reference); the resident spheres after every
+   frame against the full octree tree's spheres (every model's: the lamps share one), and why
+   they are held (OcstBank.resident_reasons). Writes ocst_resident.csv and ocst_resident.png
+   (resident / full per frame, a curve per load and eviction time) into --out and prints the
+   largest and the median ratio, the frame times and the levels reached, then the footprint
+   section: per load, resident % of the full tree, the mean share of each reason, frames
+   within target for ocst and the reference, and whether the 25% goal is met.
+--depth sets the trees' depth for both parts (default: the config's).
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..args import MAX_FRAMES, integer, milliseconds, output_folder
+from ..args import MAX_FRAMES, integer, milliseconds_list, output_folder
 from ..clock import WALL
 from ..config import load_config, shipped_config
 
@@ -34,7 +39,11 @@ def register(sub) -> None:
     p.add_argument("--triangles", type=integer(1_000, 2_000_000), default=200_000,
                    help="triangles of the generated torus (rounded to 2 x sections^2 / 2)")
     p.add_argument("--frames", type=integer(1, MAX_FRAMES), default=1000, help="frames of the lamps run")
-    p.add_argument("--render-ms", type=milliseconds, default=31.0, help="stand-in render time per frame [ms]")
+    p.add_argument("--render-ms", type=milliseconds_list, default="31",
+                   help="stand-in render times per frame [ms, comma-separated]: the lamps run once per load, "
+                        "each beside its own prebuilt-tree reference")
+    p.add_argument("--depth", type=integer(1, 6), default=None,
+                   help="tree levels below the root for both runs (default: the config's collision.tree_depth)")
     p.add_argument("--config", default=shipped_config("lamps.toml"), help="scenario of the memory run")
     p.add_argument("--out", type=output_folder, default="runs/ocst", help="folder for the csv and the plot")
     p.add_argument("--evict-after", default="",
@@ -47,15 +56,30 @@ def register(sub) -> None:
 
 
 def run(args, clock=WALL) -> int:
-    cfg = load_config(args.config)  # checked before any work
+    cfg = with_depth(load_config(args.config), args.depth)  # checked before any work
     evict = parse_seconds(args.evict_after)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.part != "memory":
-        first_frame(args.triangles, args.skip_prebuilt)
+        first_frame(args.triangles, args.skip_prebuilt, cfg.collision.tree_depth)
     if args.part != "first-frame":
-        resident_over_run(cfg, args.frames, args.render_ms / 1e3, evict, out, clock)
+        resident_over_run(cfg, args.frames, [ms / 1e3 for ms in args.render_ms], evict, out, clock)
     return 0
+
+
+def with_depth(cfg, depth):
+    """cfg with collision.tree_depth = depth (None: as it is), checked as a scenario file's would be."""
+    if depth is None:
+        return cfg
+    from ..args import COMMAND_LINE
+    from ..config import ConfigError, check_config
+    from ..errors import InputError
+
+    try:
+        return check_config(dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, tree_depth=depth)),
+                            COMMAND_LINE)
+    except ConfigError as e:  # the flag's depth, not the file's
+        raise InputError(COMMAND_LINE, "--depth", f"{e.key} {e.problem}") from None
 
 
 def parse_seconds(text: str) -> list[float]:
@@ -83,7 +107,7 @@ def big_torus(triangles: int):
     return trimesh.creation.torus(major_radius=4.0, minor_radius=1.2, major_sections=major, minor_sections=minor)
 
 
-def first_frame(triangles: int, skip_prebuilt: bool) -> None:
+def first_frame(triangles: int, skip_prebuilt: bool, depth: int) -> None:
     from ..config import config_from_dict
     from ..meshes import ASSETS_ENV, load_model
     from ..world import World
@@ -95,7 +119,7 @@ def first_frame(triangles: int, skip_prebuilt: bool) -> None:
         os.environ[ASSETS_ENV] = assets
         try:
             raw = {"arena": {"size": 200.0}, "ships": {"count": 4, "user_model": "bigtorus", "models": ["bigtorus"]},
-                   "collision": {"tree_method": "ocst"}}
+                   "collision": {"tree_method": "ocst", "tree_depth": depth}}
             cfg = config_from_dict(raw, "bench-ocst")
             t0 = time.perf_counter()
             world = World.from_config(cfg, notify=None)
@@ -107,7 +131,7 @@ def first_frame(triangles: int, skip_prebuilt: bool) -> None:
     print(f"first frame, {len(mesh.faces):,}-triangle torus, depth {cfg.collision.tree_depth}:")
     print(f"  ocst: scenario loaded to first frame simulated  {ocst_s:8.2f} s  "
           f"({world.bank.resident_nodes} spheres resident)")
-    first_contact(world.bank, mesh)
+    first_contact((world.bank, world.bank), mesh)
     if skip_prebuilt:
         return
     from ..spheretree.build import build_tree
@@ -120,13 +144,15 @@ def first_frame(triangles: int, skip_prebuilt: bool) -> None:
     print(f"  ratio prebuilt wait / ocst first frame          {build_s / ocst_s:8.1f}x")
 
 
-def first_contact(bank, mesh) -> None:
-    """What the first contact of two such ships costs, grazing (rims 2.5% of the radius deep) then
-    deep (centres 1.5 radii apart), in one plane: min_level 1 forced (the root's children built)
-    under an expired deadline, then the rest of the way to the triangles (all contacts)."""
+def first_contact(banks, mesh, full: int = 0) -> None:
+    """What the first contact of two such ships costs, grazing (rims 2.5% of the radius deep) on
+    banks[0] then deep (centres 1.5 radii apart) on banks[1] (the same bank twice: what the deep
+    contact adds), in one plane: min_level 1 forced (the root's children built) under an expired
+    deadline, then the rest of the way to the triangles (all contacts). With `full` (the full
+    tree's spheres), the resident spheres are given as its share too."""
     from ..narrowphase import refine_frame
 
-    for kind, apart in (("grazing", 1.975), ("deep", 1.5)):
+    for bank, (kind, apart) in zip(banks, (("grazing", 1.975), ("deep", 1.5))):
         T = np.tile(np.eye(4), (2, 1, 1))
         T[1, 0, 3] = apart * mesh.bounding_radius
         args = (bank, np.zeros(2, np.int64), T, np.array([[0, 1]]))
@@ -135,7 +161,8 @@ def first_contact(bank, mesh) -> None:
             t0 = time.perf_counter()
             r = refine_frame(*args, **opts)
             print(f"  ocst {kind} contact, {what}: {time.perf_counter() - t0:6.2f} s, level {int(r.level[0])}, "
-                  f"colliding {bool(r.colliding[0])}, {bank.resident_nodes} spheres resident")
+                  f"colliding {bool(r.colliding[0])}, {bank.resident_nodes} spheres resident"
+                  + (f" ({bank.resident_nodes / full:.0%} of the full tree)" if full else ""))
 
 
 def full_tree_nodes(models, depth: int) -> int:
@@ -147,41 +174,101 @@ def full_tree_nodes(models, depth: int) -> int:
                for m in models)
 
 
-def resident_over_run(cfg, frames: int, render_s: float, evict_after: list[float], out: Path, clock) -> None:
-    """The lamps run once per eviction time [s]; one csv row per frame and run, one plot."""
+REASONS = ("in_use", "kept", "never_used")  # OcstBank.resident_reasons beside the roots
+
+
+def resident_over_run(cfg, frames: int, loads: list[float], evict_after: list[float], out: Path, clock) -> None:
+    """The lamps run per stand-in render load [s]: the prebuilt octree's run (the reference, in this
+    process), then ocst's once per eviction time [s]; one csv row per frame and ocst run, one plot,
+    and the footprint section: resident spheres against the full tree, per load, with why they
+    are held."""
     from . import report
 
-    full = None
-    rows, curves = [], {}
+    rows, curves, footprint = [], {}, []
+    for render_s in loads:
+        run_rows, summaries = _one_load(cfg, frames, render_s, evict_after or [cfg.collision.ocst_evict_after], clock)
+        rows += run_rows
+        footprint += summaries
+        curves.update({(s["render_ms"], s["evict_after_s"]): s["ratio"] for s in summaries})
+    full = footprint[0]["full"]
+    print_footprint(footprint, full, frames, cfg.collision.tree_depth)
+    one_pair(cfg)
+    report.write_csv(out / "ocst_resident.csv", rows)
+    plot_resident(out / "ocst_resident.png", curves, cfg, full)
+    print(f"wrote {out / 'ocst_resident.csv'} and {out / 'ocst_resident.png'}")
+
+
+def _one_load(cfg, frames: int, render_s: float, evict_after: list[float], clock):
+    """One render load: the prebuilt reference run, then an ocst run per eviction time.
+    Returns (csv rows, one footprint summary per ocst run)."""
+    head = f"lamps, {frames} frames, render {1e3 * render_s:g} ms, depth {cfg.collision.tree_depth}"
     ref = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, tree_method="octree"))
     ref_rows, _ = _lamps_run(ref, frames, render_s, clock)
-    print(f"lamps, {frames} frames, render {1e3 * render_s:g} ms, prebuilt octree (reference): "
-          f"{_run_summary(ref_rows, cfg)}")
-    for evict in evict_after or [cfg.collision.ocst_evict_after]:
+    print(f"{head}, prebuilt octree (reference): {_run_summary(ref_rows, cfg)}")
+    rows, summaries = [], []
+    for evict in evict_after:
         c = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, tree_method="ocst",
                                                                    ocst_evict_after=evict))
         run_rows, world = _lamps_run(c, frames, render_s, clock)
-        full = full or full_tree_nodes(world.models, c.collision.tree_depth)
+        full = full_tree_nodes(world.models, c.collision.tree_depth)
         ratio = np.array([r["resident"] for r in run_rows]) / full
-        curves[evict] = ratio
-        rows += [dict(r, evict_after_s=evict, full=full) for r in run_rows]
-        print(f"lamps, {frames} frames, render {1e3 * render_s:g} ms, ocst, evict after {evict:g} s: resident / "
-              f"full ({full:,} spheres) max {ratio.max():.1%}, median {np.median(ratio):.1%}; groups built "
-              f"{world.bank.built_groups}, evicted {world.bank.evicted_groups}; {_run_summary(run_rows, cfg)}")
+        print(f"{head}, ocst, evict after {evict:g} s: resident / full ({full:,} spheres) max {ratio.max():.1%}, "
+              f"median {np.median(ratio):.1%}; groups built {world.bank.built_groups}, evicted "
+              f"{world.bank.evicted_groups}; {_run_summary(run_rows, cfg)}")
+        summaries.append(dict(render_ms=1e3 * render_s, evict_after_s=evict, ratio=ratio,
+                              **_footprint(run_rows, ref_rows, cfg, full)))
+        rows += [dict(r, render_ms=1e3 * render_s, evict_after_s=evict, full=full) for r in run_rows]
     for r in rows:
         r.pop("levels")
-    report.write_csv(out / "ocst_resident.csv", rows)
-    plot_resident(out / "ocst_resident.png", curves, cfg, full, render_s)
-    print(f"wrote {out / 'ocst_resident.csv'} and {out / 'ocst_resident.png'}")
+    return rows, summaries
+
+
+def _footprint(rows, ref_rows, cfg, full: int) -> dict:
+    """An ocst run's footprint figures: the mean share of the full tree each reason holds, the
+    mean candidate pair-samples per frame, and frames within target beside the reference's."""
+    return dict(full=full, within=_within(rows, cfg), ref_within=_within(ref_rows, cfg),
+                pairs=np.mean([r["candidate_pairs"] for r in rows]),
+                **{k: np.mean([r[k] for r in rows]) / full for k in REASONS})
+
+
+def print_footprint(summaries: list[dict], full: int, frames: int, depth: int) -> None:
+    """Resident spheres as % of the full tree per load and eviction time, the mean share of each
+    reason they are held for (OcstBank.resident_reasons), the mean candidate pairs per frame (pairs
+    whose bounding spheres overlap: each is refined, building nodes, even when found apart), and
+    frames within target beside the prebuilt reference's."""
+    print(f"footprint: resident spheres as % of the full octree tree ({full:,} spheres, depth {depth}), "
+          f"{frames} frames; goal <= 25%")
+    print("  render ms  evict s    max  median | mean: in use    kept  never used | pair-samples/frame | "
+          "within target: ocst  prebuilt  goal")
+    for s in summaries:
+        r = s["ratio"]
+        print(f"  {s['render_ms']:9g}  {s['evict_after_s']:7g}  {r.max():5.1%}  {np.median(r):6.1%} |       "
+              f"{s['in_use']:6.1%}  {s['kept']:6.1%}  {s['never_used']:10.1%} | {s['pairs']:18.1f} |"
+              f"                {s['within']:4.0%}  {s['ref_within']:8.0%}  {'met' if r.max() <= 0.25 else 'missed'}")
+
+
+def one_pair(cfg) -> None:
+    """What one pair of the user's model builds, grazing and deep, each on a fresh bank: the
+    footprint's floor whenever a load leaves time to refine a contact to the triangles."""
+    from ..meshes import load_model
+    from ..narrowphase.ocst import OcstBank
+
+    mesh, depth = load_model(cfg.ships.user_model), cfg.collision.tree_depth
+    print(f"one {cfg.ships.user_model} pair, each on a fresh bank (the footprint of a single contact):")
+    first_contact([OcstBank([mesh], depth=depth) for _ in range(2)], mesh, full_tree_nodes([mesh], depth))
+
+
+def _within(rows, cfg) -> float:
+    """Fraction of the rows' frames whose frame time is within the target."""
+    return float(np.mean(np.array([r["frame_ms"] for r in rows]) <= 1e3 * cfg.sim.target_frame_time))
 
 
 def _run_summary(rows, cfg) -> str:
     """Frame times and the levels colliding pairs reached over a run's rows."""
     levels = np.sum([r["levels"] for r in rows], axis=0)
     frame_ms = np.array([r["frame_ms"] for r in rows])
-    return (f"frame time median {np.median(frame_ms):.1f} ms, within target "
-            f"{np.mean(frame_ms <= 1e3 * cfg.sim.target_frame_time):.0%}; colliding pair-samples by level reached "
-            f"0..exact {levels.tolist()}")
+    return (f"frame time median {np.median(frame_ms):.1f} ms, within target {_within(rows, cfg):.0%}; "
+            f"colliding pair-samples by level reached 0..exact {levels.tolist()}")
 
 
 def _lamps_run(cfg, frames: int, render_s: float, clock):
@@ -190,32 +277,35 @@ def _lamps_run(cfg, frames: int, render_s: float, clock):
     from ..world import World
 
     world = World.from_config(cfg, clock=clock, notify=None)
+    reasons = getattr(world.bank, "resident_reasons", lambda: dict.fromkeys(("roots", *REASONS), 0))
     rows = []
-    for f in tqdm(range(frames), desc=cfg.collision.tree_method, unit="frame"):
+    for f in tqdm(range(frames), desc=f"{cfg.collision.tree_method}, render {1e3 * render_s:g} ms", unit="frame"):
         stats = world.step()
         world.end_frame(clock.spend(render_s))
         levels = np.zeros(world.max_level + 1, np.int64)
         levels[:len(stats.level_hist)] = stats.level_hist
         rows.append({"frame": f, "resident": getattr(world.bank, "resident_nodes", 0),
-                     "colliding_pairs": stats.colliding_pairs,
+                     **reasons(),
+                     "candidate_pairs": stats.candidate_pairs, "colliding_pairs": stats.colliding_pairs,
                      "frame_ms": 1e3 * stats.frame_time, "levels": levels})
     return rows, world
 
 
-def plot_resident(path: Path, curves: dict, cfg, full: int, render_s: float) -> None:
+def plot_resident(path: Path, curves: dict, cfg, full: int) -> None:
+    """Resident / full tree per frame: a curve per (render load [ms], eviction time [s])."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 3.5), dpi=110)
-    for evict, ratio in curves.items():
-        ax.plot(100 * ratio, lw=1, label=f"evict after {evict:g} s")
+    for (render_ms, evict), ratio in curves.items():
+        ax.plot(100 * ratio, lw=1, label=f"render {render_ms:g} ms, evict after {evict:g} s")
     ax.axhline(25, color="tab:red", ls="--", lw=1, label="25%")
     ax.set_xlabel("frame")
     ax.set_ylabel("resident spheres [% of full tree]")
     ax.set_ylim(0, 105)
-    ax.set_title(f"OCST on {Path(cfg.source).name}, stand-in render {1e3 * render_s:g} ms: resident spheres "
-                 f"against the full octree tree ({full:,} spheres)", fontsize=9)
+    ax.set_title(f"OCST on {Path(cfg.source).name}, depth {cfg.collision.tree_depth}: resident spheres against "
+                 f"the full octree tree ({full:,} spheres)", fontsize=9)
     ax.legend(loc="center right", fontsize=8, framealpha=0.9)
     fig.tight_layout()
     fig.savefig(path)

@@ -26,12 +26,13 @@ stopped, inside the same timed batch, so building counts against the frame budge
 (refine.py reads it when the exact level runs).
 
 Memory: nodes are stamped with the simulation time whenever they (or a descendant) are part of a
-colliding pair. `maintain(now)`, once per detection sample, evicts whole sibling groups — the
-paper's unit: "if a complete level does not participate in a collision during a certain amount
-of time, it is deleted and the parent initialised with its own time stamp" — unused for
-`evict_after` seconds, then the least recently used groups while more than `max_nodes` are
-resident. Eviction runs only between refinement calls, so no live frontier loses a node; one
-sample's working set may exceed the cap until the next `maintain`.
+colliding pair (`touched` keeps that time apart from the build's stamp, for `resident_reasons`).
+`maintain(now)`, once per detection sample, evicts whole sibling groups — the paper's unit: "if
+a complete level does not participate in a collision during a certain amount of time, it is
+deleted and the parent initialised with its own time stamp" — unused for `evict_after` seconds,
+then the least recently used groups while more than `max_nodes` are resident. Eviction runs
+only between refinement calls, so no live frontier loses a node; one sample's working set may
+exceed the cap until the next `maintain`.
 """
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ class OcstBank:
     tri_idx (K,) int64 global triangle ids (each node's cell triangles); tri_verts (F,3,3),
     tri_center (F,3), tri_radius (F,); node_offset (M+1,) int64 = 0..M (slot of model m's root is m;
     reported sphere ids are slot - m); tri_offset (M+1,) int64; depth (M,) int64.
-    Bookkeeping: stamp (N,) float64 [s] last use (simulation time); level, parent, model (N,) int64;
+    Bookkeeping: stamp (N,) float64 [s] last use or build (simulation time); touched (N,) float64 [s]
+    last use only (-inf: never part of a colliding pair); level, parent, model (N,) int64;
     cell (N,3) int64 integer octree cell of the node.
     models: the meshes (spaceship_sim.meshes.Mesh); depth: levels below the roots; evict_after [s];
     max_nodes: cap on resident spheres over all models; seed: of the roots' enclosing-sphere
@@ -87,6 +89,7 @@ class OcstBank:
         n = M + 1 + _BLOCK * n_blocks
         self.center, self.witness = np.zeros((n, 3)), np.zeros((n, 3))
         self.radius, self.error, self.stamp = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.touched = np.full(n, -np.inf)
         self.first_child = np.full(n, -1, np.int64)
         self.child_count = np.zeros(n, np.int64)
         self.level, self.parent, self.model = (np.zeros(n, np.int64) for _ in range(3))
@@ -125,6 +128,19 @@ class OcstBank:
         used = self._block_parent >= 0
         return self.n_models + int(self.child_count[self._block_parent[used]].clip(0).sum())
 
+    def resident_reasons(self) -> dict:
+        """Why each resident sphere is held, as counts summing to resident_nodes. "roots": always.
+        "in_use": it or a descendant was touched since the last maintain (on a pair's frontier of
+        overlapping spheres where a descent stopped, or in a leaf pair of the exact level).
+        "kept": touched before, held until evict_after. "never_used": built but never touched —
+        a group is built whole when a descent expands its parent, and a descent that ends with
+        the ships apart, or with the contact in a sibling, leaves it untouched."""
+        kids = self.built_nodes()[self.n_models:]
+        touched = self.touched[kids]
+        in_use = int(np.count_nonzero(touched >= self.now))
+        never = int(np.count_nonzero(touched == -np.inf))
+        return {"roots": self.n_models, "in_use": in_use, "kept": len(kids) - in_use - never, "never_used": never}
+
     def defining_arrays(self) -> dict:
         """The arrays every node of this bank is a function of: the models' triangles and the
         depth (what a recording fingerprints; the resident part changes as the run goes)."""
@@ -158,7 +174,7 @@ class OcstBank:
         witness, radii = witnesses(query, centers, radii)
         self.center[slots], self.radius[slots], self.witness[slots] = centers, radii, witness
         self.error[slots] = error_bounds(query, centers, radii)
-        self.stamp[slots] = self.now
+        self.stamp[slots], self.touched[slots] = self.now, -np.inf
 
     def build(self, nodes) -> None:
         """Build the children of the UNBUILT nodes among `nodes` (global slots, repeats allowed)."""
@@ -247,7 +263,7 @@ class OcstBank:
         """Stamp nodes (global slots) and their ancestors with the current time."""
         nodes = np.unique(np.asarray(nodes, np.int64))
         while len(nodes):
-            self.stamp[nodes] = self.now
+            self.stamp[nodes] = self.touched[nodes] = self.now
             nodes = np.unique(self.parent[nodes])
             nodes = nodes[nodes >= 0]
 

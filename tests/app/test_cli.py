@@ -46,6 +46,7 @@ def test_headless_demo_writes_a_screenshot_and_prints_stats(tmp_path):
     from PIL import Image
     assert Image.open(shot).size == (320, 240)
     assert "median" in r.stdout and "p99" in r.stdout and "first frame" in r.stdout
+    assert "frame time within target (33.33 ms): " in r.stdout
 
 
 @pytest.mark.skipif(shutil.which("xvfb-run") is None, reason="xvfb-run not installed (apt package xvfb)")

@@ -243,3 +243,22 @@ def test_world_flies_the_same_on_prebuilt_and_on_collide_octrees():
     assert hits["ocst"] == hits["octree"] > 0
     assert hashes["ocst"] == hashes["octree"]
     assert world.bank.evicted_groups > 0 and world.bank.built_groups > world.bank.evicted_groups
+
+
+def test_resident_reasons_account_for_every_sphere(models):
+    """Every resident sphere has one reason; a pair's frontier is in use in its sample, kept in the
+    next ones until evict_after, then evicted with everything else."""
+    torus = models[1:]
+    bank = OcstBank(torus, depth=DEPTH, evict_after=1.0)
+    T = poses(np.random.default_rng(6), torus, np.zeros(2, np.int64), 2, reach=0.6)
+    refine_frame(bank, np.zeros(2, np.int64), T, np.array([[0, 1]]), deadline=np.inf, min_level=0)
+    used = bank.resident_reasons()
+    assert sum(used.values()) == bank.resident_nodes and used["roots"] == 1
+    assert used["in_use"] > 0 and used["kept"] == 0
+    kids = bank.built_nodes()[1:]
+    never = kids[bank.touched[kids] == -np.inf]
+    assert len(never) == used["never_used"] and (bank.stamp[never] == 0.0).all()
+    bank.maintain(0.5)  # nothing refined since: all of it kept
+    assert bank.resident_reasons() == dict(used, in_use=0, kept=used["in_use"])
+    bank.maintain(2.0)
+    assert bank.resident_reasons() == {"roots": 1, "in_use": 0, "kept": 0, "never_used": 0}

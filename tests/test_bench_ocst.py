@@ -1,0 +1,34 @@
+"""`spaceship-sim bench ocst`, memory part: one lamps run per stand-in render load beside the prebuilt
+octree's reference, the footprint section (resident spheres as % of the full tree, why they are
+held), what a single contact builds, and the csv and plot. The runs read a TickClock, so the levels
+reached and the resident spheres are the same on any machine."""
+import csv
+
+from spaceship_sim.bench import bench_ocst
+from spaceship_sim.cli import build_parser
+from spaceship_sim.clock import TickClock
+
+
+def test_memory_part_reports_a_footprint_per_render_load(tmp_path, capsys):
+    out = tmp_path / "o"
+    args = build_parser().parse_args(["bench", "ocst", "--part", "memory", "--frames", "12", "--render-ms", "31,0",
+                                      "--depth", "3", "--evict-after", "0.2", "--out", str(out)])
+    assert args.render_ms == [31.0, 0.0] and args.depth == 3
+    assert bench_ocst.run(args, clock=TickClock(1e-5)) == 0
+    printed = capsys.readouterr().out
+    for load in ("31", "0"):
+        assert f"render {load} ms, depth 3, prebuilt octree (reference)" in printed
+        assert f"render {load} ms, depth 3, ocst, evict after 0.2 s" in printed
+    table = printed[printed.index("footprint:"):].splitlines()
+    assert "depth 3" in table[0] and "12 frames" in table[0]
+    loads = [line.split() for line in table[2:4]]
+    assert [row[0] for row in loads] == ["31", "0"] and all(row[-1] in ("met", "missed") for row in loads)
+    single = printed[printed.index("one lamp pair, each on a fresh bank"):].splitlines()[1:5]
+    assert all("of the full tree" in line for line in single)
+    assert "deep contact, then to the triangles" in single[3] and "colliding True" in single[3]
+    rows = list(csv.DictReader(open(out / "ocst_resident.csv")))
+    assert len(rows) == 24 and {r["render_ms"] for r in rows} == {"31.0", "0.0"}
+    for r in rows:  # every resident sphere has one reason
+        parts = sum(int(r[k]) for k in ("roots", "in_use", "kept", "never_used"))
+        assert parts == int(r["resident"]) <= int(r["full"])
+    assert (out / "ocst_resident.png").stat().st_size > 0
