@@ -45,9 +45,7 @@ NO_STEP, LOCAL_MIN, INSIDE = -1, -2, -3
 TOL_REL = 1e-9     # tolerance of every test, relative to the sum of the two bodies' radii
 MAX_ITER = 200     # walk steps before the brute-force fallback
 _V, _E, _F = 0, 1, 2
-# numba options of every kernel: the "numpy" error model (no ZeroDivisionError check per division)
-# and no reference counting (_nrt=False: kernels allocate nothing, so arrays need no counts; with them,
-# every array taken out of the feature tuple or handed to a helper was counted in the walk's loop)
+# numba options of every kernel: "numpy" error model, no reference counting (module docstring)
 _OPTS = dict(cache=True, error_model="numpy", _nrt=False)
 # rows of a `walk_scratch` array after the two features' corners (2 * max face size rows)
 _NORMALS, _PTS, _Q, _REL, _TMP, _SCRATCH_ROWS = 0, 2, 4, 5, 9, 11
@@ -87,8 +85,7 @@ def _cross_norm(a0, a1, a2, b0, b1, b2):
 @njit(inline="always", **_OPTS)
 def _segment_params(P, i0, i1, Q, j0, j1):
     """Parameters (s, t) in [0, 1] of the closest points of segments P[i0] P[i1] and Q[j0] Q[j1]
-    (rows of (., 3) arrays; Ericson 5.1.9); a segment may be a single point (i0 == i1).
-    Indices, not row views: a view costs reference counting in the walk's innermost loop."""
+    (rows of (., 3) arrays; Ericson 5.1.9); a segment may be a single point (i0 == i1)."""
     a = e = b = c = f = 0.0
     for k in range(3):
         d1, d2, r = P[i1, k] - P[i0, k], Q[j1, k] - Q[j0, k], P[i0, k] - Q[j0, k]
