@@ -17,6 +17,8 @@ after its own method's frame (so each finds its data as warm as the other): the 
 walk from the frame's start features (one numba call over all pairs, output arrays allocated: what
 the exact stage does) and one fcl.collide per pair (a Python loop over a list of ints: fcl's call overhead from Python is part of its figure,
 as numba's dispatch is part of Lin–Canny's). The in-frame exact stage per pair is printed too.
+Medians over frames are printed beside the means (ms/frame of dynamic boxes and fcl, and the per-pair
+ratio of the two passes frame by frame): on a shared machine a few preempted frames dominate a mean.
 
 The paper's sweeps: --n at the first --faces / --rotation / --density value; every other list with
 more than one value is swept at N = --at-n. Colliding pairs must agree between the methods (reported per row).
@@ -114,6 +116,7 @@ def bench_row(row: dict, args, use_fcl: bool, bar) -> dict:
     passes = {"dynamic": ("lc_pair", lambda: methods["dynamic"].pair_walk_time(world.rot, world.pos)),
               "fcl": ("fcl_pair", lambda: methods["fcl"].pair_collide_time(methods["dynamic"].sweep.pairs))}
     pass_times = {key for key, _ in passes.values()}
+    frame_pairs = []
     counts = {"active": 0, "colliding": 0, "steps": 0, "fallbacks": 0, "disagree": 0, "fixed_active": 0}
     for frame in range(args.warmup + args.frames):
         timed = frame >= args.warmup
@@ -129,6 +132,7 @@ def bench_row(row: dict, args, use_fcl: bool, bar) -> dict:
         dyn = methods["dynamic"]
         if timed:
             _record(times, counts, dyn, methods, found)
+            frame_pairs.append(dyn.active)
         world.respond(found["dynamic"])
         world.step()
         bar.update(1)
@@ -137,10 +141,23 @@ def bench_row(row: dict, args, use_fcl: bool, bar) -> dict:
     out.update({k: v / frames for k, v in counts.items()})
     pairs = max(counts["active"], 1)
     out["lc_stage_us_per_pair"] = 1e6 * sum(times["exact"]) / pairs
+    out["dynamic_median_ms"] = 1e3 * float(np.median(times["dynamic"]))
     if times["fcl_pair"]:
         out["lc_us_per_pair"] = 1e6 * sum(times["lc_pair"]) / pairs
         out["fcl_us_per_pair"] = 1e6 * sum(times["fcl_pair"]) / pairs
+        out.update(_median_ratios(times, np.array(frame_pairs)))
     return out
+
+
+def _median_ratios(times, frame_pairs) -> dict:
+    """Medians over frames: on a shared machine a few preempted frames dominate the means. The frame
+    ratio is dynamic / fcl; the per-pair ratio is Lin–Canny's second pass / fcl's on each frame's
+    same pairs (frames with none skipped), NaN when no frame had a pair. frame_pairs: (frames,) box pairs."""
+    lc, fc = np.array(times["lc_pair"]), np.array(times["fcl_pair"])
+    has_pairs = frame_pairs > 0
+    return {"fcl_median_ms": 1e3 * float(np.median(times["fcl"])),
+            "median_frame_ratio": float(np.median(times["dynamic"]) / np.median(times["fcl"])),
+            "median_pair_ratio": float(np.median(lc[has_pairs] / fc[has_pairs])) if has_pairs.any() else np.nan}
 
 
 def _record(times, counts, dyn, methods, found) -> None:
@@ -178,6 +195,8 @@ def report(r: dict) -> None:
         print(f"  per box pair, second passes over the frame's pairs, each right after its own: Lin-Canny from the "
               f"frame's start features {r['lc_us_per_pair']:.2f} us, fcl.collide {r['fcl_us_per_pair']:.2f} us "
               f"(ratio {r['lc_us_per_pair'] / r['fcl_us_per_pair']:.2f})")
+        print(f"  medians over frames: dynamic {r['dynamic_median_ms']:.3f} ms/frame, fcl {r['fcl_median_ms']:.3f} "
+              f"(ratio {r['median_frame_ratio']:.2f}); Lin-Canny / fcl.collide per box pair {r['median_pair_ratio']:.2f}")
     if r["disagree"]:
         print(f"  WARNING: colliding pairs differ between methods on {r['disagree'] * 100:.0f}% of frames")
 

@@ -14,10 +14,14 @@ of A. I-COLLIDE walks pseudo-Voronoi regions inside the bodies for the second ca
 point against all face planes (Mirtich's V-Clip rule) finds the same answer with no extra structure.
 If the point is outside some plane, the walk jumps to the face it is furthest above.
 
-The Voronoi-region tests are called, not inlined: inlined, their many branches leave numba's
-reference counting of the feature arrays in the walk's loop (a zero-step pair cost ~20% more).
-Kernels use numba's "numpy" error model (no ZeroDivisionError checks on every division: ~13% of
-a walk's time; every division here has a non-zero denominator by construction).
+A pair is walked in A's frame: A's features are read as stored, B's are moved by B's pose relative
+to A (composed once per pair), and only the two closest points go back to the world.
+Kernels allocate nothing (the caller keeps a `walk_scratch` array) and are compiled without numba's
+reference counting (`_nrt=False`): with it, every array taken out of the 14-array feature tuple or
+handed to a helper was counted in the walk's loop, most of a walk's time. They use numba's "numpy"
+error model (no ZeroDivisionError checks on every division: ~13% of a walk's time; every division
+here has a non-zero denominator by construction). The Voronoi-region tests are called, not
+inlined (fewer copies of their branches to compile).
 
 Guard against cycling (degenerate configurations, round-off at region boundaries): every test
 has a tolerance, and a walk longer than `max_iter` steps falls back to the brute-force search over
@@ -41,44 +45,47 @@ NO_STEP, LOCAL_MIN, INSIDE = -1, -2, -3
 TOL_REL = 1e-9     # tolerance of every test, relative to the sum of the two bodies' radii
 MAX_ITER = 200     # walk steps before the brute-force fallback
 _V, _E, _F = 0, 1, 2
+# numba options of every kernel: "numpy" error model, no reference counting (module docstring)
+_OPTS = dict(cache=True, error_model="numpy", _nrt=False)
+# rows of a `walk_scratch` array after the two features' corners (2 * max face size rows)
+_NORMALS, _PTS, _Q, _REL, _TMP, _SCRATCH_ROWS = 0, 2, 4, 5, 9, 11
 # indices into the kernel tuple S = PolytopeSet.kernel_args()
 _VERTS, _FSTART, _FVERTS, _FEDGES, _FNORMAL, _FOFFSET, _EDGES, _EFACES, _VSTART, _VNBRS, _VEDGES, \
     _VRANGE, _FRANGE, _MAXFACE = range(14)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _to_world(R, t, V, v, out, row):
-    """out[row] = R V[v] + t: a body-frame vertex to the world (rows by index: no views)."""
+@njit(inline="always", **_OPTS)
+def _to_frame(R, t, V, v, out, row):
+    """out[row] = R V[v] + t: vertex v of a body into the frame its pose (R, t) maps to."""
     for i in range(3):
         out[row, i] = R[i, 0] * V[v, 0] + R[i, 1] * V[v, 1] + R[i, 2] * V[v, 2] + t[i]
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", **_OPTS)
 def _to_body(R, t, p, q):
-    """q (3,) = R^T (p - t): a world point (3,) into the body frame; returns q."""
+    """q (3,) = R^T (p - t): a point (3,) into the frame of a body at pose (R, t); returns q."""
     for i in range(3):
         q[i] = R[0, i] * (p[0] - t[0]) + R[1, i] * (p[1] - t[1]) + R[2, i] * (p[2] - t[2])
     return q
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", **_OPTS)
 def _cross_dot(a0, a1, a2, b0, b1, b2, c0, c1, c2):
     """(a x b) . c for scalar vectors (no temporary arrays in the walk)."""
     return (a1 * b2 - a2 * b1) * c0 + (a2 * b0 - a0 * b2) * c1 + (a0 * b1 - a1 * b0) * c2
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", **_OPTS)
 def _cross_norm(a0, a1, a2, b0, b1, b2):
     """|a x b| for scalar vectors a, b."""
     x, y, z = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
     return np.sqrt(x * x + y * y + z * z)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", **_OPTS)
 def _segment_params(P, i0, i1, Q, j0, j1):
     """Parameters (s, t) in [0, 1] of the closest points of segments P[i0] P[i1] and Q[j0] Q[j1]
-    (rows of (., 3) arrays; Ericson 5.1.9); a segment may be a single point (i0 == i1).
-    Indices, not row views: a view costs reference counting in the walk's innermost loop."""
+    (rows of (., 3) arrays; Ericson 5.1.9); a segment may be a single point (i0 == i1)."""
     a = e = b = c = f = 0.0
     for k in range(3):
         d1, d2, r = P[i1, k] - P[i0, k], Q[j1, k] - Q[j0, k], P[i0, k] - Q[j0, k]
@@ -103,7 +110,7 @@ def _segment_params(P, i0, i1, Q, j0, j1):
     return s, t
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", **_OPTS)
 def _where(i, s, k):
     """Sub-feature of a k-corner feature holding the point at parameter s of its side i:
     2 * j for corner j, 2 * i + 1 for the inside of side i."""
@@ -114,7 +121,7 @@ def _where(i, s, k):
     return 2 * i + 1
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", **_OPTS)
 def _inside_polygon(Q, m, n, x0, x1, x2):
     """Whether point x, on the plane of the convex polygon Q[:m] (normal n (3,)), lies inside it."""
     for j in range(m):
@@ -126,17 +133,17 @@ def _inside_polygon(Q, m, n, x0, x1, x2):
     return True
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", **_OPTS)
 def _row_dot(P, i, n):
     """P[i] . n for a row of a (., 3) array and a (3,) array."""
     return P[i, 0] * n[0] + P[i, 1] * n[1] + P[i, 2] * n[2]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(**_OPTS)
 def _project_into(P, k, Q, m, nQ, best, out, oP, oQ):
     """Corners of P[:k] projecting inside the face Q[:m], and sides of P crossing it.
 
-    Improves on squared distance `best`: writes the points to out[oP:oP+3] and out[oQ:oQ+3] and
+    Improves on squared distance `best`: writes the points to rows out[oP] and out[oQ] and
     returns (best, where on P, where on Q = -1 the face's inside); where on P is -2 if no better."""
     wP = -2
     plane = _row_dot(Q, 0, nQ)
@@ -148,8 +155,8 @@ def _project_into(P, k, Q, m, nQ, best, out, oP, oQ):
         if _inside_polygon(Q, m, nQ, x0, x1, x2):
             best, wP = sd * sd, 2 * i
             for c in range(3):
-                out[oP + c] = P[i, c]
-            out[oQ], out[oQ + 1], out[oQ + 2] = x0, x1, x2
+                out[oP, c] = P[i, c]
+            out[oQ, 0], out[oQ, 1], out[oQ, 2] = x0, x1, x2
     for i in range(k if k >= 3 else k - 1):  # sides: none for a vertex, one for an edge
         i1 = (i + 1) % k
         d0, d1 = _row_dot(P, i, nQ) - plane, _row_dot(P, i1, nQ) - plane
@@ -158,18 +165,18 @@ def _project_into(P, k, Q, m, nQ, best, out, oP, oQ):
             x0, x1, x2 = (P[i, 0] + s * (P[i1, 0] - P[i, 0]), P[i, 1] + s * (P[i1, 1] - P[i, 1]),
                           P[i, 2] + s * (P[i1, 2] - P[i, 2]))
             if _inside_polygon(Q, m, nQ, x0, x1, x2):
-                out[oP], out[oP + 1], out[oP + 2] = x0, x1, x2
-                out[oQ], out[oQ + 1], out[oQ + 2] = x0, x1, x2
+                out[oP, 0], out[oP, 1], out[oP, 2] = x0, x1, x2
+                out[oQ, 0], out[oQ, 1], out[oQ, 2] = x0, x1, x2
                 return 0.0, 2 * i + 1
     return best, wP
 
 
-@njit(cache=True, error_model="numpy")
+@njit(**_OPTS)
 def _closest_polygons(P, k, nP, Q, m, nQ, out):
     """Closest points of two features given as convex point sets: a vertex (1 corner), an edge (2)
     or a face (>= 3 corners, counter-clockwise about its unit normal), all (3,) rows, same frame.
 
-    Writes the point on P to out[0:3] and on Q to out[3:6]; returns (squared distance, where on P,
+    Writes the point on P to out[0] and on Q to out[1] (out (2, 3)); returns (squared distance, where on P,
     where on Q) with `where` as in `_where`, -1 for a face's inside."""
     best, wP, wQ = np.inf, 0, 0
     for i in range(1 if k <= 2 else k):
@@ -183,40 +190,50 @@ def _closest_polygons(P, k, nP, Q, m, nQ, out):
             if d2 < best:
                 best, wP, wQ = d2, _where(i, s, k), _where(j, t, m)
                 for c in range(3):
-                    out[c], out[3 + c] = P[i, c] + s * (P[i1, c] - P[i, c]), Q[j, c] + t * (Q[j1, c] - Q[j, c])
+                    out[0, c], out[1, c] = P[i, c] + s * (P[i1, c] - P[i, c]), Q[j, c] + t * (Q[j1, c] - Q[j, c])
     if m >= 3:
-        best, w = _project_into(P, k, Q, m, nQ, best, out, 0, 3)
+        best, w = _project_into(P, k, Q, m, nQ, best, out, 0, 1)
         if w != -2:
             wP, wQ = w, -1
     if k >= 3 and best > 0.0:
-        best, w = _project_into(Q, m, P, k, nP, best, out, 3, 0)
+        best, w = _project_into(Q, m, P, k, nP, best, out, 1, 0)
         if w != -2:
             wP, wQ = -1, w
     return best, wP, wQ
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _feature_points(S, R, t, feat, out, normal):
-    """World corners of a feature into out[:k] (and a face's world normal); returns k."""
+@njit(inline="always", **_OPTS)
+def _corner(R, t, V, v, out, row, moved):
+    """out[row] = vertex v, moved by the pose (R, t) or copied (the walk's own frame)."""
+    if moved:
+        _to_frame(R, t, V, v, out, row)
+    else:
+        out[row, 0], out[row, 1], out[row, 2] = V[v, 0], V[v, 1], V[v, 2]
+
+
+@njit(inline="always", **_OPTS)
+def _feature_points(S, R, t, feat, out, normal, moved):
+    """Corners of a feature into out[:k] (and a face's normal into normal (3,)) in the walk's frame:
+    its body's frame, or moved by the pose (R, t) from it; returns k."""
     kind, idx = feat % 3, feat // 3
     V = S[_VERTS]
     if kind == _V:
-        _to_world(R, t, V, idx, out, 0)
+        _corner(R, t, V, idx, out, 0, moved)
         return 1
     if kind == _E:
-        _to_world(R, t, V, S[_EDGES][idx, 0], out, 0)
-        _to_world(R, t, V, S[_EDGES][idx, 1], out, 1)
+        _corner(R, t, V, S[_EDGES][idx, 0], out, 0, moved)
+        _corner(R, t, V, S[_EDGES][idx, 1], out, 1, moved)
         return 2
     start, end = S[_FSTART][idx], S[_FSTART][idx + 1]
     for c in range(start, end):
-        _to_world(R, t, V, S[_FVERTS][c], out, c - start)
+        _corner(R, t, V, S[_FVERTS][c], out, c - start, moved)
     N = S[_FNORMAL]
     for i in range(3):
-        normal[i] = R[i, 0] * N[idx, 0] + R[i, 1] * N[idx, 1] + R[i, 2] * N[idx, 2]
+        normal[i] = R[i, 0] * N[idx, 0] + R[i, 1] * N[idx, 1] + R[i, 2] * N[idx, 2] if moved else N[idx, i]
     return end - start
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", **_OPTS)
 def _subfeature(S, feat, where):
     """The feature holding a point: `where` (see `_where`) on feature `feat`, -1 keeps feat."""
     kind, idx = feat % 3, feat // 3
@@ -228,7 +245,7 @@ def _subfeature(S, feat, where):
     return 3 * S[_FVERTS][c] if where % 2 == 0 else 3 * S[_FEDGES][c] + 1
 
 
-@njit(cache=True, error_model="numpy")
+@njit(**_OPTS)
 def _step_vertex(S, v, q, tol):
     """Vertex v's Voronoi region: planes through v normal to its edges; q (3,) body frame.
     Returns the edge across the most violated plane, or NO_STEP."""
@@ -244,7 +261,7 @@ def _step_vertex(S, v, q, tol):
     return new
 
 
-@njit(cache=True, error_model="numpy")
+@njit(**_OPTS)
 def _step_edge(S, e, q, where, tol):
     """Edge e's Voronoi region: the wedge between its faces' normals, between the planes normal to
     it through its ends. `where` locates the closest point on e (0 tail, 1 inside, 2 head)."""
@@ -273,7 +290,7 @@ def _step_edge(S, e, q, where, tol):
     return NO_STEP
 
 
-@njit(cache=True, error_model="numpy")
+@njit(**_OPTS)
 def _step_face(S, f, q, where, tol):
     """Face f's Voronoi region: the prism over f bounded by planes normal to f through its edges,
     above f's plane. Outside the prism: step to the boundary feature holding the closest point
@@ -297,7 +314,7 @@ def _step_face(S, f, q, where, tol):
     return NO_STEP
 
 
-@njit(cache=True, error_model="numpy")
+@njit(**_OPTS)
 def _highest_face(S, body, q):
     """(face, signed distance) of the face plane of `body` that q (3,), body frame, is furthest above."""
     best, face = -np.inf, -1
@@ -308,11 +325,10 @@ def _highest_face(S, body, q):
     return face, best
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _feature_step(S, R, t, body, feat, p, where, tol, q):
-    """Next feature of `body` given the other body's closest point p (3,), world frame:
-    NO_STEP when p is in feat's Voronoi region, INSIDE when p is inside the body. q: (3,) scratch."""
-    _to_body(R, t, p, q)
+@njit(inline="always", **_OPTS)
+def _feature_step(S, body, feat, q, where, tol):
+    """Next feature of `body` given the other body's closest point q (3,), body frame:
+    NO_STEP when q is in feat's Voronoi region, INSIDE when q is inside the body."""
     kind, idx = feat % 3, feat // 3
     if kind == _V:
         return _step_vertex(S, idx, q, tol)
@@ -325,7 +341,7 @@ def _feature_step(S, R, t, body, feat, p, where, tol, q):
     return INSIDE if height <= tol else 3 * face + 2
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(inline="always", **_OPTS)
 def _support_vertex(S, rot, pos, body, other):
     """The vertex of `body` furthest towards `other`'s centre: hill-climbed over the vertex
     adjacency from the body's first vertex (a linear function on a convex polytope has no other
@@ -347,19 +363,31 @@ def _support_vertex(S, rot, pos, body, other):
     return v
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts, x):
-    """Lin–Canny walk from features (fa, fb); closest points left in pts[0:3] (A), pts[3:6] (B).
-    Returns (status, distance, fa, fb, steps); status CAPPED after max_iter steps. x: (3,) scratch."""
+@njit(inline="always", **_OPTS)
+def _relative_pose(rot, pos, a, b, R, t):
+    """B's pose in A's frame: R (3, 3) = Ra^T Rb, t (3,) = Ra^T (pb - pa). The walk runs in A's
+    frame: A's features are read as stored, and only B's are moved (once per visit, by one pose)."""
+    for i in range(3):
+        t[i] = 0.0
+        for j in range(3):
+            R[i, j] = rot[a, 0, i] * rot[b, 0, j] + rot[a, 1, i] * rot[b, 1, j] + rot[a, 2, i] * rot[b, 2, j]
+            t[i] += rot[a, j, i] * (pos[b, j] - pos[a, j])
+
+
+@njit(inline="always", **_OPTS)
+def _walk(S, a, b, fa, fb, tol, max_iter, R, t, PA, PB, nrm, pts, q):
+    """Lin–Canny walk from features (fa, fb) in A's frame, B at pose (R, t) in it; closest points
+    left in pts[0] (on A) and pts[1] (on B), A's frame. Returns (status, distance, fa, fb, steps);
+    status CAPPED after max_iter steps. nrm (2, 3), q (3,): scratch."""
     for it in range(max_iter):
-        kA = _feature_points(S, rot[a], pos[a], fa, PA, nA)
-        kB = _feature_points(S, rot[b], pos[b], fb, PB, nB)
-        d2, wA, wB = _closest_polygons(PA, kA, nA, PB, kB, nB, pts)
+        kA = _feature_points(S, R, t, fa, PA, nrm[0], False)
+        kB = _feature_points(S, R, t, fb, PB, nrm[1], True)
+        d2, wA, wB = _closest_polygons(PA, kA, nrm[0], PB, kB, nrm[1], pts)
         if d2 <= tol * tol:
             return PENETRATING, 0.0, fa, fb, it
-        new = _feature_step(S, rot[a], pos[a], a, fa, pts[3:6], wA, tol, x)
+        new = _feature_step(S, a, fa, pts[1], wA, tol)
         if new == NO_STEP:
-            new = _feature_step(S, rot[b], pos[b], b, fb, pts[0:3], wB, tol, x)
+            new = _feature_step(S, b, fb, _to_body(R, t, pts[0], q), wB, tol)
             if new == NO_STEP:
                 return SEPARATED, np.sqrt(d2), fa, fb, it
             if new == INSIDE:
@@ -372,62 +400,77 @@ def _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts, x):
     return CAPPED, np.nan, fa, fb, max_iter
 
 
-@njit(cache=True, error_model="numpy")
-def _first_vertex_inside(S, rot, pos, inner, outer, tol):
-    """Whether the first vertex of body `inner` lies inside body `outer` (within tol)."""
-    p, q = np.empty((1, 3)), np.empty(3)
-    _to_world(rot[inner], pos[inner], S[_VERTS], S[_VRANGE][inner], p, 0)
-    return _highest_face(S, outer, _to_body(rot[outer], pos[outer], p[0], q))[1] <= tol
+@njit(**_OPTS)
+def _first_vertex_inside(S, a, b, R, t, tol, tmp):
+    """Whether B's first vertex lies inside A or A's inside B (within tol); B at pose (R, t) in
+    A's frame. tmp: (2, 3) scratch."""
+    V = S[_VERTS]
+    _to_frame(R, t, V, S[_VRANGE][b], tmp, 0)
+    _to_body(R, t, V[S[_VRANGE][a]], tmp[1])
+    return _highest_face(S, a, tmp[0])[1] <= tol or _highest_face(S, b, tmp[1])[1] <= tol
 
 
-@njit(cache=True, error_model="numpy")
-def _brute(S, rot, pos, a, b, tol, PA, PB, nA, nB, pts):
+@njit(**_OPTS)
+def _brute(S, a, b, tol, R, t, PA, PB, nrm, pts, tmp):
     """Reference: minimum over all face pairs (covers every vertex-face and edge-edge pair), and
-    containment of one body in the other. Returns (status, distance, fa, fb) like `_walk`."""
+    containment of one body in the other; frames and results like `_walk`'s. Returns (status,
+    distance, fa, fb)."""
     best, fa, fb = np.inf, -1, -1
-    tmp = np.empty(6)
     for f in range(S[_FRANGE][a], S[_FRANGE][a + 1]):
-        kA = _feature_points(S, rot[a], pos[a], 3 * f + 2, PA, nA)
+        kA = _feature_points(S, R, t, 3 * f + 2, PA, nrm[0], False)
         for g in range(S[_FRANGE][b], S[_FRANGE][b + 1]):
-            kB = _feature_points(S, rot[b], pos[b], 3 * g + 2, PB, nB)
-            d2, wA, wB = _closest_polygons(PA, kA, nA, PB, kB, nB, tmp)
+            kB = _feature_points(S, R, t, 3 * g + 2, PB, nrm[1], True)
+            d2, wA, wB = _closest_polygons(PA, kA, nrm[0], PB, kB, nrm[1], tmp)
             if d2 < best:
-                best, pts[:] = d2, tmp
+                best = d2
+                for c in range(6):  # pts[:] = tmp would allocate (numba copies a source that may overlap)
+                    pts[c // 3, c % 3] = tmp[c // 3, c % 3]
                 fa, fb = _subfeature(S, 3 * f + 2, wA), _subfeature(S, 3 * g + 2, wB)
-    if best <= tol * tol or _first_vertex_inside(S, rot, pos, a, b, tol) \
-            or _first_vertex_inside(S, rot, pos, b, a, tol):
+    if best <= tol * tol or _first_vertex_inside(S, a, b, R, t, tol, tmp):
         return PENETRATING, 0.0, fa, fb
     return SEPARATED, np.sqrt(best), fa, fb
 
 
-@njit(cache=True, error_model="numpy")
-def walk_pairs(S, radius, rot, pos, pairs, feats, max_iter, brute, dist, status, points):
+@njit(**_OPTS)
+def walk_pairs(S, radius, rot, pos, pairs, feats, max_iter, brute, dist, status, points, scratch):
     """Closest features of many body pairs (the fast path, or `brute` force for reference).
 
     S : PolytopeSet.kernel_args(); radius : (B,) float64; rot : (B, 3, 3), pos : (B, 3) float64,
-    body -> world; pairs : (P, 2) int; feats : (P, 2) int64 feature codes, in: last frame's (-1: none,
-    start from each body's first vertex), out: this frame's. Outputs: dist (P,) float64 (0 when
-    penetrating), status (P,) int8 (SEPARATED / PENETRATING), points (P, 2, 3) float64 world
-    closest points (undefined when penetrating). Returns (walk steps, brute-force fallbacks)."""
+    body -> world; pairs : (P, 2) int32; feats : (P, 2) int64 feature codes, in: last frame's (-1:
+    none, start from the vertices furthest towards each other), out: this frame's. Outputs: dist
+    (P,) float64 (0 when penetrating), status (P,) int8 (SEPARATED / PENETRATING), points (P, 2, 3)
+    float64 world closest points (undefined when penetrating). scratch: `walk_scratch(pset)`, any
+    contents (every entry is written before it is read). Returns (walk steps, brute-force fallbacks)."""
     m = max(3, S[_MAXFACE])
-    PA, PB, nA, nB, pts, x = np.empty((m, 3)), np.empty((m, 3)), np.empty(3), np.empty(3), np.empty(6), np.empty(3)
+    if scratch.shape[0] < 2 * m + _SCRATCH_ROWS:
+        raise ValueError("walk_pairs: scratch too small for the polytopes' faces (use walk_scratch)")
+    PA, PB, rows = scratch[:m], scratch[m:2 * m], scratch[2 * m:]
+    nrm, pts, q = rows[_NORMALS:_NORMALS + 2], rows[_PTS:_PTS + 2], rows[_Q]
+    R, t, tmp = rows[_REL:_REL + 3], rows[_REL + 3], rows[_TMP:_TMP + 2]
     steps = fallbacks = 0
     for p in range(len(pairs)):
         a, b = pairs[p, 0], pairs[p, 1]
         tol = TOL_REL * (radius[a] + radius[b])
         fa = feats[p, 0] if feats[p, 0] >= 0 else 3 * _support_vertex(S, rot, pos, a, b)
         fb = feats[p, 1] if feats[p, 1] >= 0 else 3 * _support_vertex(S, rot, pos, b, a)
+        _relative_pose(rot, pos, a, b, R, t)
         st = CAPPED
         if not brute:
-            st, d, fa, fb, it = _walk(S, rot, pos, a, b, fa, fb, tol, max_iter, PA, PB, nA, nB, pts, x)
+            st, d, fa, fb, it = _walk(S, a, b, fa, fb, tol, max_iter, R, t, PA, PB, nrm, pts, q)
             steps += it
         if st == CAPPED:
             fallbacks += not brute
-            st, d, fa, fb = _brute(S, rot, pos, a, b, tol, PA, PB, nA, nB, pts)
+            st, d, fa, fb = _brute(S, a, b, tol, R, t, PA, PB, nrm, pts, tmp)
         feats[p, 0], feats[p, 1], dist[p], status[p] = fa, fb, d, st
-        for c in range(3):  # scalar copies: slices would be reference-counted views
-            points[p, 0, c], points[p, 1, c] = pts[c], pts[3 + c]
+        _to_frame(rot[a], pos[a], pts, 0, points[p], 0)  # A's frame -> world
+        _to_frame(rot[a], pos[a], pts, 1, points[p], 1)
     return steps, fallbacks
+
+
+def walk_scratch(pset: PolytopeSet) -> np.ndarray:
+    """Scratch for `walk_pairs` over bodies of `pset`: (2 * max face size + 11, 3) float64, kept by
+    the caller from call to call (the kernels allocate nothing)."""
+    return np.empty((2 * max(3, pset.max_face_size) + _SCRATCH_ROWS, 3))
 
 
 @dataclass(frozen=True)
@@ -450,8 +493,8 @@ def closest_features(pset: PolytopeSet, rot, pos, a: int, b: int, start=None,
     feats = np.array([start if start is not None else (-1, -1)], np.int64)
     dist, status, points = np.empty(1), np.empty(1, np.int8), np.empty((1, 2, 3))
     steps, fallbacks = walk_pairs(pset.kernel_args(), pset.radius, np.ascontiguousarray(rot, float),
-                                  np.ascontiguousarray(pos, float), np.array([[a, b]], np.int64), feats,
-                                  max_iter, brute, dist, status, points)
+                                  np.ascontiguousarray(pos, float), np.array([[a, b]], np.int32), feats,
+                                  max_iter, brute, dist, status, points, walk_scratch(pset))
     return Closest(float(dist[0]), bool(status[0] == PENETRATING), (int(feats[0, 0]), int(feats[0, 1])),
                    points[0], int(steps), bool(fallbacks))
 

@@ -37,7 +37,7 @@ from ..dynamics import contain
 from ..dynamics.integrator import quat_multiply
 from ..meshes import validate_mesh_arrays
 from ..state import ShipState, quat_to_matrix, transforms
-from .closest import MAX_ITER, PENETRATING, walk_pairs
+from .closest import MAX_ITER, PENETRATING, walk_pairs, walk_scratch
 from .polytope import Polytope, _hull_polytope, pack, random_polytope
 from .sweep import DynamicBoxes, SweepAndPrune, fixed_cubes
 
@@ -183,7 +183,7 @@ class AsteroidField(NoField):
         self.vel = _unit(rng.normal(size=(m, 3))) * rng.uniform(0.0, a.speed_max, (m, 1))
         self.omega = _unit(rng.normal(size=(m, 3))) * rng.uniform(0.0, a.spin_max, (m, 1))
         self.rot = quat_to_matrix(self.quat)
-        self.args = self.pset.kernel_args()
+        self.args, self.scratch = self.pset.kernel_args(), walk_scratch(self.pset)
         self.boxes = DynamicBoxes(self.pset, self.rot) if a.boxes == "dynamic" else None
         self.sweep = SweepAndPrune(self.n_ships + m)
         self._spin, self._spin_dt = None, None
@@ -230,14 +230,14 @@ class AsteroidField(NoField):
             self.last = ConvexPairs(self._cold_pairs.astype(np.int64), np.ones(k, bool), np.zeros(k),
                                     np.full((k, 2, 3), np.nan), np.full((k, 2), -1, np.int64))
             return self.last
-        pairs = self.sweep.pairs[rows].astype(np.int64)
+        pairs = self.sweep.pairs[rows]
         feats = self.sweep.feats[rows]  # a copy (fancy index): written back below
         k = len(pairs)
         dist, status, points = np.empty(k), np.empty(k, np.int8), np.empty((k, 2, 3))
-        self.steps, self.fallbacks = walk_pairs(self.args, self.radius, self.rot, self.pos, pairs - n, feats,
-                                                MAX_ITER, False, dist, status, points)
+        self.steps, self.fallbacks = walk_pairs(self.args, self.radius, self.rot, self.pos, pairs - np.int32(n),
+                                                feats, MAX_ITER, False, dist, status, points, self.scratch)
         self.sweep.feats[rows] = feats
-        self.last = ConvexPairs(pairs, status == PENETRATING, dist, points, feats)
+        self.last = ConvexPairs(pairs.astype(np.int64), status == PENETRATING, dist, points, feats)
         return self.last
 
     # --- all bodies -------------------------------------------------------------------------

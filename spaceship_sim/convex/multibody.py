@@ -18,7 +18,7 @@ import time
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from .closest import MAX_ITER, PENETRATING, walk_pairs
+from .closest import MAX_ITER, PENETRATING, walk_pairs, walk_scratch
 from .polytope import pack, random_polytope
 from .sweep import DynamicBoxes, SweepAndPrune, fixed_cubes
 
@@ -65,7 +65,7 @@ class ICollide:
 
     def __init__(self, pset, rot, boxes: str = "dynamic"):
         self.pset, self.kind = pset, boxes
-        self.args = pset.kernel_args()
+        self.args, self.scratch = pset.kernel_args(), walk_scratch(pset)
         self.dynamic = DynamicBoxes(pset, rot) if boxes == "dynamic" else None
         self.sweep = SweepAndPrune(pset.n_bodies)
 
@@ -95,7 +95,7 @@ class ICollide:
         m = len(pairs)
         dist, status, points = np.empty(m), np.empty(m, np.int8), np.empty((m, 2, 3))
         steps, fallbacks = walk_pairs(self.args, self.pset.radius, rot, pos, pairs, feats, MAX_ITER, False,
-                                      dist, status, points)
+                                      dist, status, points, self.scratch)
         return status, points, steps, fallbacks
 
     def pair_walk_time(self, rot, pos) -> float:
@@ -112,7 +112,7 @@ class BruteForce:
     over all face pairs of each candidate."""
 
     def __init__(self, pset):
-        self.pset, self.args = pset, pset.kernel_args()
+        self.pset, self.args, self.scratch = pset, pset.kernel_args(), walk_scratch(pset)
 
     def detect(self, rot, pos) -> np.ndarray:
         a, b = np.triu_indices(len(pos), 1)
@@ -121,7 +121,8 @@ class BruteForce:
         m = len(pairs)
         feats = np.full((m, 2), -1, np.int64)
         dist, status, points = np.empty(m), np.empty(m, np.int8), np.empty((m, 2, 3))
-        walk_pairs(self.args, self.pset.radius, rot, pos, pairs, feats, MAX_ITER, True, dist, status, points)
+        walk_pairs(self.args, self.pset.radius, rot, pos, pairs, feats, MAX_ITER, True, dist, status, points,
+                   self.scratch)
         return pairs[status == PENETRATING]
 
 

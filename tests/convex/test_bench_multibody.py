@@ -7,6 +7,7 @@ import csv
 import numpy as np
 import pytest
 
+from spaceship_sim.bench.bench_multibody import fcl_available
 from spaceship_sim.cli import main
 from spaceship_sim.convex.multibody import BruteForce, ICollide, MultiBody
 
@@ -24,6 +25,11 @@ def test_tiny_run_prints_every_method_and_writes_plot_and_csv(tmp_path, capsys):
     assert [(r["sweep"], r["n"], r["faces"]) for r in rows] == [("n", "20", "20"), ("faces", "12", "20"),
                                                                  ("faces", "12", "36")]
     assert all(float(r["disagree"]) == 0 for r in rows)
+    if fcl_available():  # the same-run medians against fcl, frame and per pair
+        assert out.count("medians over frames: dynamic") == 3
+        for r in rows:  # the pair ratio is NaN when no frame had a box pair
+            assert float(r["median_frame_ratio"]) > 0
+            assert float(r["median_pair_ratio"]) > 0 if float(r["active"]) > 0 else np.isnan(float(r["median_pair_ratio"]))
 
 
 def test_detectors_agree_in_a_dense_box():

@@ -9,7 +9,9 @@ from hypothesis import given, settings, strategies as st
 from scipy.optimize import linprog, minimize
 from scipy.spatial.transform import Rotation
 
-from spaceship_sim.convex.closest import _support_vertex, closest_features, feature_name
+from spaceship_sim.convex.closest import (MAX_ITER, PENETRATING, Closest, _support_vertex, closest_features,
+                                          feature_name,
+                                          walk_pairs, walk_scratch)
 from spaceship_sim.convex.polytope import pack, polytope_from_points, random_polytope
 
 CUBE = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
@@ -40,12 +42,12 @@ def agree(fast, ref, scale, tol=1e-7):
         assert fast.distance == pytest.approx(ref.distance, rel=1e-9, abs=1e-9 * scale)
 
 
-def check_witnesses(s, rot, pos, c):
-    """The closest points lie on their features and are c.distance apart."""
+def check_witnesses(s, rot, pos, c, pair=(0, 1)):
+    """The closest points lie on (or within) bodies pair = (a, b) and are c.distance apart."""
     if c.penetrating:
         return
     assert np.linalg.norm(c.points[0] - c.points[1]) == pytest.approx(c.distance, rel=1e-9, abs=1e-12)
-    for b, p in enumerate(c.points):
+    for b, p in zip(pair, c.points):
         q = (p - pos[b]) @ rot[b]  # body frame
         f0, f1 = s.face_range[b], s.face_range[b + 1]
         assert (s.face_normal[f0:f1] @ q - s.face_offset[f0:f1]).max() <= 1e-9 * s.radius[b]
@@ -172,3 +174,98 @@ def test_support_vertex_is_the_extreme_vertex(faces, seed, how):
     heights = world_vertices(s, rot, pos, 0) @ direction
     assert s.vert_range[0] <= v < s.vert_range[1]
     assert heights[v] >= heights.max() - 1e-12
+
+
+def random_bodies(rng, n, faces, spread):
+    """n random polytopes at random poses in a cube of side spread * (mean radius): some pairs
+    overlap, some are apart; no body sits at the origin (the walk runs in body A's frame)."""
+    s = pack([random_polytope(faces, rng) for _ in range(n)])
+    rot = Rotation.random(n, random_state=rng).as_matrix()
+    pos = rng.uniform(-0.5, 0.5, (n, 3)) * spread * s.radius.mean() + rng.normal(size=3) * 50
+    return s, rot, pos
+
+
+def walk_all(s, rot, pos, pairs, brute, scratch, feats=None):
+    """walk_pairs over pairs (P, 2) int32 from feats (None: cold start); every output, by name."""
+    k = len(pairs)
+    out = {"feats": np.full((k, 2), -1, np.int64) if feats is None else feats.copy(), "dist": np.empty(k),
+           "status": np.empty(k, np.int8), "points": np.empty((k, 2, 3))}
+    out["steps"], out["fallbacks"] = walk_pairs(s.kernel_args(), s.radius, rot, pos, pairs, out["feats"], MAX_ITER,
+                                                brute, out["dist"], out["status"], out["points"], scratch)
+    return out
+
+
+def all_pairs(n):
+    """Every ordered pair a != b, (n (n - 1), 2) int32: both bodies play A."""
+    a, b = np.nonzero(~np.eye(n, dtype=bool))
+    return np.stack([a, b], axis=1).astype(np.int32)
+
+
+def answer(out, p):
+    """Pair p of a `walk_all` result as a Closest."""
+    return Closest(float(out["dist"][p]), bool(out["status"][p] == PENETRATING), tuple(out["feats"][p]),
+                   out["points"][p], 0, False)
+
+
+@settings(max_examples=25, deadline=None)
+@given(FACES, st.floats(1.5, 8.0), SEEDS)
+def test_walk_pairs_equal_brute_force_at_random_poses(faces, spread, seed):
+    """Many pairs in one call, both bodies away from the origin and turned, either body as A."""
+    rng = np.random.default_rng(seed)
+    s, rot, pos = random_bodies(rng, 6, faces, spread)
+    pairs = all_pairs(6)
+    fast, ref = (walk_all(s, rot, pos, pairs, brute, walk_scratch(s)) for brute in (False, True))
+    assert fast["fallbacks"] == 0
+    for p, pair in enumerate(pairs):
+        agree(answer(fast, p), answer(ref, p), s.radius[pair].sum())
+        check_witnesses(s, rot, pos, answer(fast, p), pair)
+
+
+@settings(max_examples=30, deadline=None)
+@given(FACES, FACES, st.sampled_from([-1e-6, 0.0, 1e-6]), SEEDS)
+def test_touching_barely_apart_and_barely_overlapping(faces_a, faces_b, push, seed):
+    """B slid along the closest points' segment until the bodies touch (push 0), stay 1e-6 of the
+    gap apart (push < 0) or overlap by as much (push > 0), then both moved by one random rigid
+    motion: brute force sees that, and the walk, cold or from the apart pose's features, agrees."""
+    rng = np.random.default_rng(seed)
+    s, rot, pos = random_pair(rng, faces_a, faces_b, 1.4)
+    apart = closest_features(s, rot, pos, 0, 1, brute=True)
+    pos[1] -= (apart.points[1] - apart.points[0]) * (1 + push)
+    turn, shift = Rotation.random(random_state=rng).as_matrix(), rng.normal(size=3) * 30
+    rot, pos = turn @ rot, pos @ turn.T + shift
+    ref = closest_features(s, rot, pos, 0, 1, brute=True)
+    if push < 0:
+        assert not ref.penetrating and ref.distance == pytest.approx(-push * apart.distance, rel=1e-6)
+    elif push > 0:
+        assert ref.penetrating
+    for start in (None, apart.features):
+        fast = closest_features(s, rot, pos, 0, 1, start=start)
+        assert not fast.fell_back
+        agree(fast, ref, s.radius.sum())
+        check_witnesses(s, rot, pos, fast)
+
+
+@settings(max_examples=20, deadline=None)
+@given(FACES, st.sampled_from([np.nan, np.inf, -1e300, 1.0]), st.booleans(), SEEDS)
+def test_stale_scratch_never_changes_an_answer(faces, junk, brute, seed):
+    """The kernels write every scratch entry before reading it: a scratch full of junk, or left
+    from a call over other bodies with bigger faces, gives the answers of a zeroed one, bit for bit."""
+    rng = np.random.default_rng(seed)
+    s, rot, pos = random_bodies(rng, 5, faces, 3.0)
+    pairs = all_pairs(5)
+    fresh = walk_all(s, rot, pos, pairs, brute, np.zeros_like(walk_scratch(s)))
+    o, o_rot, o_pos = random_bodies(rng, 3, 200, 2.0)
+    used = walk_scratch(o)
+    walk_all(o, o_rot, o_pos, all_pairs(3), brute, used)
+    apart = fresh["status"] != PENETRATING
+    for scratch in (np.full_like(walk_scratch(s), junk), used):
+        got = walk_all(s, rot, pos, pairs, brute, scratch)
+        for key in ("feats", "dist", "status", "steps", "fallbacks"):
+            assert np.array_equal(got[key], fresh[key]), key
+        assert np.array_equal(got["points"][apart], fresh["points"][apart])
+
+
+def test_scratch_too_small_is_refused():
+    s, rot, pos = random_bodies(np.random.default_rng(0), 2, 36, 3.0)
+    with pytest.raises(ValueError, match="scratch too small"):
+        walk_all(s, rot, pos, all_pairs(2), False, np.empty((4, 3)))

@@ -4,7 +4,7 @@ import pytest
 
 from spaceship_sim.clock import TickClock
 from spaceship_sim.config import config_from_dict
-from spaceship_sim.convex.closest import MAX_ITER, PENETRATING, walk_pairs
+from spaceship_sim.convex.closest import MAX_ITER, PENETRATING, walk_pairs, walk_scratch
 from spaceship_sim.convex.field import _sphere_pairs
 from spaceship_sim.convex.sweep import BOX_PAD_REL, box_pairs_brute, sorted_pairs
 from spaceship_sim.narrowphase.reference import brute_force_pair
@@ -46,11 +46,11 @@ def test_asteroid_pairs_colliding_exactly_when_brute_force_says_so(run40):
     for fr in frames:
         a, b = np.triu_indices(f.count, 1)
         near = ((fr["pos"][a] - fr["pos"][b]) ** 2).sum(1) <= (f.radius[a] + f.radius[b]) ** 2
-        pairs = np.stack([a[near], b[near]], 1)
+        pairs = np.stack([a[near], b[near]], 1).astype(np.int32)
         k = len(pairs)
         dist, status, points = np.empty(k), np.empty(k, np.int8), np.empty((k, 2, 3))
         walk_pairs(f.args, f.radius, fr["rot"], fr["pos"], pairs, np.full((k, 2), -1, np.int64), MAX_ITER, True,
-                   dist, status, points)
+                   dist, status, points, walk_scratch(f.pset))
         brute = sorted_pairs(pairs[status == PENETRATING] + n)
         assert np.array_equal(sorted_pairs(fr["convex"].hits), brute)
         seen += len(brute)
