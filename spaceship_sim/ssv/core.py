@@ -3,15 +3,8 @@
 Every swept-sphere volume (SSV) is stored as a rectangle swept by a sphere: centre c, unit axes u, v,
 half-extents a >= b >= 0 and radius r; a PSS has a = b = 0 (a point), an LSS b = 0 (a segment), an
 RSS a, b > 0. The distance of two SSVs is the distance of their cores minus both radii, so all a
-query needs is the squared distance between two cores, dispatched on their kinds:
-
-    point-anything : clamp the point into the rectangle's frame (a segment is a rectangle with b = 0)
-    segment-segment: Ericson (RTCD 5.1.9), degenerate segments included (geometry.triangles.segment_params)
-    segment-rect   : 0 if the segment crosses the rectangle, else the best of its two end points
-                     against the rectangle and the segment against the rectangle's four edges
-    rect-rect      : 0 if an edge of one crosses the other, else the best of the 16 edge pairs and
-                     the 8 corners against the other rectangle (two disjoint convex polygons have a
-                     closest pair with a point on the boundary of one: an edge)
+query needs is the distance between two cores. `rect_distance` gives it for every pair of kinds: a
+point or a segment is a rectangle whose edges have length zero, which its formulas take as they are.
 
 Points are 3-tuples of float64 (registers, no arrays). A numpy brute-force oracle (every face of the
 parameter box, least squares) is `core_distance_ref` in tests/ssv.
@@ -21,10 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..geometry.triangles import segment_params
-
 PSS, LSS, RSS = 0, 1, 2
-TIGHT = 1e-12  # bounds this close (relative) are the exact distance
 
 
 @njit(cache=True)
@@ -38,9 +28,8 @@ def _dot(p, q):
 
 
 @njit(cache=True)
-def _axpy(p, s, d):
-    """p + s d."""
-    return (p[0] + s * d[0], p[1] + s * d[1], p[2] + s * d[2])
+def _cross(p, q):
+    return (p[1] * q[2] - p[2] * q[1], p[2] * q[0] - p[0] * q[2], p[0] * q[1] - p[1] * q[0])
 
 
 @njit(cache=True)
@@ -49,153 +38,109 @@ def _clamp(x, lo, hi):
 
 
 @njit(cache=True)
-def dist2_point_rect(p, c, u, v, a, b):
-    """Squared distance from point p to the rectangle {c + s u + t v : |s| <= a, |t| <= b}."""
-    d = _sub(p, c)
-    q = _axpy(_axpy(c, _clamp(_dot(d, u), -a, a), u), _clamp(_dot(d, v), -b, b), v)
-    e = _sub(p, q)
-    return _dot(e, e)
-
-
-@njit(cache=True)
-def clamp_to_rect(p, c, u, v, a, b):
-    """The point of the rectangle {c + s u + t v : |s| <= a, |t| <= b} closest to p."""
-    d = _sub(p, c)
-    return _axpy(_axpy(c, _clamp(_dot(d, u), -a, a), u), _clamp(_dot(d, v), -b, b), v)
-
-
-@njit(cache=True)
 def normal_gap(d, u1, v1, u2, v2, a2, b2):
     """A lower bound on the distance of two cores whose centres differ by d (= c2 - c1): the gap of
     their projections on the first's normal u1 x v1, along which the first has no extent."""
-    n = (u1[1] * v1[2] - u1[2] * v1[1], u1[2] * v1[0] - u1[0] * v1[2], u1[0] * v1[1] - u1[1] * v1[0])
+    n = _cross(u1, v1)
     return abs(_dot(d, n)) - a2 * abs(_dot(u2, n)) - b2 * abs(_dot(v2, n))
 
 
 @njit(cache=True)
-def _bounds_at(p, q, c1, u1, v1, a1, b1, c2, u2, v2, a2, b2):
-    """(lower, upper) bounds on the distance of two cores from a point p of the first and q of the
-    second: |q - p|, and the gap of the cores' extents along q - p (a separating axis)."""
-    d = _sub(q, p)
-    upper = np.sqrt(_dot(d, d))
-    if upper == 0.0:
-        return 0.0, 0.0
-    hi1 = _dot(d, c1) + a1 * abs(_dot(d, u1)) + b1 * abs(_dot(d, v1))
-    lo2 = _dot(d, c2) - a2 * abs(_dot(d, u2)) - b2 * abs(_dot(d, v2))
-    return max((lo2 - hi1) / upper, 0.0), upper
+def _edge_pair(T, wk, wl, ha_m, ha_o, hb_k, hb_l, sm, sk):
+    """|q - p| for the closest points p, q of edge x = sm ha_m of rectangle 1 and edge y_k = sk hb_k
+    of rectangle 2 (coordinates as in `_edge_pairs`) if they are the rectangles' closest points,
+    else -1. Ericson's clamp, recompute, clamp (RTCD 5.1.9), the lines' solution in its
+    cross-product form (1 - c^2 = |y x wl|^2), which keeps its accuracy for nearly parallel edges,
+    where the other cancels. They are the rectangles' when q - p points out of rectangle 1's edge
+    (then p is q's projection onto it) and p - q out of rectangle 2's: the optimality condition of
+    the convex problem (to 1e-12 |q - p| of rounding)."""
+    w = (T[0] + sk * hb_k * wk[0] - sm * ha_m, T[1] + sk * hb_k * wk[1], T[2] + sk * hb_k * wk[2])
+    denom = wl[0] * wl[0] + wl[2] * wl[2]
+    s = _clamp(w[1] - wl[1] * (w[0] * wl[0] + w[2] * wl[2]) / denom, -ha_o, ha_o) if denom > 0.0 else 0.0
+    t = s * wl[1] - _dot(wl, w)
+    if t < -hb_l or t > hb_l:  # the lines' closest point lies off edge 2: its end, then s again
+        t = _clamp(t, -hb_l, hb_l)
+        s = _clamp(w[1] + t * wl[1], -ha_o, ha_o)
+    r = (w[0] + t * wl[0], w[1] + t * wl[1] - s, w[2] + t * wl[2])
+    nr = np.sqrt(_dot(r, r))
+    if nr == 0.0 or (sm * r[0] >= -1e-12 * nr and sk * _dot(r, wk) <= 1e-12 * nr):
+        return nr
+    return -1.0
 
 
 @njit(cache=True)
-def _edge_near(q, c, u, v, a, b):
-    """The edge of a core that its point nearest q lies on, as a segment (p0, p1), and whether
-    there is one: the whole core for a segment or point; for a rectangle the edge whose bound
-    the clamp of q hits (s first), none when q projects inside."""
-    if b == 0.0:
-        return _axpy(c, -a, u), _axpy(c, a, u), True
-    d = _sub(q, c)
-    s, t = _dot(d, u), _dot(d, v)
-    if abs(s) > a:
-        e = _axpy(c, a if s > 0.0 else -a, u)
-        return _axpy(e, -b, v), _axpy(e, b, v), True
-    if abs(t) > b:
-        e = _axpy(c, b if t > 0.0 else -b, v)
-        return _axpy(e, -a, u), _axpy(e, a, u), True
-    return c, c, False
+def _edge_pairs(T, wk, wl, ha_m, ha_o, hb_k, hb_l, tw_k):
+    """`_edge_pair` over the edges x = +-ha_m of rectangle 1 and y_k = +-hb_k of rectangle 2, in
+    coordinates where rectangle 1 is {|x| <= ha_m, |y| <= ha_o, z = 0} and rectangle 2 is centred
+    at T with axes wk (its edges' normal, half-extent hb_k) and wl (its edges' direction, hb_l);
+    tw_k = T.wk. Returns the first answer found, else -1. A pair is screened out, without branches
+    (they would mostly be mispredicted), when either edge does not reach past the other's edge line."""
+    p, q = hb_k * wk[0], ha_m * wk[0]
+    e1 = hb_l * abs(wl[0]) - ha_m  # 2's edge sk reaches past x = sm ha_m: sm (T0 + sk p) + e1 >= 0
+    e2 = ha_o * abs(wk[1]) - hb_k  # 1's edge sm reaches past y_k = sk hb_k: sk (sm q - tw_k) + e2 >= 0
+    yp, ym, zp, zm = T[0] + p, T[0] - p, q - tw_k, -q - tw_k
+    pp = (yp + e1 >= 0.0) & (zp + e2 >= 0.0)
+    mp = (e1 - yp >= 0.0) & (zm + e2 >= 0.0)
+    pm = (ym + e1 >= 0.0) & (e2 - zp >= 0.0)
+    mm = (e1 - ym >= 0.0) & (e2 - zm >= 0.0)
+    if not (pp | mp | pm | mm):
+        return -1.0
+    for sm, sk, ok in ((1.0, 1.0, pp), (-1.0, 1.0, mp), (1.0, -1.0, pm), (-1.0, -1.0, mm)):
+        if ok:
+            g = _edge_pair(T, wk, wl, ha_m, ha_o, hb_k, hb_l, sm, sk)
+            if g >= 0.0:
+                return g
+    return -1.0
 
 
 @njit(cache=True)
-def core_bounds(c1, u1, v1, a1, b1, c2, u2, v2, a2, b2, rounds):
-    """(lower, upper) bounds on the distance between two cores (any kinds), cheaply: alternating
-    projections from c2 give two core points p, q — |p - q| is an upper bound — and the gap of the
-    two cores' extents along q - p a lower bound (a separating axis). They meet when p, q are the
-    closest pair, which a few rounds reach unless the cores are near parallel edges: there, when
-    p and q lie on edges, the closest points of those two edges (segment_params) usually are the
-    pair, and the bounds from it are kept where tighter."""
-    q = c2
-    p = c1
-    for _ in range(rounds):
-        p = clamp_to_rect(q, c1, u1, v1, a1, b1)
-        q = clamp_to_rect(p, c2, u2, v2, a2, b2)
-    lo, hi = _bounds_at(p, q, c1, u1, v1, a1, b1, c2, u2, v2, a2, b2)
-    if hi - lo > TIGHT * hi:
-        e0, e1, on1 = _edge_near(q, c1, u1, v1, a1, b1)
-        f0, f1, on2 = _edge_near(p, c2, u2, v2, a2, b2)
-        if on1 and on2:
-            s, t = segment_params(e0, e1, f0, f1)
-            lo2, hi2 = _bounds_at(_axpy(e0, s, _sub(e1, e0)), _axpy(f0, t, _sub(f1, f0)),
-                                  c1, u1, v1, a1, b1, c2, u2, v2, a2, b2)
-            lo, hi = max(lo, lo2), min(hi, hi2)
-    return lo, hi
+def _swap(p):
+    """p with x and y swapped (a reflection: distances and dot products stay)."""
+    return (p[1], p[0], p[2])
 
 
 @njit(cache=True)
-def dist2_segment_segment(p1, q1, p2, q2):
-    """Squared distance between closed segments p1q1 and p2q2 (either may be a point)."""
-    s, t = segment_params(p1, q1, p2, q2)
-    w = _sub(_axpy(p1, s, _sub(q1, p1)), _axpy(p2, t, _sub(q2, p2)))
-    return _dot(w, w)
-
-
-# corners of a rectangle in turn, as multiples of (a, b): edge k runs from corner k to corner k + 1
-_SU = (1.0, -1.0, -1.0, 1.0)
-_SV = (1.0, 1.0, -1.0, -1.0)
-
-
-@njit(cache=True)
-def _corner(c, u, v, a, b, k):
-    return _axpy(_axpy(c, _SU[k] * a, u), _SV[k] * b, v)
+def _face_gap(T, U, V, a1, b1, a2, b2):
+    """(gap, inside): the gap between rectangle 1 {|x| <= a1, |y| <= b1, z = 0} and rectangle 2
+    (centre T, axes U, V, half-extents a2, b2) along 1's normal, and whether 2's point nearest 1's
+    plane projects into 1 with a gap > 0 — then that gap is their distance (the point and its
+    projection are each other's nearest points). Ties (an edge or face of 2 parallel to the
+    plane) take its middle."""
+    s = np.sign(T[2])  # the side of 1's plane that 2's centre is on (0: none, no gap)
+    ku, kv = -a2 * np.sign(s * U[2]), -b2 * np.sign(s * V[2])
+    gap = s * T[2] - a2 * abs(U[2]) - b2 * abs(V[2])
+    inside = (gap > 0.0) & (abs(T[0] + ku * U[0] + kv * V[0]) <= a1) & (abs(T[1] + ku * U[1] + kv * V[1]) <= b1)
+    return gap, inside
 
 
 @njit(cache=True)
-def _crosses(p, q, c, u, v, a, b):
-    """Segment pq meets the rectangle's plane inside the rectangle (ends on both closed sides;
-    a segment in the plane is left to the edge and corner tests)."""
-    n = (u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0])
-    hp, hq = _dot(_sub(p, c), n), _dot(_sub(q, c), n)
-    if (hp > 0.0 and hq > 0.0) or (hp < 0.0 and hq < 0.0) or hp == hq:
-        return False
-    d = _sub(_axpy(p, hp / (hp - hq), _sub(q, p)), c)
-    return abs(_dot(d, u)) <= a and abs(_dot(d, v)) <= b
-
-
-@njit(cache=True)
-def dist2_segment_rect(p, q, c, u, v, a, b):
-    """Squared distance between segment pq and a rectangle with a, b > 0."""
-    if _crosses(p, q, c, u, v, a, b):
-        return 0.0
-    best = min(dist2_point_rect(p, c, u, v, a, b), dist2_point_rect(q, c, u, v, a, b))
-    for k in range(4):
-        best = min(best, dist2_segment_segment(p, q, _corner(c, u, v, a, b, k), _corner(c, u, v, a, b, (k + 1) % 4)))
-    return best
-
-
-@njit(cache=True)
-def dist2_rect_rect(c1, u1, v1, a1, b1, c2, u2, v2, a2, b2):
-    """Squared distance between two rectangles with all half-extents > 0."""
-    best = np.inf
-    for k in range(4):
-        p1, q1 = _corner(c1, u1, v1, a1, b1, k), _corner(c1, u1, v1, a1, b1, (k + 1) % 4)
-        p2, q2 = _corner(c2, u2, v2, a2, b2, k), _corner(c2, u2, v2, a2, b2, (k + 1) % 4)
-        if _crosses(p1, q1, c2, u2, v2, a2, b2) or _crosses(p2, q2, c1, u1, v1, a1, b1):
-            return 0.0
-        best = min(best, dist2_point_rect(p1, c2, u2, v2, a2, b2), dist2_point_rect(p2, c1, u1, v1, a1, b1))
-        for m in range(4):
-            best = min(best, dist2_segment_segment(p1, q1, _corner(c2, u2, v2, a2, b2, m),
-                                                   _corner(c2, u2, v2, a2, b2, (m + 1) % 4)))
-    return best
-
-
-@njit(cache=True)
-def dist2_core(k1, c1, u1, v1, a1, b1, k2, c2, u2, v2, a2, b2):
-    """Squared distance between two cores of kinds k1, k2 (PSS, LSS, RSS), all in one frame."""
-    if k1 == PSS:
-        return dist2_point_rect(c1, c2, u2, v2, a2, b2)
-    if k2 == PSS:
-        return dist2_point_rect(c2, c1, u1, v1, a1, b1)
-    if k1 == LSS and k2 == LSS:
-        return dist2_segment_segment(_axpy(c1, -a1, u1), _axpy(c1, a1, u1), _axpy(c2, -a2, u2), _axpy(c2, a2, u2))
-    if k1 == LSS:
-        return dist2_segment_rect(_axpy(c1, -a1, u1), _axpy(c1, a1, u1), c2, u2, v2, a2, b2)
-    if k2 == LSS:
-        return dist2_segment_rect(_axpy(c2, -a2, u2), _axpy(c2, a2, u2), c1, u1, v1, a1, b1)
-    return dist2_rect_rect(c1, u1, v1, a1, b1, c2, u2, v2, a2, b2)
+def rect_distance(c1, u1, v1, a1, b1, c2, u2, v2, a2, b2):
+    """Distance between the cores {c + s u + t v : |s| <= a, |t| <= b} (u, v orthonormal, a, b >= 0:
+    rectangles, segments or points), in the manner of PQP's RectDist (Larsen et al. 1999): the
+    closest points lie in a face of one (`_face_gap`, cheap: tried first), or on an edge of each
+    (`_edge_pairs`, 4 x 4 pairs), or the rectangles cross (0; the gaps along the two normals, each
+    a lower bound, are the distance where a tie hid a face case). A point or a segment is a
+    rectangle whose edges may have length zero. Works in rectangle 1's frame (u1, v1, u1 x v1)
+    with its centre at 0."""
+    n1 = _cross(u1, v1)
+    d = _sub(c2, c1)
+    T = (_dot(d, u1), _dot(d, v1), _dot(d, n1))
+    U = (_dot(u2, u1), _dot(u2, v1), _dot(u2, n1))
+    V = (_dot(v2, u1), _dot(v2, v1), _dot(v2, n1))
+    tu, tv = _dot(d, u2), _dot(d, v2)
+    g1, inside = _face_gap(T, U, V, a1, b1, a2, b2)
+    if inside:
+        return g1
+    n2 = _cross(U, V)  # rectangle 1 seen from rectangle 2's frame (u2, v2, n2)
+    g2, inside = _face_gap((-tu, -tv, -_dot(T, n2)), (U[0], V[0], n2[0]), (U[1], V[1], n2[1]), a2, b2, a1, b1)
+    if inside:
+        return g2
+    # rectangle 1's edges x = +-a1 (as they are), then y = +-b1 (x, y swapped)
+    g = _edge_pairs(T, U, V, a1, b1, a2, b2, tu)
+    if g < 0.0:
+        g = _edge_pairs(T, V, U, a1, b1, b2, a2, tv)
+    if g < 0.0:
+        g = _edge_pairs(_swap(T), _swap(U), _swap(V), b1, a1, a2, b2, tu)
+    if g < 0.0:
+        g = _edge_pairs(_swap(T), _swap(V), _swap(U), b1, a1, b2, a2, tv)
+    return g if g >= 0.0 else max(g1, g2, 0.0)

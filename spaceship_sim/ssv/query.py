@@ -21,12 +21,9 @@ import numpy as np
 from numba import get_num_threads, njit, prange
 
 from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
-from .core import TIGHT, core_bounds, dist2_core, normal_gap
+from .core import normal_gap, rect_distance
 
 CHUNKS_PER_THREAD = 4
-ROUNDS = np.int64(2)  # alternating projections in core_bounds (more rarely pays)
-NO_UPPER = -np.inf    # _node_gap's `sure` where only lower bounds will do
-COLLIDE_EXACT = False  # collide pays for exact core distances in the band (else descends there)
 
 
 @njit(cache=True)
@@ -37,16 +34,12 @@ def _rot(R, i, X, j):
 
 
 @njit(cache=True)
-def _node_gap(center, u, v, half, radius, kind, R, t, i, x, y, enough, sure, exact):
+def _node_gap(center, u, v, half, radius, R, t, i, x, y, enough):
     """Distance between the SSVs of node x (A's frame) and node y (B's, moved by pose i), negative
-    when they overlap — or a cheaper value with the same use: a lower bound when it is above
-    `enough` (the caller prunes), an upper bound when it is at most `sure` (a collide query only
-    needs to know they overlap; pass -inf where every value must be a lower bound), else exact
-    (a lower bound within rounding) where it might be above `enough` (the upper bound is not), else
-    the lower bound — always the lower bound when not `exact`: a collide query then
-    descends into a pair that might overlap rather than paying for the exact core distance, and
-    its leaves' triangle tests decide. Cheap first: the projections on the centre line and on the
-    cores' normals, then core_bounds; exact core distances only in the band between."""
+    when they overlap — or, where a cheap lower bound on it is above `enough`, that bound (the
+    caller prunes there: a collide query passes 0). Cheap first: the projections on the centre
+    line, then on the cores' normals (a flat core has no extent along its own), then the exact
+    core distance."""
     cy = _rot(R, i, center, y)
     cy = (cy[0] + t[i, 0], cy[1] + t[i, 1], cy[2] + t[i, 2])
     uy, vy = _rot(R, i, u, y), _rot(R, i, v, y)
@@ -67,15 +60,7 @@ def _node_gap(center, u, v, half, radius, kind, R, t, i, x, y, enough, sure, exa
                normal_gap((dx, dy, dz), uy, vy, ux, vx, half[x, 0], half[x, 1])) - rr
     if flat > enough:  # the cores are flat: their normals often separate near-touching surfaces
         return flat
-    lo, hi = core_bounds(cx, ux, vx, half[x, 0], half[x, 1], cy, uy, vy, half[y, 0], half[y, 1], ROUNDS)
-    if lo - rr > enough:
-        return lo - rr
-    if hi - rr <= sure:
-        return hi - rr
-    if hi - lo <= TIGHT * hi or not exact or hi - rr <= enough:
-        return lo - rr  # the exact value could not lead to a prune: pay for it only where it might
-    d2 = dist2_core(kind[x], cx, ux, vx, half[x, 0], half[x, 1], kind[y], cy, uy, vy, half[y, 0], half[y, 1])
-    return np.sqrt(d2) - rr
+    return rect_distance(cx, ux, vx, half[x, 0], half[x, 1], cy, uy, vy, half[y, 0], half[y, 1]) - rr
 
 
 @njit(cache=True)
@@ -122,7 +107,7 @@ def collide_pairs(center, u, v, half, radius, kind, child, face, tris, R, t, roo
         Vb = np.empty((3, 3))
         for i in range(bounds[c], bounds[c + 1]):
             top = 0
-            if _node_gap(center, u, v, half, radius, kind, R, t, i, root_a[i], root_b[i], 0.0, 0.0, COLLIDE_EXACT) <= 0.0:
+            if _node_gap(center, u, v, half, radius, R, t, i, root_a[i], root_b[i], 0.0) <= 0.0:
                 sx[0], sy[0], top = root_a[i], root_b[i], 1
             while top > 0:
                 top -= 1
@@ -141,11 +126,11 @@ def collide_pairs(center, u, v, half, radius, kind, child, face, tris, R, t, roo
                 g0 = g1 = 0.0
                 c0, c1 = child[p, 0], child[p, 1]
                 if split_a:
-                    g0 = _node_gap(center, u, v, half, radius, kind, R, t, i, c0, y, 0.0, 0.0, COLLIDE_EXACT)
-                    g1 = _node_gap(center, u, v, half, radius, kind, R, t, i, c1, y, 0.0, 0.0, COLLIDE_EXACT)
+                    g0 = _node_gap(center, u, v, half, radius, R, t, i, c0, y, 0.0)
+                    g1 = _node_gap(center, u, v, half, radius, R, t, i, c1, y, 0.0)
                 else:
-                    g0 = _node_gap(center, u, v, half, radius, kind, R, t, i, x, c0, 0.0, 0.0, COLLIDE_EXACT)
-                    g1 = _node_gap(center, u, v, half, radius, kind, R, t, i, x, c1, 0.0, 0.0, COLLIDE_EXACT)
+                    g0 = _node_gap(center, u, v, half, radius, R, t, i, x, c0, 0.0)
+                    g1 = _node_gap(center, u, v, half, radius, R, t, i, x, c1, 0.0)
                 if g0 < g1:  # the deeper overlap on top
                     c0, c1, g0, g1 = c1, c0, g1, g0
                 for cc, g in ((c0, g0), (c1, g1)):
@@ -250,7 +235,7 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
             best, tri[i, 0], tri[i, 1] = d, sa, sb
             points[i] = out
     limit = _prune_at(best, rel, abs_tol)
-    g = _node_gap(center, u, v, half, radius, kind, R, t, i, ra, rb, limit, NO_UPPER, True)
+    g = _node_gap(center, u, v, half, radius, R, t, i, ra, rb, limit)
     if g >= limit or best <= stop_at:
         return best
     sk[0], sx[0], sy[0], ns, nh = g, ra, rb, 1, 0
@@ -281,11 +266,11 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
             c0, c1 = child[p, 0], child[p, 1]
             limit = _prune_at(best, rel, abs_tol)
             if split_a:
-                g0 = _node_gap(center, u, v, half, radius, kind, R, t, i, c0, y, limit, NO_UPPER, True)
-                g1 = _node_gap(center, u, v, half, radius, kind, R, t, i, c1, y, limit, NO_UPPER, True)
+                g0 = _node_gap(center, u, v, half, radius, R, t, i, c0, y, limit)
+                g1 = _node_gap(center, u, v, half, radius, R, t, i, c1, y, limit)
             else:
-                g0 = _node_gap(center, u, v, half, radius, kind, R, t, i, x, c0, limit, NO_UPPER, True)
-                g1 = _node_gap(center, u, v, half, radius, kind, R, t, i, x, c1, limit, NO_UPPER, True)
+                g0 = _node_gap(center, u, v, half, radius, R, t, i, x, c0, limit)
+                g1 = _node_gap(center, u, v, half, radius, R, t, i, x, c1, limit)
             if g1 < g0:  # c0 the nearer
                 c0, c1, g0, g1 = c1, c0, g1, g0
             if g1 < limit:

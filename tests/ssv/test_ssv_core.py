@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from spaceship_sim.ssv.core import LSS, PSS, RSS, core_bounds, dist2_core, normal_gap
+from spaceship_sim.ssv.core import LSS, PSS, RSS, normal_gap, rect_distance
 from spaceship_sim.ssv.tree import build_ssv, fit_ssv
 
 SETTINGS = settings(max_examples=40, deadline=None)
@@ -40,44 +40,79 @@ def _core(rng, kind):
     return rng.normal(size=3) * rng.choice([0.3, 1.0, 3.0]), u, v, np.array([a, b])
 
 
+def _rect_distance(c1, u1, v1, e1, c2, u2, v2, e2):
+    return rect_distance(tuple(c1), tuple(u1), tuple(v1), e1[0], e1[1], tuple(c2), tuple(u2), tuple(v2), e2[0], e2[1])
+
+
+KINDS = st.sampled_from([PSS, LSS, RSS])
+
+
 @SETTINGS
-@given(st.integers(0, 2**32 - 1), st.sampled_from([PSS, LSS, RSS]), st.sampled_from([PSS, LSS, RSS]))
-def test_core_distance_matches_oracle(seed, k1, k2):
+@given(st.integers(0, 2**32 - 1), KINDS, KINDS, st.sampled_from(["free", "parallel", "coplanar", "edge-parallel"]))
+def test_rect_distance_matches_oracle(seed, k1, k2, how):
+    """Random placements, and the ones that sit on the edge-pair screening's boundaries: parallel
+    planes, one plane (overlapping or not), parallel edges in crossing planes."""
     rng = np.random.default_rng(seed)
     (c1, u1, v1, e1), (c2, u2, v2, e2) = _core(rng, k1), _core(rng, k2)
-    if rng.uniform() < 0.3:  # parallel planes, a common case for nearby surface patches
+    n1 = np.cross(u1, v1)
+    if how == "parallel":
         u2, v2 = u1, v1
-        c2 = c1 + rng.uniform(-0.5, 0.5) * np.cross(u1, v1) + rng.uniform(-1, 1) * u1
-    got = np.sqrt(dist2_core(k1, tuple(c1), tuple(u1), tuple(v1), e1[0], e1[1],
-                             k2, tuple(c2), tuple(u2), tuple(v2), e2[0], e2[1]))
+        c2 = c1 + rng.uniform(-0.5, 0.5) * n1 + rng.uniform(-1, 1) * u1
+    elif how == "coplanar":
+        angle = rng.choice([0.0, np.pi / 2, rng.uniform(0, np.pi)])
+        u2, v2 = np.cos(angle) * u1 + np.sin(angle) * v1, -np.sin(angle) * u1 + np.cos(angle) * v1
+        c2 = c1 + rng.uniform(-2, 2) * u1 + rng.uniform(-2, 2) * v1
+    elif how == "edge-parallel":
+        angle = rng.uniform(0, np.pi)
+        u2, v2 = u1, np.cos(angle) * v1 + np.sin(angle) * n1
     want = core_distance_ref(c1, u1, v1, e1, c2, u2, v2, e2)
-    assert abs(got - want) <= 1e-9
-    for rounds in (1, 2, 5):  # the cheap bounds bracket it
-        lo, hi = core_bounds(tuple(c1), tuple(u1), tuple(v1), e1[0], e1[1], tuple(c2), tuple(u2), tuple(v2),
-                             e2[0], e2[1], np.int64(rounds))
-        assert lo <= want + 1e-12 and hi >= want - 1e-12
+    for got in (_rect_distance(c1, u1, v1, e1, c2, u2, v2, e2), _rect_distance(c2, u2, v2, e2, c1, u1, v1, e1)):
+        assert abs(got - want) <= 1e-9 * max(1.0, want)
     first, second = (c1, u1, v1, e1), (c2, u2, v2, e2)
-    for (ca, ua, va, ea), (cb, ub, vb, eb) in ((first, second), (second, first)):  # and along either normal
+    for (ca, ua, va, ea), (cb, ub, vb, eb) in ((first, second), (second, first)):  # the normals' gaps stay below
         assert normal_gap(tuple(cb - ca), tuple(ua), tuple(va), tuple(ub), tuple(vb), eb[0], eb[1]) <= want + 1e-12
 
 
+def _support(c, u, v, e, n):
+    """A point of the core {c + s u + t v} farthest along n (a corner, or any point of an edge or
+    face orthogonal to n)."""
+    return c + e[0] * np.sign(u @ n) * u + e[1] * np.sign(v @ n) * v
+
 
 @SETTINGS
-@given(st.integers(0, 2**32 - 1), st.sampled_from([PSS, LSS]), st.sampled_from([PSS, LSS]))
-def test_core_bounds_are_exact_for_segments_and_points(seed, k1, k2):
-    """One round is enough there: the closest points of the two cores' edges (here the cores
-    themselves) close the bounds, as they do on most rectangles."""
+@given(st.integers(0, 2**32 - 1), KINDS, KINDS, st.sampled_from(["random", "normal", "edge"]),
+       st.sampled_from([0.0, 1e-9, 1e-4, 0.3]))
+def test_rect_distance_of_touching_and_near_touching_cores(seed, k1, k2, along, gap):
+    """Core 2 placed beyond core 1 along n with a gap `gap` between their extreme points: the
+    distance is exactly the gap (those points are closest: the plane between them separates).
+    n random (corners meet), along core 1's normal (a face) or orthogonal to its u (an edge)."""
     rng = np.random.default_rng(seed)
-    (c1, u1, v1, e1), (c2, u2, v2, e2) = _core(rng, k1), _core(rng, k2)
-    want = core_distance_ref(c1, u1, v1, e1, c2, u2, v2, e2)
-    lo, hi = core_bounds(tuple(c1), tuple(u1), tuple(v1), e1[0], e1[1], tuple(c2), tuple(u2), tuple(v2),
-                         e2[0], e2[1], np.int64(1))
-    assert abs(lo - want) <= 1e-9 and abs(hi - want) <= 1e-9
+    (c1, u1, v1, e1), (_, u2, v2, e2) = _core(rng, k1), _core(rng, k2)
+    n = rng.normal(size=3)
+    if along == "normal":
+        n = np.cross(u1, v1)
+    elif along == "edge":
+        n -= (n @ u1) * u1
+    n /= np.linalg.norm(n)
+    c2 = _support(c1, u1, v1, e1, n) + gap * n - _support(np.zeros(3), u2, v2, e2, -n)
+    for got in (_rect_distance(c1, u1, v1, e1, c2, u2, v2, e2), _rect_distance(c2, u2, v2, e2, c1, u1, v1, e1)):
+        assert abs(got - gap) <= 1e-9
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), KINDS, KINDS)
+def test_rect_distance_is_zero_when_cores_cross(seed, k1, k2):
+    """Core 2 through a point of core 1 (an edge may lie in the other's plane): distance 0."""
+    rng = np.random.default_rng(seed)
+    (c1, u1, v1, e1), (_, u2, v2, e2) = _core(rng, k1), _core(rng, k2)
+    p1 = c1 + rng.uniform(-1, 1) * e1[0] * u1 + rng.uniform(-1, 1) * e1[1] * v1
+    c2 = p1 - rng.uniform(-1, 1) * e2[0] * u2 - rng.uniform(-1, 1) * e2[1] * v2
+    assert _rect_distance(c1, u1, v1, e1, c2, u2, v2, e2) <= 1e-12
+
 
 def test_crossing_rectangles_are_at_distance_zero():
     x, y, z = np.eye(3)
-    args = (RSS, (0.0, 0.0, 0.0), tuple(x), tuple(y), 1.0, 1.0, RSS, (0.2, 0.1, 0.0), tuple(x), tuple(z), 0.5, 0.5)
-    assert dist2_core(*args) == 0.0
+    assert _rect_distance(np.zeros(3), x, y, (1.0, 1.0), np.array([0.2, 0.1, 0.0]), x, z, (0.5, 0.5)) == 0.0
 
 
 def _dist_to_core(p, c, u, v, e):

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.cli import main
-from spaceship_sim.ssv.core import LSS, PSS, RSS, dist2_point_rect
+from spaceship_sim.ssv.core import LSS, PSS, RSS, rect_distance
 from spaceship_sim.ssv.report import ssv_surface
 
 
@@ -19,7 +19,7 @@ def test_drawn_surface_lies_at_the_radius_from_the_core(seed, kind):
     r = rng.uniform(0.01, 1.0)
     n = rng.normal(size=(50, 3))
     pts = ssv_surface(c, u, v, a, b, r, n / np.linalg.norm(n, axis=1, keepdims=True))
-    d = [np.sqrt(dist2_point_rect(tuple(p), tuple(c), tuple(u), tuple(v), a, b)) for p in pts]
+    d = [rect_distance(tuple(p), tuple(u), tuple(v), 0.0, 0.0, tuple(c), tuple(u), tuple(v), a, b) for p in pts]
     np.testing.assert_allclose(d, r, rtol=1e-9)
 
 
