@@ -62,13 +62,16 @@ class ShipState:
 
 
 # Rotation matrix of a unit quaternion (w, x, y, z): entry (r, c) = eye(3)[r, c] + s1 q_i q_j + s2 q_k q_l,
-# e.g. (0, 0) = 1 - 2 (y y + z z) and (0, 1) = 2 (x y - w z); (i, j, s1) and (k, l, s2) per entry below.
+# e.g. (0, 0) = 1 - 2 (y y + z z) and (0, 1) = 2 (x y - w z); per entry (r, c) the two terms (i, j, s1), (k, l, s2).
 _W, _X, _Y, _Z = range(4)
 _TERMS = np.array([
     [[_Y, _Y, -2], [_Z, _Z, -2]], [[_X, _Y, 2], [_W, _Z, -2]], [[_X, _Z, 2], [_W, _Y, 2]],
     [[_X, _Y, 2], [_W, _Z, 2]], [[_X, _X, -2], [_Z, _Z, -2]], [[_Y, _Z, 2], [_W, _X, -2]],
     [[_X, _Z, 2], [_W, _Y, -2]], [[_Y, _Z, 2], [_W, _X, 2]], [[_X, _X, -2], [_Y, _Y, -2]],
 ]).reshape(3, 3, 2, 3)
+# split once at import: (3, 3) index arrays and factors of the first term, then of the second
+(_I1, _J1, _S1), (_I2, _J2, _S2) = (tuple(np.moveaxis(_TERMS[:, :, n], -1, 0)) for n in range(2))
+_EYE3 = np.eye(3)
 
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
@@ -78,9 +81,7 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     rounding that adds them, and the identity is added last."""
     q = np.asarray(q, dtype=np.float64)
     qq = q[..., :, None] * q[..., None, :]
-    i, j, s = _TERMS[..., 0, 0], _TERMS[..., 0, 1], _TERMS[..., 0, 2]
-    k, l, t = _TERMS[..., 1, 0], _TERMS[..., 1, 1], _TERMS[..., 1, 2]
-    return np.eye(3) + (qq[..., i, j] * s + qq[..., k, l] * t)
+    return _EYE3 + (qq[..., _I1, _J1] * _S1 + qq[..., _I2, _J2] * _S2)
 
 
 def transforms(state: ShipState) -> np.ndarray:
