@@ -37,7 +37,7 @@ def step(world) -> FrameStats:
             before = field.transforms(state) if world.swept else None  # start poses of the swept test
             stats.add_integration(world.integrator.step(state, cfg.sim.frame_dt / n_samples))
             world.broad.invalidate(contain(state, cfg.arena.size))
-            field.integrate(cfg.sim.frame_dt / n_samples)
+            field.integrate(cfg.sim.frame_dt / n_samples, world.compiled)
             world.t += cfg.sim.frame_dt / n_samples
         with timed(stats, "t_broad", clock):
             pairs = world.broad.find_pairs(world.t, state.pos, state.vel, accel_bound(state, cfg.controls))

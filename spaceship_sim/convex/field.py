@@ -30,6 +30,7 @@ import hashlib
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 from scipy.spatial import cKDTree
 
 from ..broadphase.base import EMPTY_PAIRS
@@ -122,7 +123,7 @@ class NoField:
     count = 0
     last = ConvexPairs.empty()
 
-    def integrate(self, dt):
+    def integrate(self, dt, compiled=True):
         pass
 
     def ship_pairs(self, state, compiled):
@@ -182,7 +183,9 @@ class AsteroidField(NoField):
         self.quat = q / np.linalg.norm(q, axis=1, keepdims=True)
         self.vel = _unit(rng.normal(size=(m, 3))) * rng.uniform(0.0, a.speed_max, (m, 1))
         self.omega = _unit(rng.normal(size=(m, 3))) * rng.uniform(0.0, a.spin_max, (m, 1))
-        self.rot = quat_to_matrix(self.quat)
+        self.rot = np.ascontiguousarray(quat_to_matrix(self.quat))  # kept in place: numba reads it C-ordered
+        self.T = np.zeros((m, 4, 4))  # body -> world, kept with rot and pos (the narrow phase's poses)
+        self.T[:, :3, :3], self.T[:, :3, 3], self.T[:, 3, 3] = self.rot, self.pos, 1.0
         self.args, self.scratch = self.pset.kernel_args(), walk_scratch(self.pset)
         self.boxes = DynamicBoxes(self.pset, self.rot) if a.boxes == "dynamic" else None
         self.sweep = SweepAndPrune(self.n_ships + m)
@@ -193,14 +196,20 @@ class AsteroidField(NoField):
         self.steps = self.fallbacks = 0  # Lin–Canny walk steps and brute-force fallbacks, last sample
 
     # --- integrate ----------------------------------------------------------------------
-    def integrate(self, dt: float) -> None:
-        """Drift and tumble by dt [s]; the arena's walls reflect outward velocities."""
-        self.pos += self.vel * dt
+    def integrate(self, dt: float, compiled: bool = True) -> None:
+        """Drift and tumble by dt [s]; the arena's walls reflect outward velocities. One numba
+        pass once compiled (`_tumble`), else the numpy reference below: the same arithmetic in the
+        same order, bit for bit (tests/convex/test_field.py)."""
         if self._spin_dt != dt:  # one fixed sample length per run: compute the turns once
             self._spin, self._spin_dt = _turn_quats(self.omega * dt), dt
+        if compiled:
+            _tumble(self.pos, self.vel, self.quat, self._spin, dt, 0.5 * self.arena, self.rot, self.T)
+            return
+        self.pos += self.vel * dt
         q = quat_multiply(self._spin, self.quat)
-        self.quat = q / np.linalg.norm(q, axis=1, keepdims=True)
-        self.rot = quat_to_matrix(self.quat)
+        self.quat[:] = q / np.linalg.norm(q, axis=1, keepdims=True)
+        self.rot[:] = quat_to_matrix(self.quat)
+        self.T[:, :3, :3], self.T[:, :3, 3] = self.rot, self.pos
         contain(self, self.arena)
 
     # --- broad phase --------------------------------------------------------------------
@@ -250,9 +259,7 @@ class AsteroidField(NoField):
 
     def transforms(self, state) -> np.ndarray:
         """(n + m, 4, 4) float64 body -> world of every body."""
-        T = np.zeros((self.count, 4, 4))
-        T[:, :3, :3], T[:, :3, 3], T[:, 3, 3] = self.rot, self.pos, 1.0
-        return np.concatenate([transforms(state), T])
+        return np.concatenate([transforms(state), self.T])
 
     def bodies(self, state):
         """(pos, vel, inv_mass) of every body, ships first (copies: see set_velocities)."""
@@ -318,6 +325,34 @@ def _place(radius, ship_pos, ship_radius, cfg, rng) -> np.ndarray:
     out = np.empty((m, 3))
     out[np.argsort(-radius, kind="stable")] = pos[n:]
     return out
+
+
+@njit(cache=True)
+def _tumble(pos, vel, quat, spin, dt, half, rot, T):
+    """`AsteroidField.integrate` in one pass over the asteroids (arrays updated in place): drift,
+    turn by spin (m, 4) (Hamilton product spin * quat, renormalised), rotation matrix and pose T
+    (m, 4, 4), walls."""
+    for i in range(len(pos)):
+        for k in range(3):
+            pos[i, k] += vel[i, k] * dt
+        aw, ax, ay, az = spin[i, 0], spin[i, 1], spin[i, 2], spin[i, 3]
+        bw, bx, by, bz = quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3]
+        w = aw * bw - ax * bx - ay * by - az * bz
+        x = aw * bx + ax * bw + ay * bz - az * by
+        y = aw * by - ax * bz + ay * bw + az * bx
+        z = aw * bz + ax * by - ay * bx + az * bw
+        norm = np.sqrt(w * w + x * x + y * y + z * z)
+        w, x, y, z = w / norm, x / norm, y / norm, z / norm
+        quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3] = w, x, y, z
+        R = rot[i]
+        R[0, 0], R[0, 1], R[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
+        R[1, 0], R[1, 1], R[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+        R[2, 0], R[2, 1], R[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+        for r in range(3):
+            T[i, r, 0], T[i, r, 1], T[i, r, 2], T[i, r, 3] = R[r, 0], R[r, 1], R[r, 2], pos[i, r]
+        for k in range(3):
+            if (pos[i, k] > half and vel[i, k] > 0) or (pos[i, k] < -half and vel[i, k] < 0):
+                vel[i, k] = -vel[i, k]
 
 
 def _unit(v: np.ndarray) -> np.ndarray:

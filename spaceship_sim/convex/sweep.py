@@ -36,27 +36,28 @@ def _climb_extremes(verts, vert_start, vert_nbrs, rot, pos, ext, radius, pad_rel
     extremes; write the padded boxes into lo, hi (B, 3). Returns the number of steps taken."""
     steps = 0
     for b in range(len(ext)):
-        for slot in range(6):
-            k, sign = slot % 3, (-1.0 if slot < 3 else 1.0)
-            R = rot[b]
-            v = ext[b, slot]
-            best = sign * (R[k, 0] * verts[v, 0] + R[k, 1] * verts[v, 1] + R[k, 2] * verts[v, 2])
-            moved = True
-            while moved:
-                moved = False
-                for s in range(vert_start[v], vert_start[v + 1]):
-                    w = vert_nbrs[s]
-                    c = sign * (R[k, 0] * verts[w, 0] + R[k, 1] * verts[w, 1] + R[k, 2] * verts[w, 2])
-                    if c > best:
-                        best, v, moved = c, w, True
-                        steps += 1
-                        break
-            ext[b, slot] = v
-            pad = pad_rel * radius[b]
-            if slot < 3:
-                lo[b, k] = pos[b, k] - best - pad
-            else:
-                hi[b, k] = pos[b, k] + best + pad
+        pad = pad_rel * radius[b]
+        for k in range(3):
+            r0, r1, r2 = rot[b, k, 0], rot[b, k, 1], rot[b, k, 2]  # world axis k in the body frame
+            for side in range(2):
+                sign, slot = (-1.0, k) if side == 0 else (1.0, k + 3)
+                v = ext[b, slot]
+                best = sign * (r0 * verts[v, 0] + r1 * verts[v, 1] + r2 * verts[v, 2])
+                moved = True
+                while moved:
+                    moved = False
+                    for s in range(vert_start[v], vert_start[v + 1]):
+                        w = vert_nbrs[s]
+                        c = sign * (r0 * verts[w, 0] + r1 * verts[w, 1] + r2 * verts[w, 2])
+                        if c > best:
+                            best, v, moved = c, w, True
+                            steps += 1
+                            break
+                ext[b, slot] = v
+                if side == 0:
+                    lo[b, k] = pos[b, k] - best - pad
+                else:
+                    hi[b, k] = pos[b, k] + best + pad
     return steps
 
 
@@ -88,24 +89,25 @@ class DynamicBoxes:
 
 
 @njit(cache=True)
-def _sweep(lo, hi, order, count, listed, act, feats, n_act):
-    """Insertion-sort each axis' box ends (order (3, 2N) int32: 2 * body for a min, 2 * body + 1
-    for a max) and keep the pair counters and the active list (act (cap, 2) int32, feats (cap, 2)
-    int64) up to date. Returns (act, feats, n_act, swaps); act and feats are new arrays if they grew."""
-    swaps = 0
+def _sweep(ends, order, count, listed, act, feats, n_act):
+    """Insertion-sort each axis' box ends (ends (3, 2N) float64: ends[k, 2 b] body b's min on axis
+    k, ends[k, 2 b + 1] its max; order (3, 2N) int32 of such end indices) and keep the pair
+    counters and the active list (act (cap, 2) int32, feats (cap, 2) int64) up to date.
+    Returns (n_act, swaps, complete): complete is False when act filled up and pairs that came to
+    overlap were left unlisted (`SweepAndPrune` lists them after growing act: growing here, by
+    rebinding act inside the loop, made numba reference-count it on every step, 4x slower)."""
+    swaps, complete = 0, True
     for k in range(3):
-        o = order[k]
+        o, e = order[k], ends[k]
         for i in range(1, len(o)):
             x = o[i]
-            vx = hi[x >> 1, k] if x & 1 else lo[x >> 1, k]
+            vx = e[x]
             j = i - 1
-            while j >= 0:
+            while j >= 0 and e[o[j]] > vx:
                 y = o[j]
-                if (hi[y >> 1, k] if y & 1 else lo[y >> 1, k]) <= vx:
-                    break
                 o[j + 1] = y
                 swaps += 1
-                if (x & 1) != (y & 1) and (x >> 1) != (y >> 1):
+                if (x ^ y) & 1 and (x >> 1) != (y >> 1):
                     a, b = min(x >> 1, y >> 1), max(x >> 1, y >> 1)
                     if x & 1:   # a max moved below a min: one fewer overlap condition holds
                         count[a, b] -= 1
@@ -113,11 +115,12 @@ def _sweep(lo, hi, order, count, listed, act, feats, n_act):
                         count[a, b] += 1
                         if count[a, b] == 3 and not listed[a, b]:
                             if n_act == len(act):
-                                act, feats = _grown(act), _grown(feats)
-                            act[n_act, 0], act[n_act, 1] = a, b
-                            feats[n_act, 0], feats[n_act, 1] = -1, -1
-                            listed[a, b] = 1
-                            n_act += 1
+                                complete = False
+                            else:
+                                act[n_act, 0], act[n_act, 1] = a, b
+                                feats[n_act, 0], feats[n_act, 1] = -1, -1
+                                listed[a, b] = 1
+                                n_act += 1
                 j -= 1
             o[j + 1] = x
     kept = 0
@@ -128,27 +131,49 @@ def _sweep(lo, hi, order, count, listed, act, feats, n_act):
             kept += 1
         else:
             listed[a, b] = 0
-    return act, feats, kept, swaps
+    return kept, swaps, complete
 
 
 @njit(cache=True)
-def _grown(a):
-    out = np.empty((2 * len(a), a.shape[1]), a.dtype)
-    out[:len(a)] = a
-    return out
+def _count_overlaps(ends, order, count):
+    """Counters from scratch (first frame): for each axis, walk its sorted ends keeping the open
+    boxes; a box opening overlaps every open one on that axis. O(N + overlaps per axis), where
+    insertion sort from an arbitrary order would swap O(N^2) times."""
+    n = ends.shape[1] // 2
+    open_, slot = np.empty(n, np.int32), np.empty(n, np.int32)
+    for k in range(3):
+        n_open = 0
+        for x in order[k]:
+            b = x >> 1
+            if x & 1:   # b closes: the last open box takes its slot
+                last = open_[n_open - 1]
+                open_[slot[b]], slot[last] = last, slot[b]
+                n_open -= 1
+            else:
+                for i in range(n_open):
+                    c = open_[i]
+                    count[min(b, c), max(b, c)] += 1
+                open_[n_open], slot[b] = b, n_open
+                n_open += 1
+
+
+def _box_ends(lo, hi) -> np.ndarray:
+    """(3, 2N) float64: per axis, body b's min at 2 b and its max at 2 b + 1."""
+    ends = np.empty((3, 2 * len(lo)))
+    ends[:, 0::2], ends[:, 1::2] = lo.T, hi.T
+    return ends
 
 
 class SweepAndPrune:
     """Incremental sweep-and-prune over N boxes; `update(lo, hi)` once per frame.
 
-    State: per-axis orders of box ends, counters (N, N) uint8 (pairs a < b: how many of the six
-    conditions lo_a < hi_b, lo_b < hi_a beyond three hold; 3 = overlap on all axes), the active
-    list `pairs` (M, 2) int32 (a < b) and their closest-feature codes `feats` (M, 2) int64."""
+    State: per-axis orders of box ends, counters (N, N) uint8 (pairs a < b: on how many axes
+    their intervals overlap; 3 = the boxes overlap), the active list `pairs` (M, 2) int32 (a < b)
+    and their closest-feature codes `feats` (M, 2) int64. The first update sorts from scratch
+    and counts the overlaps directly; later ones insertion-sort from the last order."""
 
     def __init__(self, n: int):
-        # ends listed body by body (min_0 max_0 min_1 max_1 ...) describe disjoint boxes, so all
-        # counters start at 0 and the first update's swaps bring them to this frame's overlaps
-        self.order = np.tile(np.arange(2 * n, dtype=np.int32), (3, 1))
+        self.order = None
         self.count = np.zeros((n, n), np.uint8)
         self.listed = np.zeros((n, n), np.uint8)
         self._act = np.empty((max(16, n), 2), np.int32)
@@ -158,9 +183,30 @@ class SweepAndPrune:
 
     def update(self, lo, hi) -> np.ndarray:
         """Sort the boxes lo, hi (N, 3) float64 world; returns the active pairs (M, 2) int32."""
-        self._act, self._feats, self.n_active, self.last_swaps = _sweep(
-            lo, hi, self.order, self.count, self.listed, self._act, self._feats, self.n_active)
+        ends = _box_ends(lo, hi)
+        if self.order is None:
+            self.order = np.argsort(ends, axis=1, kind="stable").astype(np.int32)
+            _count_overlaps(ends, self.order, self.count)
+            self.last_swaps, complete = 0, False
+        else:
+            self.n_active, self.last_swaps, complete = _sweep(
+                ends, self.order, self.count, self.listed, self._act, self._feats, self.n_active)
+        if not complete:
+            self._list_unlisted()
         return self.pairs
+
+    def _list_unlisted(self) -> None:
+        """Append every overlapping pair not yet listed (first frame, or the list filled up),
+        growing the list to fit."""
+        a, b = np.nonzero((self.count == 3) & (self.listed == 0))
+        n, m = self.n_active, self.n_active + len(a)
+        if m > len(self._act):
+            cap = max(m, 2 * len(self._act))
+            self._act = np.concatenate([self._act[:n], np.empty((cap - n, 2), np.int32)])
+            self._feats = np.concatenate([self._feats[:n], np.empty((cap - n, 2), np.int64)])
+        self._act[n:m, 0], self._act[n:m, 1], self._feats[n:m] = a, b, -1
+        self.listed[a, b] = 1
+        self.n_active = m
 
     @property
     def pairs(self) -> np.ndarray:

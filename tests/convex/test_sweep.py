@@ -76,3 +76,20 @@ def test_features_follow_their_pair_and_new_pairs_start_cold():
     lo[1] = (3, 0, 0)
     hi = lo + 1
     assert sorted_pairs(sweep.update(lo, hi)).tolist() == [[0, 2]]
+
+
+def test_a_full_active_list_grows_and_keeps_the_listed_pairs_features():
+    n = 40                                       # 780 pairs at once: past the list's room for n
+    lo = np.column_stack([np.arange(n) * 10.0, np.zeros(n), np.zeros(n)])
+    lo[1] = (0.5, 0, 0)
+    sweep = SweepAndPrune(n)
+    assert sorted_pairs(sweep.update(lo, lo + 1)).tolist() == [[0, 1]]
+    sweep.feats[0] = (7, 8)
+    lo = np.random.default_rng(3).uniform(0, 0.5, (n, 3))  # every box now overlaps every other
+    pairs = sweep.update(lo, lo + 1)
+    assert len(pairs) == n * (n - 1) // 2 > len(lo)
+    assert np.array_equal(sorted_pairs(pairs), box_pairs_brute(lo, lo + 1))
+    feats = {tuple(p): tuple(f) for p, f in zip(pairs.tolist(), sweep.feats.tolist())}
+    assert feats.pop((0, 1)) == (7, 8) and set(feats.values()) == {(-1, -1)}
+    lo[:, 0] += 10.0 * np.arange(n)              # apart again: the list empties
+    assert len(sweep.update(lo, lo + 1)) == 0
