@@ -33,40 +33,60 @@ def _mesh_query(points, tris, lo, hi, pseudo, signed):
     (row of tris).
     """
     n = points.shape[0]
-    m = tris.shape[0]
-    nb = lo.shape[0]
     dist = np.empty(n)
     closest = np.empty((n, 3))
     side = np.ones(n)
     tri = np.empty(n, np.int64)
-    hint = 0
+    hint, blocks = 0, np.arange(lo.shape[0])
     for i in range(n):
-        px, py, pz = points[i, 0], points[i, 1], points[i, 2]
         # start from the previous point's triangle: batches are spatially coherent
-        qx, qy, qz, reg = closest_point_triangle(px, py, pz, tris[hint])
-        best = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
-        bt, bx, by, bz, br = hint, qx, qy, qz, reg
-        for blk in range(nb):
-            # squared distance to the block's box: a lower bound on the distance to its triangles
-            ex = max(lo[blk, 0] - px, 0.0, px - hi[blk, 0])
-            ey = max(lo[blk, 1] - py, 0.0, py - hi[blk, 1])
-            ez = max(lo[blk, 2] - pz, 0.0, pz - hi[blk, 2])
-            if ex * ex + ey * ey + ez * ez >= best:
-                continue
-            for j in range(blk * 8, min(m, blk * 8 + 8)):
-                qx, qy, qz, reg = closest_point_triangle(px, py, pz, tris[j])
-                d2 = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
-                if d2 < best:
-                    best, bt, bx, by, bz, br = d2, j, qx, qy, qz, reg
-        dist[i] = np.sqrt(best)
-        closest[i, 0], closest[i, 1], closest[i, 2] = bx, by, bz
-        tri[i] = bt
-        hint = bt
-        if signed:
-            nrm = pseudo[bt, br]
-            s = (px - bx) * nrm[0] + (py - by) * nrm[1] + (pz - bz) * nrm[2]
-            side[i] = -1.0 if s < 0.0 else 1.0
+        dist[i], closest[i, 0], closest[i, 1], closest[i, 2], side[i], hint = closest_on_mesh(
+            points[i, 0], points[i, 1], points[i, 2], tris, lo, hi, pseudo, signed, hint, blocks)
+        tri[i] = hint
     return dist, closest, side, tri
+
+
+@njit(cache=True, inline="always")
+def closest_on_mesh(px, py, pz, tris, lo, hi, pseudo, signed, hint, blocks):
+    """`_mesh_query` for one point, starting from triangle `hint`, over the triangle blocks
+    `blocks` (ascending; leaving out only blocks farther than the point's closest triangle gives the
+    same answer as all of them): (dist, qx, qy, qz, side, tri)."""
+    qx, qy, qz, reg = closest_point_triangle(px, py, pz, tris[hint])
+    best = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
+    bt, bx, by, bz, br = hint, qx, qy, qz, reg
+    for blk in blocks:
+        # squared distance to the block's box: a lower bound on the distance to its triangles
+        ex = max(lo[blk, 0] - px, 0.0, px - hi[blk, 0])
+        ey = max(lo[blk, 1] - py, 0.0, py - hi[blk, 1])
+        ez = max(lo[blk, 2] - pz, 0.0, pz - hi[blk, 2])
+        if ex * ex + ey * ey + ez * ez >= best:
+            continue
+        for j in range(blk * 8, min(tris.shape[0], blk * 8 + 8)):
+            qx, qy, qz, reg = closest_point_triangle(px, py, pz, tris[j])
+            d2 = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
+            if d2 < best:
+                best, bt, bx, by, bz, br = d2, j, qx, qy, qz, reg
+    side = 1.0
+    if signed:
+        nrm = pseudo[bt, br]
+        if (px - bx) * nrm[0] + (py - by) * nrm[1] + (pz - bz) * nrm[2] < 0.0:
+            side = -1.0
+    return np.sqrt(best), bx, by, bz, side, bt
+
+
+@njit(cache=True)
+def blocks_near(lo, hi, c, reach):
+    """Ascending indices of the triangle blocks whose boxes lie within `reach` of point c."""
+    keep = np.empty(lo.shape[0], np.int64)
+    n = 0
+    for blk in range(lo.shape[0]):
+        ex = max(lo[blk, 0] - c[0], 0.0, c[0] - hi[blk, 0])
+        ey = max(lo[blk, 1] - c[1], 0.0, c[1] - hi[blk, 1])
+        ez = max(lo[blk, 2] - c[2], 0.0, c[2] - hi[blk, 2])
+        if ex * ex + ey * ey + ez * ez <= reach * reach:
+            keep[n] = blk
+            n += 1
+    return keep[:n]
 
 
 def _morton_order(p: np.ndarray) -> np.ndarray:

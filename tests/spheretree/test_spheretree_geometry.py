@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spaceship_sim.spheretree.finish import error_bounds
+from spaceship_sim.spheretree.finish import error_bounds, error_bounds_numpy
 from spaceship_sim.geometry.reference import triangle_distances
 from spaceship_sim.spheretree.geometry import MeshQuery, min_enclosing_sphere, winding_number
 from spaceship_sim.spheretree.medial import _greedy_merge, _ritter, merge_clusters, medial_spheres
@@ -93,6 +93,22 @@ def test_error_bounds_bound_dense_samples(shapes, seed):
         dist[tm.contains(p)] = 0.0
         assert dist.max() <= bound + 1e-9
         assert bound <= dist.max() + 0.03 * r + 0.05 * r  # tolerance + sampling slack
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=seeds, name=st.sampled_from(["notched", "torus", "ico"]), closed=st.booleans(),
+       chunk=st.sampled_from([1, 7, 64]))
+def test_error_bounds_kernel_equals_the_numpy_rounds(shapes, seed, name, closed, chunk):
+    """The numba kernel (sphere by sphere, blocks near the sphere only) gives the numpy reference's
+    bounds (all spheres' rounds at once) bit for bit, open and closed, small and large spheres."""
+    v, f, _ = shapes[name]
+    q = MeshQuery(v, f, closed)
+    rng = np.random.default_rng(seed)
+    centers = v[rng.integers(0, len(v), 40)] + rng.normal(0, 0.3, (40, 3))
+    radii = rng.uniform(0.01, 1.0, 40)
+    cap = int(rng.choice([64, 4000]))  # 64: spheres that stop splitting early
+    got = error_bounds(q, centers, radii, chunk=chunk, max_cells=cap)
+    assert np.array_equal(got, error_bounds_numpy(q, centers, radii, max_cells=cap))
 
 
 def _components_ok(label, edges):
