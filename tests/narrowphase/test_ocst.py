@@ -15,7 +15,7 @@ from spaceship_sim.narrowphase import TreeBank, refine_frame
 from spaceship_sim.narrowphase.exact import EXACT_METHODS, BruteForceExact
 from spaceship_sim.narrowphase.kernels import min_distance_all_pairs
 from spaceship_sim.narrowphase.ocst import UNBUILT, OcstBank
-from spaceship_sim.spheretree.finish import error_bounds
+from spaceship_sim.spheretree.finish import centre_error_bounds, error_bounds
 from spaceship_sim.spheretree.geometry import MeshQuery
 
 DEPTH = 3
@@ -122,14 +122,17 @@ def test_separation_bound_at_least_exact_distance(bank, models, seed, level):
 
 
 def test_error_bounds_and_witnesses_are_finish_py_s(bank, models):
-    """The local distance query gives exactly the bounds finish.error_bounds gives on the whole mesh."""
+    """Error bounds are the centre's (finish.centre_error_bounds) on the whole mesh, so true bounds:
+    at least the branch and bound's less its slack (it may exceed the true maximum by 3% of r, the
+    centre's bound never falls below it); witnesses are the closest surface points."""
     built = bank.built_nodes()
     assert len(built) > bank.n_models, "earlier tests built nodes"
     for m, mesh in enumerate(models):
         nodes = built[bank.model[built] == m][:40]
         whole = MeshQuery(mesh.vertices, mesh.faces, mesh.closed)
-        want = error_bounds(whole, bank.center[nodes], bank.radius[nodes])
-        assert np.allclose(bank.error[nodes], want, rtol=1e-12, atol=1e-12)
+        c, r = bank.center[nodes], bank.radius[nodes]
+        assert np.allclose(bank.error[nodes], centre_error_bounds(whole, c, r), rtol=1e-12, atol=1e-12)
+        assert (bank.error[nodes] >= error_bounds(whole, c, r) - 0.03 * r - 1e-12).all()
         d, _, _, _ = whole.query(bank.center[nodes])
         assert np.allclose(np.linalg.norm(bank.witness[nodes] - bank.center[nodes], axis=1), d, atol=1e-12)
 
