@@ -53,22 +53,15 @@ def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, s
 
 
 @njit(cache=True)
-def root_stacks(VA, VB, Ta, Tb, root_a, root_b, sa, sb, sl):
-    """A frame's search set up: per pair row r, B's body frame in A's (R, t: relative_poses) and
-    the stack (descend_stacks; sa, sb, sl (k, width) filled in place) holding the root pair
-    (root_a[r], root_b[r]) at level 0 when their volumes overlap, empty (apart[r]) when not.
-    Returns R, t, height, apart."""
-    k = len(root_a)
-    R, t = relative_poses(Ta, Tb)
-    height = np.zeros(k, np.int64)
-    apart = np.ones(k, np.bool_)
+def _start_stacks(VA, VB, root_a, root_b, R, t, sa, sb, sl, height, apart):
+    """A frame's search set up, per pair row r: the stack (descend_stacks) holding the root pair
+    (root_a[r], root_b[r]) at level 0 when their volumes overlap, empty (apart[r]) when not."""
     xb = np.empty((2, 3))
-    for r in range(k):
+    for r in range(len(root_a)):
         sa[r, 0], sb[r, 0], sl[r, 0] = root_a[r], root_b[r], 0
         place(VB, root_b[r], R, t, r, xb)
-        if overlap(VA, root_a[r], VB, root_b[r], R, t, r, xb)[0]:
-            height[r], apart[r] = 1, False
-    return R, t, height, apart
+        hit = overlap(VA, root_a[r], VB, root_b[r], R, t, r, xb)[0]
+        height[r], apart[r] = (1, False) if hit else (0, True)
 
 
 @njit(cache=True)
@@ -131,29 +124,101 @@ def descend_stacks(VA, fca, cca, VB, fcb, ccb, R, t, rows, s, e, target, sa, sb,
     """
     xb = np.empty((2, 3))
     for i in range(s, e):
-        r = rows[i]
-        A, B, L = sa[r], sb[r], sl[r]
-        top = height[r]
-        deep = max(level[r], L[top - 1]) if top > 0 else level[r]
-        blocked[r] = False
-        while top > 0 and L[top - 1] < target[i]:
-            if cca[A[top - 1]] < 0 or ccb[B[top - 1]] < 0:
-                blocked[r] = True
-                break
-            top -= 1
-            before = top
-            top = _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, A[top], B[top], L[top] + 1, A, B, L,
-                                 top, xb)
-            if top > before:
-                deep = max(deep, L[top - 1])
-        height[r] = top
-        if blocked[r]:
-            level[r] = deep
-        elif top > 0:
-            level[r] = target[i]
-        else:
-            level[r] = deep + 1
-            apart[r] = True
+        _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, rows[i], target[i], sa, sb, sl, height, level, apart,
+                     blocked, xb)
+
+
+@njit(cache=True)
+def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, r, target, sa, sb, sl, height, level, apart, blocked, xb):
+    """descend_stacks for pair row r toward level `target`."""
+    A, B, L = sa[r], sb[r], sl[r]
+    top = height[r]
+    deep = max(level[r], L[top - 1]) if top > 0 else level[r]
+    blocked[r] = False
+    while top > 0 and L[top - 1] < target:
+        if cca[A[top - 1]] < 0 or ccb[B[top - 1]] < 0:
+            blocked[r] = True
+            break
+        top -= 1
+        before = top
+        top = _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, A[top], B[top], L[top] + 1, A, B, L, top, xb)
+        if top > before:
+            deep = max(deep, L[top - 1])
+    height[r] = top
+    if blocked[r]:
+        level[r] = deep
+    elif top > 0:
+        level[r] = target
+    else:
+        level[r] = deep + 1
+        apart[r] = True
+
+
+@njit(cache=True)
+def search_levels(VA, VB, tree, pose, state, plan, forced, budget, batch):
+    """Hubbard's sphere levels for all k pair rows of a frame, in place, in as few calls as the
+    clock allows. nopython code cannot read a clock, so the Python caller turns the time left into
+    a work budget (rows to deepen) between calls; one call sets the search up and runs the forced
+    levels, where a kernel call per stage and per level used to cost more than the search itself
+    (refine._Search.levels).
+
+    tree  : (fca, cca, fcb, ccb) int64, the banks' first_child and child_count
+    pose  : (Ta, Tb, root_a, root_b, cap, R, t): each row's body->world transforms (k, 4, 4), root
+            nodes and deepest sphere level (k,) int64, and B's pose in A's frame ((k, 3, 3), (k, 3),
+            relative_poses), filled by the first call
+    state : (sa, sb, sl, height, level, apart, blocked) as descend_stacks's
+    plan  : (3,) int64 in/out: the level L being deepened (-1 before the first call), the next
+            row to look at, whether a row was deepened at L (0/1)
+    forced: the first call deepens every row to min(cap, forced), whatever the budget
+    budget: rows the round-robin may deepen in this call, one level at a time over all rows in
+            order (so that the deadline leaves the rows at the end of a level one level short); a
+            call also ends where a level does, so that the caller can time each level afresh
+    batch : (2, k) int64 out: the rows deepened by this call and their target levels, for the
+            on-collide trees' resume (ocst.resume_stacks)
+
+    Returns (rows deepened, more): more is False when no row can go deeper.
+    """
+    fca, cca, fcb, ccb = tree
+    Ta, Tb, root_a, root_b, cap, R, t = pose
+    sa, sb, sl, height, level, apart, blocked = state
+    k = len(cap)
+    xb = np.empty((2, 3))
+    n = 0
+    if plan[0] < 0:  # set-up and forced pass
+        relative_poses_into(Ta, Tb, R, t)
+        _start_stacks(VA, VB, root_a, root_b, R, t, sa, sb, sl, height, apart)
+        first = 0
+        for r in range(k):
+            target = min(cap[r], forced)
+            first = max(first, target)
+            if not apart[r] and target > 0:
+                _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, r, target, sa, sb, sl, height, level, apart,
+                             blocked, xb)
+                batch[0, n], batch[1, n] = r, target
+                n += 1
+        plan[0], plan[1], plan[2] = first, 0, 0
+    L, i, found = plan[0], plan[1], plan[2]
+    done, new_level = 0, False
+    while True:
+        if i == k:  # level L done
+            if found == 0:
+                plan[0], plan[1], plan[2] = L, i, found
+                return n, False
+            L, i, found, new_level = L + 1, 0, 0, True
+            continue
+        if apart[i] or level[i] != L or cap[i] <= L:
+            i += 1
+            continue
+        if new_level or done == budget:
+            break
+        _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, i, L + 1, sa, sb, sl, height, level, apart, blocked, xb)
+        batch[0, n], batch[1, n] = i, L + 1
+        n += 1
+        done += 1
+        found = 1
+        i += 1
+    plan[0], plan[1], plan[2] = L, i, found
+    return n, True
 
 
 @njit(cache=True)
@@ -485,7 +550,14 @@ def relative_poses(Ta, Tb):
     k = len(Ta)
     R = np.empty((k, 3, 3))
     t = np.empty((k, 3))
-    for r in range(k):
+    relative_poses_into(Ta, Tb, R, t)
+    return R, t
+
+
+@njit(cache=True)
+def relative_poses_into(Ta, Tb, R, t):
+    """relative_poses written into R (k, 3, 3) and t (k, 3)."""
+    for r in range(len(Ta)):
         for i in range(3):
             t[r, i] = 0.0
             for j in range(3):
@@ -494,4 +566,3 @@ def relative_poses(Ta, Tb):
                 for m in range(3):
                     acc += Ta[r, m, i] * Tb[r, m, j]
                 R[r, i, j] = acc
-    return R, t

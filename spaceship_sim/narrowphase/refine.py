@@ -29,8 +29,8 @@ import numpy as np
 
 from ..clock import WALL
 from .bank import TreeBank, bank_of
-from .kernels import (complete_pairs, csr_by_pose_row, descend_stacks, exact_pairs, root_stacks, stack_width, stacks_csr,
-                      summarize_stacks)
+from .kernels import (complete_pairs, csr_by_pose_row, descend_stacks, exact_pairs, search_levels, stack_width,
+                      stacks_csr, summarize_stacks)
 from .ocst import resume_blocked, resume_stacks
 from .volumes import volume_of
 
@@ -39,6 +39,7 @@ EXACT_PROBE = 1         # ... of the exact level: one row's triangle tests can t
 MAX_BATCH = 1 << 16     # pairs per kernel call at most (bounds the scratch arrays)
 FINISH_COST = 6e-8      # [s] per held node pair: time kept back from the deadline for the final
                         # summary (bounds, contacts), measured ~50 ns per pair on a 2-core runner
+NO_LIMIT = 1 << 62      # a forced level past every tree: each row straight to its deepest sphere level
 
 
 @dataclass(eq=False)
@@ -393,13 +394,13 @@ class _Search:
         width = stack_width(A, B, int(self.cap.max(initial=0)))
         self._buffer = _STACKS.take(k * width)
         self.sa, self.sb, self.sl = (b.reshape(k, width) for b in self._buffer[1])
-        self.R, self.t, self.height, self.apart = root_stacks(self.VA, self.VB, self.Ta, self.Tb, A.node_offset[ma],
-                                                              B.node_offset[mb], self.sa, self.sb, self.sl)
+        self.R, self.t = np.empty((k, 3, 3)), np.empty((k, 3))  # filled by the first search_levels call
+        self.height, self.level = np.zeros(k, np.int64), np.zeros(k, np.int64)
+        self.apart, self.tested, self.blocked = np.zeros(k, bool), np.zeros(k, bool), np.zeros(k, bool)
+        self.state = self.sa, self.sb, self.sl, self.height, self.level, self.apart, self.blocked
+        self.root_a, self.root_b = A.node_offset[ma], B.node_offset[mb]
         self.tree_args = (self.VA, A.first_child, A.child_count, self.VB, B.first_child, B.child_count, self.R,
                           self.t)
-        self.level = np.zeros(k, np.int64)
-        self.tested = np.zeros(k, bool)
-        self.blocked = np.zeros(k, bool)
         self.hits = (np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
         self.distance = np.full(k, np.nan)
         self.busy = 0.0  # wall seconds inside kernel batches (FrameNarrowResult.time_in_batches)
@@ -408,42 +409,52 @@ class _Search:
         """The deadline for more work, less the time the summary will take over the held pairs."""
         return deadline - FINISH_COST * int(self.height.sum())
 
-    def descend(self, rows, targets, deadline, n_forced=0) -> int:
-        """Deepen `rows` toward targets (per row) in batches while the clock allows; returns how
-        many rows (a prefix) were processed."""
-        def resume(r, tg):
-            descend_stacks(*self.tree_args, r, 0, len(r), tg, *self.state)
+    def levels(self, deadline, min_level) -> None:
+        """The sphere levels: `min_level` — every level when there is no deadline — whatever the
+        clock says, then Hubbard's round-robin, one level at a time over all rows, until the
+        deadline. kernels.search_levels does the work; between its calls the clock is read and
+        the time left turned into rows as _run_batches does: per level, a first probe of PROBE rows
+        measures the time per row and each later call gets a third of the time left, so the
+        deadline is approached geometrically with few calls and an overshoot of a few rows at most.
+        When the deadline has passed, that is one kernel call for the whole search."""
+        forced = min_level if math.isfinite(deadline) else NO_LIMIT
+        plan, batch = np.array([-1, 0, 0], np.int64), np.empty((2, len(self.level)), np.int64)
+        topology, pose = (self.A.first_child, self.A.child_count, self.B.first_child, self.B.child_count), (
+            self.Ta, self.Tb, self.root_a, self.root_b, self.cap, self.R, self.t)
 
-        def kernel(s, e):
-            descend_stacks(*self.tree_args, rows, s, e, targets, *self.state)
-            resume_stacks(self.A, self.B, rows[s:e], targets[s:e], self.sa, self.sb, self.height, self.blocked,
-                          resume)
+        def search(budget):
+            t0 = time.perf_counter()  # wall clock: an instrument (time_in_batches), never a decision
+            n, more = search_levels(self.VA, self.VB, topology, pose, self.state, plan, forced, budget, batch)
+            resume_stacks(self.A, self.B, batch[0, :n], batch[1, :n], self.sa, self.sb, self.height,
+                          self.blocked, self._descend)
+            if n:  # a call that deepened nothing only set the search up: overhead, as root_stacks was
+                self.busy += time.perf_counter() - t0
+            return n, more
 
-        done, _, busy = _run_batches(kernel, len(rows), deadline, n_forced, self.clock)
-        self.busy += busy
-        return done
+        self.clock()  # the reads _run_batches made around the forced pass: a TickClock budget (tests,
+        n, more = search(0)  # replays) counts reads, so it buys the same refinement as before
+        if n:
+            self.clock()
+        level = None
+        while more:
+            if plan[0] != level:  # a new level: its rows are timed from here
+                level, t_start, done, left = plan[0], self.clock(), 0, self.time_left(deadline)
+            now = self.clock()
+            if now >= left:
+                return  # out of time: the rest stay at this level
+            budget = PROBE
+            if done:
+                per_row = max((now - t_start) / done, 1e-9)
+                budget = int(min(max((left - now) / (3 * per_row), PROBE), MAX_BATCH))
+            n, more = search(budget)
+            done += n
 
-    @property
-    def state(self):
-        return self.sa, self.sb, self.sl, self.height, self.level, self.apart, self.blocked
+    def _descend(self, rows, targets) -> None:
+        """Deepen `rows` toward targets (per row), in place (ocst.resume_stacks's resume)."""
+        descend_stacks(*self.tree_args, rows, 0, len(rows), targets, *self.state)
 
     def stacks(self, rows, top_only=False) -> _Frontier:
         return _Frontier(rows, *stacks_csr(self.sa, self.sb, self.sl, self.height, rows, top_only))
-
-    def levels(self, deadline, min_level) -> None:
-        """The sphere levels: `min_level` — every level when there is no deadline — in one pass
-        whatever the clock says, then Hubbard's round-robin, one level at a time over all rows,
-        until the deadline."""
-        cap, level, apart = self.cap, self.level, self.apart
-        forced = np.minimum(cap, min_level) if math.isfinite(deadline) else cap
-        go = np.flatnonzero(~apart & (forced > 0))
-        self.descend(go, forced[go], math.inf)
-        L = int(forced.max(initial=0))  # every row that may go deeper is at this level
-        while True:
-            go = np.flatnonzero(~apart & (level == L) & (cap > L))
-            if not len(go) or self.descend(go, np.full(len(go), L + 1, np.int64), self.time_left(deadline)) < len(go):
-                return  # done, or out of time: the rest stay at L
-            L += 1
 
     def exact_level(self, deadline, min_level, all_contacts, detector) -> None:
         """Triangle tests for the rows that reached their leaves (those whose min_level lies past
