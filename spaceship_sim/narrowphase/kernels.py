@@ -25,6 +25,12 @@ from .volumes import contact, dist2 as _dist2, enclosing, overlap, place, separa
 # the innermost loops. Indices are int64 everywhere and constants are passed as typed values (Z,
 # TRUE, ...), never literals: each distinct argument type is one more compilation of a helper.
 
+# What search_levels' set-up keeps per pair row, as rows of one (ROWS, k) int64 block: the
+# models, root nodes, triangle id offsets, tree depth and deepest sphere level (the cap) of A and B.
+MA, MB, ROOT_A, ROOT_B, TRI_A, TRI_B, DEPTH, CAP = range(8)
+ROWS = 8
+
+
 @njit(cache=True)
 def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, sl, top, xb):
     """Push onto the stack (sa, sb, sl)[top:] every child pair of node pair (a0, b0) whose volumes
@@ -53,9 +59,28 @@ def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, s
 
 
 @njit(cache=True)
+def _start_rows(banks, frame, rows, pose):
+    """A frame's pair rows set up from its own arrays, so that Python gathers nothing per row:
+    banks (node_offset_a, tri_offset_a, depth_a, node_offset_b, tri_offset_b, depth_b), frame
+    (model_id, T, pairs, max_level) as refine_frame's; fills rows (ROWS, k) int64 and pose (Ta,
+    Tb, R, t) (search_levels)."""
+    node_a, tri_a, depth_a, node_b, tri_b, depth_b = banks
+    model_id, T, pairs, max_level = frame
+    Ta, Tb, R, t = pose
+    for r in range(len(pairs)):
+        ia, ib = pairs[r, 0], pairs[r, 1]
+        ma, mb = model_id[ia], model_id[ib]
+        depth = max(depth_a[ma], depth_b[mb])
+        rows[MA, r], rows[MB, r], rows[DEPTH, r], rows[CAP, r] = ma, mb, depth, min(depth, max_level)
+        rows[ROOT_A, r], rows[ROOT_B, r], rows[TRI_A, r], rows[TRI_B, r] = node_a[ma], node_b[mb], tri_a[ma], tri_b[mb]
+        Ta[r], Tb[r] = T[ia], T[ib]
+    relative_poses_into(Ta, Tb, R, t)
+
+
+@njit(cache=True)
 def _start_stacks(VA, VB, root_a, root_b, R, t, sa, sb, sl, height, apart):
-    """A frame's search set up, per pair row r: the stack (descend_stacks) holding the root pair
-    (root_a[r], root_b[r]) at level 0 when their volumes overlap, empty (apart[r]) when not."""
+    """Per pair row r, the stack (descend_stacks) holding the root pair (root_a[r], root_b[r]) at
+    level 0 when their volumes overlap, empty (apart[r]) when not."""
     xb = np.empty((2, 3))
     for r in range(len(root_a)):
         sa[r, 0], sb[r, 0], sl[r, 0] = root_a[r], root_b[r], 0
@@ -155,17 +180,18 @@ def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, r, target, sa, sb, sl, height
 
 
 @njit(cache=True)
-def search_levels(VA, VB, tree, pose, state, plan, forced, budget, batch):
+def search_levels(VA, VB, banks, frame, rows, pose, state, plan, forced, budget, batch):
     """Hubbard's sphere levels for all k pair rows of a frame, in place, in as few calls as the
     clock allows. nopython code cannot read a clock, so the Python caller turns the time left into
     a work budget (rows to deepen) between calls; one call sets the search up and runs the forced
     levels, where a kernel call per stage and per level used to cost more than the search itself
     (refine._Search.levels).
 
-    tree  : (fca, cca, fcb, ccb) int64, the banks' first_child and child_count
-    pose  : (Ta, Tb, root_a, root_b, cap, R, t): each row's body->world transforms (k, 4, 4), root
-            nodes and deepest sphere level (k,) int64, and B's pose in A's frame ((k, 3, 3), (k, 3),
-            relative_poses), filled by the first call
+    banks : (fca, cca, fcb, ccb, node_offset_a, tri_offset_a, depth_a, node_offset_b, ...) int64,
+            the banks' topology and per-model tables
+    frame : (model_id (n,), T (n, 4, 4), pairs (k, 2), max_level) as refine_frame's
+    rows  : (ROWS, k) int64 and pose (Ta, Tb (k, 4, 4), R (k, 3, 3), t (k, 3)): filled by the first
+            call (_start_rows), B's pose in A's frame as relative_poses gives it
     state : (sa, sb, sl, height, level, apart, blocked) as descend_stacks's
     plan  : (3,) int64 in/out: the level L being deepened (-1 before the first call), the next
             row to look at, whether a row was deepened at L (0/1)
@@ -176,17 +202,19 @@ def search_levels(VA, VB, tree, pose, state, plan, forced, budget, batch):
     batch : (2, k) int64 out: the rows deepened by this call and their target levels, for the
             on-collide trees' resume (ocst.resume_stacks)
 
-    Returns (rows deepened, more): more is False when no row can go deeper.
+    Returns (rows deepened, more, leaves): more is False when no row can go deeper; leaves counts
+    the rows that may go on to the exact level (at their leaves, not apart).
     """
-    fca, cca, fcb, ccb = tree
-    Ta, Tb, root_a, root_b, cap, R, t = pose
+    fca, cca, fcb, ccb = banks[:4]
+    R, t = pose[2], pose[3]
     sa, sb, sl, height, level, apart, blocked = state
+    cap = rows[CAP]
     k = len(cap)
     xb = np.empty((2, 3))
     n = 0
     if plan[0] < 0:  # set-up and forced pass
-        relative_poses_into(Ta, Tb, R, t)
-        _start_stacks(VA, VB, root_a, root_b, R, t, sa, sb, sl, height, apart)
+        _start_rows(banks[4:], frame, rows, pose)
+        _start_stacks(VA, VB, rows[ROOT_A], rows[ROOT_B], R, t, sa, sb, sl, height, apart)
         first = 0
         for r in range(k):
             target = min(cap[r], forced)
@@ -203,7 +231,7 @@ def search_levels(VA, VB, tree, pose, state, plan, forced, budget, batch):
         if i == k:  # level L done
             if found == 0:
                 plan[0], plan[1], plan[2] = L, i, found
-                return n, False
+                return n, False, count_leaves(rows, level, apart)
             L, i, found, new_level = L + 1, 0, 0, True
             continue
         if apart[i] or level[i] != L or cap[i] <= L:
@@ -218,7 +246,16 @@ def search_levels(VA, VB, tree, pose, state, plan, forced, budget, batch):
         found = 1
         i += 1
     plan[0], plan[1], plan[2] = L, i, found
-    return n, True
+    return n, True, count_leaves(rows, level, apart)
+
+
+@njit(cache=True)
+def count_leaves(rows, level, apart):
+    """Rows at their leaves, not apart, whose cap lets them on to the exact level."""
+    n = 0
+    for r in range(len(level)):
+        n += not apart[r] and level[r] == rows[DEPTH, r] and rows[CAP, r] == rows[DEPTH, r]
+    return n
 
 
 @njit(cache=True)
@@ -461,10 +498,11 @@ def _grow2(arr, need):
 
 
 @njit(cache=True)
-def summarize_stacks(VA, VB, R, t, Ta, sa, sb, sl, height, apart, hit_ptr, level, n_levels):
+def summarize_stacks(VA, VB, pose, state, tested, hit_ptr, distance, n_levels):
     """The frame's answer per pair row i from its stack of colliding node pairs, sa[i, :height[i]]
-    and sb[i, :height[i]] (see descend_stacks), for rows not found apart:
+    and sb[i, :height[i]] (state and pose as search_levels'), for rows not found apart:
 
+    colliding, exact : (k,) bool, not found apart; found apart or triangles tested (`tested`)
     bound  : (k,) min over the stack of the volume's separation bound (volumes.py); 0 for rows
              with intersecting triangles (hit_ptr, CSR over the rows), +inf for rows apart
     point  : (k, 3) world, mean over the stack of its contact points (nan for rows apart)
@@ -472,8 +510,12 @@ def summarize_stacks(VA, VB, R, t, Ta, sa, sb, sl, height, apart, hit_ptr, level
              when those cancel, +x when the origins coincide too; 0 for rows apart)
     hist   : (n_levels,) int64, rows not apart per level reached
     top    : CSR (ptr, fa, fb) of each row's top-level entries (stacks_csr, top_only)
-    Ta (k, 4, 4) is ship A's body->world transform: the stack is in A's body frame.
+    distance (k,) float64 is set to 0 in place for colliding rows whose triangles were tested.
+    The stack is in A's body frame: pose's Ta (k, 4, 4), ship A's body->world transform, maps it.
     """
+    Ta, _, R, t = pose
+    sa, sb, sl, height, level, apart, _ = state
+    colliding, exact = ~apart, apart | tested
     k = len(height)
     bound = np.full(k, np.inf)
     point = np.full((k, 3), np.nan)
@@ -485,6 +527,8 @@ def summarize_stacks(VA, VB, R, t, Ta, sa, sb, sl, height, apart, hit_ptr, level
         if apart[i]:
             continue
         hist[level[i]] += 1
+        if tested[i]:
+            distance[i] = 0.0
         if height[i] == 0:
             continue
         acc[:] = 0.0
@@ -508,7 +552,7 @@ def summarize_stacks(VA, VB, R, t, Ta, sa, sb, sl, height, apart, hit_ptr, level
                 point[i, c] += Ta[i, c, m] * acc[m]
                 normal[i, c] += Ta[i, c, m] * acc[3 + m] / length
     ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), True)
-    return bound, point, normal, hist, (ptr, fa, fb)
+    return colliding, exact, bound, point, normal, hist, (ptr, fa, fb)
 
 
 @njit(cache=True)

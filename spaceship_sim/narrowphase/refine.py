@@ -29,8 +29,9 @@ import numpy as np
 
 from ..clock import WALL
 from .bank import TreeBank, bank_of
-from .kernels import (complete_pairs, csr_by_pose_row, descend_stacks, exact_pairs, search_levels, stack_width,
-                      stacks_csr, summarize_stacks)
+from .kernels import (CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, complete_pairs, count_leaves,
+                      csr_by_pose_row, descend_stacks, exact_pairs, search_levels, stack_width, stacks_csr,
+                      summarize_stacks)
 from .ocst import resume_blocked, resume_stacks
 from .volumes import volume_of
 
@@ -125,9 +126,8 @@ def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, exact=True, all_conta
                      level runs when `exact` and the leaves were reached
     all_contacts   : False stops the exact level at the first intersecting triangle pair
     """
-    T_a, T_b = _transform(T_a, "T_a"), _transform(T_b, "T_b")
-    zero = np.zeros(1, np.int64)
-    r = _refine(bank_of(tree_a), bank_of(tree_b), zero, zero, T_a[None], T_b[None], np.zeros((1, 2), np.int64),
+    T = np.stack([_transform(T_a, "T_a"), _transform(T_b, "T_b")])
+    r = _refine(bank_of(tree_a), bank_of(tree_b), np.zeros(2, np.int64), T, np.array([[0, 1]], np.int64),
                 deadline=math.inf, min_level=0, max_level=max_level, exact=exact, all_contacts=all_contacts)
     return PairResult(colliding=bool(r.colliding[0]), level=int(r.level[0]), sphere_pairs=r.sphere_pairs[0],
                       separation_bound=float(r.separation_bound[0]), exact=bool(r.exact[0]),
@@ -152,19 +152,17 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
                exact level instead of the sphere-tree leaves' triangles; when it measures distance,
                the pairs found apart then get their exact separation while time allows
     """
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    model_id = np.asarray(model_id, dtype=np.int64)
-    T = np.asarray(T, dtype=np.float64)
+    pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)  # contiguous: one kernel compilation
+    model_id = np.ascontiguousarray(model_id, dtype=np.int64)
+    T = np.ascontiguousarray(T, dtype=np.float64)
     if T.ndim != 3 or T.shape[1:] != (4, 4) or len(T) != len(model_id):
         raise ValueError(f"T must be (n, 4, 4) with n = len(model_id) = {len(model_id)}, got {T.shape}")
     if len(pairs) and (pairs.min() < 0 or pairs.max() >= len(model_id)):
         raise ValueError("pairs refer to ships outside 0..n-1")
     if len(model_id) and (model_id.min() < 0 or model_id.max() >= bank.n_models):
         raise ValueError(f"model_id outside 0..{bank.n_models - 1}")
-    ia, ib = pairs[:, 0], pairs[:, 1]
-    return _refine(bank, bank, model_id[ia], model_id[ib], T[ia], T[ib], pairs, deadline=deadline,
-                   min_level=min_level, max_level=max_level, exact=exact, all_contacts=all_contacts, clock=clock,
-                   detector=detector)
+    return _refine(bank, bank, model_id, T, pairs, deadline=deadline, min_level=min_level, max_level=max_level,
+                   exact=exact, all_contacts=all_contacts, clock=clock, detector=detector)
 
 
 def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowResult:
@@ -329,20 +327,21 @@ def _witnesses(front: _Frontier) -> np.ndarray:
     return keep
 
 
-def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline, min_level, max_level, exact,
+def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, min_level, max_level, exact,
             all_contacts=True, clock=WALL, detector=None) -> FrameNarrowResult:
-    """Refine k pair rows (model ids ma, mb, body->world transforms Ta, Tb) in three stages: the
-    sphere levels, the exact level while time allows, and the summary."""
+    """Refine k pair rows (pairs (k, 2) int64 of bodies with models model_id (n,) int64 — A's in
+    bank_a, B's in bank_b — and body->world transforms T (n, 4, 4) float64, all C-contiguous) in
+    three stages: the sphere levels, the exact level while time allows, and the summary."""
     start = clock()
-    search = _Search(bank_a, bank_b, ma, mb, Ta, Tb, max_level, clock)
+    search = _Search(bank_a, bank_b, model_id, T, pairs, max_level, clock)
     try:
-        search.levels(deadline, min_level)
-        if exact:
+        leaves = search.levels(deadline, min_level)
+        if exact and leaves:
             search.exact_level(deadline, min_level, all_contacts, detector)
         if detector is not None and hasattr(detector, "distance"):  # pairs found apart, time allowing
             todo = np.flatnonzero(search.apart & np.isnan(search.distance))
-            search.distance[todo], busy = _apart_distances(detector, ma, mb, search.Ta, search.Tb, todo,
-                                                           search.time_left(deadline), clock)
+            search.distance[todo], busy = _apart_distances(detector, search.ma, search.mb, search.Ta, search.Tb,
+                                                           todo, search.time_left(deadline), clock)
             search.busy += busy
         return search.summary(pairs, start)
     finally:
@@ -382,23 +381,26 @@ class _Search:
     distance (k,) float64: what an exact strategy measured (nan where none did).
     """
 
-    def __init__(self, A, B, ma, mb, Ta, Tb, max_level, clock):
-        self.A, self.B, self.ma, self.mb, self.clock = A, B, ma, mb, clock
-        self.Ta, self.Tb = (np.ascontiguousarray(T, dtype=np.float64) for T in (Ta, Tb))
-        k = len(ma)
-        self.depth = np.maximum(A.depth[ma], B.depth[mb])
-        self.cap = self.depth if max_level is None else np.minimum(self.depth, max(int(max_level), 0))
+    def __init__(self, A, B, model_id, T, pairs, max_level, clock):
+        self.A, self.B, self.clock = A, B, clock
+        k = len(pairs)
         volume_of(A, B)  # both banks' nodes must be the same kind of volume
         self.VA, self.VB = A.nodes, B.nodes
-        # level 0 is the root pair, on the stack when the roots overlap
-        width = stack_width(A, B, int(self.cap.max(initial=0)))
+        deepest = max(A.max_level, B.max_level) - 1  # of any model: the stacks are sized before the rows
+        width = stack_width(A, B, deepest if max_level is None else min(deepest, max(int(max_level), 0)))
         self._buffer = _STACKS.take(k * width)
         self.sa, self.sb, self.sl = (b.reshape(k, width) for b in self._buffer[1])
-        self.R, self.t = np.empty((k, 3, 3)), np.empty((k, 3))  # filled by the first search_levels call
-        self.height, self.level = np.zeros(k, np.int64), np.zeros(k, np.int64)
-        self.apart, self.tested, self.blocked = np.zeros(k, bool), np.zeros(k, bool), np.zeros(k, bool)
+        # the kernels fill these (search_levels' set-up): one block per dtype, few allocations
+        self.rows = np.empty((ROWS, k), np.int64)
+        self.ma, self.mb, self.depth, self.cap = (self.rows[i] for i in (MA, MB, DEPTH, CAP))
+        self.pose = self.Ta, self.Tb, self.R, self.t = (*np.empty((2, k, 4, 4)), np.empty((k, 3, 3)),
+                                                         np.empty((k, 3)))
+        self.height, self.level = np.zeros((2, k), np.int64)
+        self.apart, self.tested, self.blocked = np.zeros((3, k), bool)
         self.state = self.sa, self.sb, self.sl, self.height, self.level, self.apart, self.blocked
-        self.root_a, self.root_b = A.node_offset[ma], B.node_offset[mb]
+        self.frame = model_id, T, pairs, NO_LIMIT if max_level is None else max(int(max_level), 0)
+        self.banks = (A.first_child, A.child_count, B.first_child, B.child_count, A.node_offset, A.tri_offset,
+                      A.depth, B.node_offset, B.tri_offset, B.depth)
         self.tree_args = (self.VA, A.first_child, A.child_count, self.VB, B.first_child, B.child_count, self.R,
                           self.t)
         self.hits = (np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
@@ -412,27 +414,28 @@ class _Search:
     def levels(self, deadline, min_level) -> None:
         """The sphere levels: `min_level` — every level when there is no deadline — whatever the
         clock says, then Hubbard's round-robin, one level at a time over all rows, until the
-        deadline. kernels.search_levels does the work; between its calls the clock is read and
+        deadline; returns how many rows may go on to the exact level (kernels._leaves).
+        kernels.search_levels does the work; between its calls the clock is read and
         the time left turned into rows as _run_batches does: per level, a first probe of PROBE rows
         measures the time per row and each later call gets a third of the time left, so the
         deadline is approached geometrically with few calls and an overshoot of a few rows at most.
         When the deadline has passed, that is one kernel call for the whole search."""
         forced = min_level if math.isfinite(deadline) else NO_LIMIT
         plan, batch = np.array([-1, 0, 0], np.int64), np.empty((2, len(self.level)), np.int64)
-        topology, pose = (self.A.first_child, self.A.child_count, self.B.first_child, self.B.child_count), (
-            self.Ta, self.Tb, self.root_a, self.root_b, self.cap, self.R, self.t)
 
         def search(budget):
             t0 = time.perf_counter()  # wall clock: an instrument (time_in_batches), never a decision
-            n, more = search_levels(self.VA, self.VB, topology, pose, self.state, plan, forced, budget, batch)
-            resume_stacks(self.A, self.B, batch[0, :n], batch[1, :n], self.sa, self.sb, self.height,
-                          self.blocked, self._descend)
+            n, more, leaves = search_levels(self.VA, self.VB, self.banks, self.frame, self.rows, self.pose,
+                                            self.state, plan, forced, budget, batch)
+            if resume_stacks(self.A, self.B, batch[0, :n], batch[1, :n], self.sa, self.sb, self.height,
+                             self.blocked, self._descend):  # on-collide trees: rows went on
+                leaves = count_leaves(self.rows, self.level, self.apart)
             if n:  # a call that deepened nothing only set the search up: overhead, as root_stacks was
                 self.busy += time.perf_counter() - t0
-            return n, more
+            return n, more, leaves
 
         self.clock()  # the reads _run_batches made around the forced pass: a TickClock budget (tests,
-        n, more = search(0)  # replays) counts reads, so it buys the same refinement as before
+        n, more, leaves = search(0)  # replays) counts reads, so it buys the same refinement as before
         if n:
             self.clock()
         level = None
@@ -441,13 +444,14 @@ class _Search:
                 level, t_start, done, left = plan[0], self.clock(), 0, self.time_left(deadline)
             now = self.clock()
             if now >= left:
-                return  # out of time: the rest stay at this level
+                break  # out of time: the rest stay at this level
             budget = PROBE
             if done:
                 per_row = max((now - t_start) / done, 1e-9)
                 budget = int(min(max((left - now) / (3 * per_row), PROBE), MAX_BATCH))
-            n, more = search(budget)
+            n, more, leaves = search(budget)
             done += n
+        return leaves
 
     def _descend(self, rows, targets) -> None:
         """Deepen `rows` toward targets (per row), in place (ocst.resume_stacks's resume)."""
@@ -519,17 +523,15 @@ class _Search:
         """The answer: every stacked pair collides, so each bounds the separation, and together
         (all levels of the search, around the witness) they give the contact; the deepest ones —
         the witness and its siblings — are the pairs reported and drawn."""
-        A, B = self.A, self.B
-        colliding = ~self.apart
-        bound, point, normal, hist, top = summarize_stacks(
-            self.VA, self.VB, self.R, self.t, self.Ta, self.sa, self.sb, self.sl, self.height, self.apart,
-            self.hits[0], self.level, max(A.max_level, B.max_level) + 1)
+        colliding, exact, bound, point, normal, hist, top = summarize_stacks(
+            self.VA, self.VB, self.pose, self.state, self.tested, self.hits[0], self.distance,
+            max(self.A.max_level, self.B.max_level) + 1)
+        rows = self.rows
         return FrameNarrowResult(
-            pairs=pairs, colliding=colliding, level=self.level, exact=self.apart | self.tested,
-            separation_bound=bound, contact_point=point, contact_normal=normal, time_used=self.clock() - start,
-            level_histogram=hist, distance=np.where(colliding & self.tested, 0.0, self.distance),
-            _spheres=(*top, A.node_offset[self.ma], B.node_offset[self.mb]),
-            _tris=(*self.hits, A.tri_offset[self.ma], B.tri_offset[self.mb]), time_in_batches=self.busy)
+            pairs=pairs, colliding=colliding, level=self.level, exact=exact, separation_bound=bound,
+            contact_point=point, contact_normal=normal, time_used=self.clock() - start, level_histogram=hist,
+            distance=self.distance, _spheres=(*top, rows[ROOT_A], rows[ROOT_B]),
+            _tris=(*self.hits, rows[TRI_A], rows[TRI_B]), time_in_batches=self.busy)
 
 
 def _apart_distances(detector, ma, mb, Ta, Tb, rows, deadline, clock) -> np.ndarray:
