@@ -180,7 +180,7 @@ def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, r, target, sa, sb, sl, height
 
 
 @njit(cache=True)
-def search_levels(VA, VB, banks, frame, rows, pose, state, plan, forced, budget, batch):
+def search_levels(VA, VB, banks, frame, rows, pose, state, known, plan, forced, budget, batch):
     """Hubbard's sphere levels for all k pair rows of a frame, in place, in as few calls as the
     clock allows. nopython code cannot read a clock, so the Python caller turns the time left into
     a work budget (rows to deepen) between calls; one call sets the search up and runs the forced
@@ -192,7 +192,9 @@ def search_levels(VA, VB, banks, frame, rows, pose, state, plan, forced, budget,
     frame : (model_id (n,), T (n, 4, 4), pairs (k, 2), max_level) as refine_frame's
     rows  : (ROWS, k) int64 and pose (Ta, Tb (k, 4, 4), R (k, 3, 3), t (k, 3)): filled by the first
             call (_start_rows), B's pose in A's frame as relative_poses gives it
-    state : (sa, sb, sl, height, level, apart, blocked) as descend_stacks's
+    state : (sa, sb, sl, height, level, apart, blocked) as descend_stacks's, set by the first call
+    known : (tested (k,) bool, distance (k,) float64), what the exact level learns: reset by the first
+            call (kernels.summarize_stacks)
     plan  : (3,) int64 in/out: the level L being deepened (-1 before the first call), the next
             row to look at, whether a row was deepened at L (0/1)
     forced: the first call deepens every row to min(cap, forced), whatever the budget
@@ -214,6 +216,10 @@ def search_levels(VA, VB, banks, frame, rows, pose, state, plan, forced, budget,
     n = 0
     if plan[0] < 0:  # set-up and forced pass
         _start_rows(banks[4:], frame, rows, pose)
+        level[:] = 0
+        blocked[:] = False
+        known[0][:] = False
+        known[1][:] = np.nan
         _start_stacks(VA, VB, rows[ROOT_A], rows[ROOT_B], R, t, sa, sb, sl, height, apart)
         first = 0
         for r in range(k):
@@ -498,28 +504,36 @@ def _grow2(arr, need):
 
 
 @njit(cache=True)
-def summarize_stacks(VA, VB, pose, state, tested, hit_ptr, distance, n_levels):
+def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
     """The frame's answer per pair row i from its stack of colliding node pairs, sa[i, :height[i]]
-    and sb[i, :height[i]] (state and pose as search_levels'), for rows not found apart:
+    and sb[i, :height[i]] (rows, pose, state and known as search_levels'), in three new flat
+    arrays, one per dtype (each array handed to Python costs ~1 µs; refine._answer cuts them up):
 
-    colliding, exact : (k,) bool, not found apart; found apart or triangles tested (`tested`)
-    bound  : (k,) min over the stack of the volume's separation bound (volumes.py); 0 for rows
-             with intersecting triangles (hit_ptr, CSR over the rows), +inf for rows apart
-    point  : (k, 3) world, mean over the stack of its contact points (nan for rows apart)
-    normal : (k, 3) world, unit, mean of their directions from A toward B (A's origin to B's
-             when those cancel, +x when the origins coincide too; 0 for rows apart)
-    hist   : (n_levels,) int64, rows not apart per level reached
-    top    : CSR (ptr, fa, fb) of each row's top-level entries (stacks_csr, top_only)
-    distance (k,) float64 is set to 0 in place for colliding rows whose triangles were tested.
+    flags (2k,) bool: colliding (not found apart), exact (found apart or triangles tested)
+    floats (8k,): bound (k,), the min over the stack of the volume's separation bound (volumes.py),
+        0 for rows with intersecting triangles (hit_ptr, CSR over the rows), +inf for rows apart;
+        distance (k,), known's, 0 for colliding rows whose triangles were tested; point (k, 3)
+        world, mean over the stack of its contact points (nan for rows apart); normal (k, 3) world,
+        unit, mean of their directions from A toward B (A's origin to B's when those cancel, +x
+        when the origins coincide too; 0 for rows apart)
+    ints: level (k,) as reached; root_a, root_b, tri_a, tri_b (k,) each row's root node and first
+        triangle id of A and B; hist (n_levels,) rows not apart per level reached; then the CSR
+        (ptr (k+1,), fa, fb) of each row's top-level entries (stacks_csr, top_only)
     The stack is in A's body frame: pose's Ta (k, 4, 4), ship A's body->world transform, maps it.
     """
     Ta, _, R, t = pose
     sa, sb, sl, height, level, apart, _ = state
-    colliding, exact = ~apart, apart | tested
+    tested = known[0]
     k = len(height)
-    bound = np.full(k, np.inf)
-    point = np.full((k, 3), np.nan)
-    normal = np.zeros((k, 3))
+    flags, floats = np.empty(2 * k, np.bool_), np.empty(8 * k)
+    for i in range(k):
+        flags[i], flags[k + i] = not apart[i], apart[i] or tested[i]
+    bound, distance = floats[:k], floats[k:2 * k]
+    point, normal = floats[2 * k:5 * k].reshape((k, 3)), floats[5 * k:].reshape((k, 3))
+    bound[:] = np.inf
+    distance[:] = known[1]
+    point[:] = np.nan
+    normal[:] = 0.0
     hist = np.zeros(n_levels, np.int64)
     xb = np.empty((2, 3))
     acc = np.empty(6)
@@ -552,7 +566,12 @@ def summarize_stacks(VA, VB, pose, state, tested, hit_ptr, distance, n_levels):
                 point[i, c] += Ta[i, c, m] * acc[m]
                 normal[i, c] += Ta[i, c, m] * acc[3 + m] / length
     ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), True)
-    return colliding, exact, bound, point, normal, hist, (ptr, fa, fb)
+    ints = np.empty(5 * k + n_levels + k + 1 + 2 * len(fa), np.int64)
+    o = 0
+    for part in (level, rows[ROOT_A], rows[ROOT_B], rows[TRI_A], rows[TRI_B], hist, ptr, fa, fb):
+        ints[o:o + len(part)] = part
+        o += len(part)
+    return flags, floats, ints
 
 
 @njit(cache=True)

@@ -346,6 +346,7 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, mi
         return search.summary(pairs, start)
     finally:
         _STACKS.give_back(search._buffer)
+        _ROWS.give_back(search._scratch)
 
 
 class _Buffers:
@@ -354,20 +355,52 @@ class _Buffers:
     stacks of 1,000 pairs, twice the search itself). take(n) gives three int64 arrays of n entries
     that no other call holds (a nested or concurrent call gets others) until give_back."""
 
-    def __init__(self):
-        self._free = []
+    def __init__(self, make=lambda n: np.empty((3, n), np.int64), size=lambda b: b.shape[1],
+                 views=lambda b, n: tuple(b[i, :n] for i in range(3))):
+        self._free, self._make, self._size, self._views = [], make, size, views
 
     def take(self, n: int):
         buffer = self._free.pop() if self._free else None
-        if buffer is None or buffer.shape[1] < n:
-            buffer = np.empty((3, n), np.int64)
-        return buffer, tuple(buffer[i, :n] for i in range(3))
+        if buffer is None or self._size(buffer) < n:
+            buffer = self._make(n)
+        return buffer, self._views(buffer, n)
 
     def give_back(self, held) -> None:
         self._free.append(held[0])
 
 
+class _RowScratch:
+    """The per-row arrays of a search (_Search) for up to `capacity` pair rows, reused like the
+    stacks: on a frame of tens of pairs, allocating and slicing some twenty small arrays on every
+    call cost more than the search itself. views(k): C-contiguous arrays of exactly k rows (one
+    kernel compilation whatever k), made once per k; none of them escapes into an answer
+    (kernels.summarize_stacks copies what does)."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._ints = np.empty((ROWS + 4) * capacity, np.int64)
+        self._flags = np.empty(3 * capacity, bool)
+        self._floats = np.empty(45 * capacity)
+        self._views = {}
+
+    def views(self, k: int) -> dict:
+        got = self._views.get(k)
+        if got is None:
+            ints, flags, floats = self._ints, self._flags, self._floats
+            rows = ints[:ROWS * k].reshape(ROWS, k)
+            got = self._views[k] = dict(
+                rows=rows, ma=rows[MA], mb=rows[MB], depth=rows[DEPTH], cap=rows[CAP],
+                height=ints[ROWS * k:(ROWS + 1) * k], level=ints[(ROWS + 1) * k:(ROWS + 2) * k],
+                batch=ints[(ROWS + 2) * k:(ROWS + 4) * k].reshape(2, k), plan=np.empty(3, np.int64),
+                apart=flags[:k], tested=flags[k:2 * k], blocked=flags[2 * k:3 * k],
+                Ta=floats[:16 * k].reshape(k, 4, 4), Tb=floats[16 * k:32 * k].reshape(k, 4, 4),
+                R=floats[32 * k:41 * k].reshape(k, 3, 3), t=floats[41 * k:44 * k].reshape(k, 3),
+                distance=floats[44 * k:45 * k])
+        return got
+
+
 _STACKS = _Buffers()
+_ROWS = _Buffers(_RowScratch, lambda scratch: scratch.capacity, _RowScratch.views)
 
 
 class _Search:
@@ -390,21 +423,17 @@ class _Search:
         width = stack_width(A, B, deepest if max_level is None else min(deepest, max(int(max_level), 0)))
         self._buffer = _STACKS.take(k * width)
         self.sa, self.sb, self.sl = (b.reshape(k, width) for b in self._buffer[1])
-        # the kernels fill these (search_levels' set-up): one block per dtype, few allocations
-        self.rows = np.empty((ROWS, k), np.int64)
-        self.ma, self.mb, self.depth, self.cap = (self.rows[i] for i in (MA, MB, DEPTH, CAP))
-        self.pose = self.Ta, self.Tb, self.R, self.t = (*np.empty((2, k, 4, 4)), np.empty((k, 3, 3)),
-                                                         np.empty((k, 3)))
-        self.height, self.level = np.zeros((2, k), np.int64)
-        self.apart, self.tested, self.blocked = np.zeros((3, k), bool)
+        self._scratch = _ROWS.take(k)
+        vars(self).update(self._scratch[1])  # rows, ma, mb, depth, cap, height, level, ..., distance
+        self.pose = self.Ta, self.Tb, self.R, self.t
         self.state = self.sa, self.sb, self.sl, self.height, self.level, self.apart, self.blocked
+        self.known = self.tested, self.distance
         self.frame = model_id, T, pairs, NO_LIMIT if max_level is None else max(int(max_level), 0)
         self.banks = (A.first_child, A.child_count, B.first_child, B.child_count, A.node_offset, A.tri_offset,
                       A.depth, B.node_offset, B.tri_offset, B.depth)
         self.tree_args = (self.VA, A.first_child, A.child_count, self.VB, B.first_child, B.child_count, self.R,
                           self.t)
         self.hits = (np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
-        self.distance = np.full(k, np.nan)
         self.busy = 0.0  # wall seconds inside kernel batches (FrameNarrowResult.time_in_batches)
 
     def time_left(self, deadline: float) -> float:
@@ -421,12 +450,13 @@ class _Search:
         deadline is approached geometrically with few calls and an overshoot of a few rows at most.
         When the deadline has passed, that is one kernel call for the whole search."""
         forced = min_level if math.isfinite(deadline) else NO_LIMIT
-        plan, batch = np.array([-1, 0, 0], np.int64), np.empty((2, len(self.level)), np.int64)
+        plan, batch = self.plan, self.batch
+        plan[0] = -1  # a fresh search
 
         def search(budget):
             t0 = time.perf_counter()  # wall clock: an instrument (time_in_batches), never a decision
             n, more, leaves = search_levels(self.VA, self.VB, self.banks, self.frame, self.rows, self.pose,
-                                            self.state, plan, forced, budget, batch)
+                                            self.state, self.known, plan, forced, budget, batch)
             if resume_stacks(self.A, self.B, batch[0, :n], batch[1, :n], self.sa, self.sb, self.height,
                              self.blocked, self._descend):  # on-collide trees: rows went on
                 leaves = count_leaves(self.rows, self.level, self.apart)
@@ -523,15 +553,25 @@ class _Search:
         """The answer: every stacked pair collides, so each bounds the separation, and together
         (all levels of the search, around the witness) they give the contact; the deepest ones —
         the witness and its siblings — are the pairs reported and drawn."""
-        colliding, exact, bound, point, normal, hist, top = summarize_stacks(
-            self.VA, self.VB, self.pose, self.state, self.tested, self.hits[0], self.distance,
-            max(self.A.max_level, self.B.max_level) + 1)
-        rows = self.rows
+        n_levels = max(self.A.max_level, self.B.max_level) + 1
+        answer = _answer(*summarize_stacks(self.VA, self.VB, self.rows, self.pose, self.state, self.known,
+                                           self.hits[0], n_levels), len(pairs), n_levels)
+        colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, hist, top = answer
         return FrameNarrowResult(
-            pairs=pairs, colliding=colliding, level=self.level, exact=exact, separation_bound=bound,
-            contact_point=point, contact_normal=normal, time_used=self.clock() - start, level_histogram=hist,
-            distance=self.distance, _spheres=(*top, rows[ROOT_A], rows[ROOT_B]),
-            _tris=(*self.hits, rows[TRI_A], rows[TRI_B]), time_in_batches=self.busy)
+            pairs=pairs, colliding=colliding, level=level, exact=exact, separation_bound=bound, contact_point=point,
+            contact_normal=normal, time_used=self.clock() - start, level_histogram=hist, distance=distance,
+            _spheres=(*top, root_a, root_b), _tris=(*self.hits, tri_a, tri_b), time_in_batches=self.busy)
+
+
+def _answer(flags, floats, ints, k: int, n_levels: int):
+    """kernels.summarize_stacks' flat arrays cut into the answer's (C-contiguous views):
+    colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, hist,
+    top (ptr, fa, fb)."""
+    level, root_a, root_b, tri_a, tri_b = ints[:5 * k].reshape(5, k)
+    hist, ptr = ints[5 * k:5 * k + n_levels], ints[5 * k + n_levels:6 * k + n_levels + 1]
+    fa, fb = ints[6 * k + n_levels + 1:].reshape(2, -1)
+    return (flags[:k], flags[k:], floats[:k], floats[k:2 * k], floats[2 * k:5 * k].reshape(k, 3),
+            floats[5 * k:].reshape(k, 3), level, root_a, root_b, tri_a, tri_b, hist, (ptr, fa, fb))
 
 
 def _apart_distances(detector, ma, mb, Ta, Tb, rows, deadline, clock) -> np.ndarray:
