@@ -29,6 +29,7 @@ from .volumes import contact, dist2 as _dist2, enclosing, overlap, place, separa
 # models, root nodes, triangle id offsets, tree depth and deepest sphere level (the cap) of A and B.
 MA, MB, ROOT_A, ROOT_B, TRI_A, TRI_B, DEPTH, CAP = range(8)
 ROWS = 8
+BAD_PAIRS, BAD_MODELS = -2, -3  # search_levels' plan[0] after a first call on bad input
 
 
 @njit(cache=True)
@@ -63,10 +64,18 @@ def _start_rows(banks, frame, rows, pose):
     """A frame's pair rows set up from its own arrays, so that Python gathers nothing per row:
     banks (node_offset_a, tri_offset_a, depth_a, node_offset_b, tri_offset_b, depth_b), frame
     (model_id, T, pairs, max_level) as refine_frame's; fills rows (ROWS, k) int64 and pose (Ta,
-    Tb, R, t) (search_levels)."""
+    Tb, R, t) (search_levels). Returns 0, or BAD_PAIRS / BAD_MODELS (and fills nothing) when a
+    pair names a body outside 0..n-1 or a body's model is not in both banks."""
     node_a, tri_a, depth_a, node_b, tri_b, depth_b = banks
     model_id, T, pairs, max_level = frame
     Ta, Tb, R, t = pose
+    n, n_models = len(model_id), min(len(node_a), len(node_b)) - 1
+    for r in range(len(pairs)):
+        if not (0 <= pairs[r, 0] < n and 0 <= pairs[r, 1] < n):
+            return BAD_PAIRS
+    for i in range(n):
+        if not 0 <= model_id[i] < n_models:
+            return BAD_MODELS
     for r in range(len(pairs)):
         ia, ib = pairs[r, 0], pairs[r, 1]
         ma, mb = model_id[ia], model_id[ib]
@@ -75,6 +84,7 @@ def _start_rows(banks, frame, rows, pose):
         rows[ROOT_A, r], rows[ROOT_B, r], rows[TRI_A, r], rows[TRI_B, r] = node_a[ma], node_b[mb], tri_a[ma], tri_b[mb]
         Ta[r], Tb[r] = T[ia], T[ib]
     relative_poses_into(Ta, Tb, R, t)
+    return 0
 
 
 @njit(cache=True)
@@ -195,8 +205,9 @@ def search_levels(VA, VB, banks, frame, rows, pose, state, known, plan, forced, 
     state : (sa, sb, sl, height, level, apart, blocked) as descend_stacks's, set by the first call
     known : (tested (k,) bool, distance (k,) float64), what the exact level learns: reset by the first
             call (kernels.summarize_stacks)
-    plan  : (3,) int64 in/out: the level L being deepened (-1 before the first call), the next
-            row to look at, whether a row was deepened at L (0/1)
+    plan  : (3,) int64 in/out: the level L being deepened (-1 before the first call; BAD_PAIRS or
+            BAD_MODELS after it on bad input, _start_rows), the next row to look at, whether a row
+            was deepened at L (0/1)
     forced: the first call deepens every row to min(cap, forced), whatever the budget
     budget: rows the round-robin may deepen in this call, one level at a time over all rows in
             order (so that the deadline leaves the rows at the end of a level one level short); a
@@ -215,7 +226,10 @@ def search_levels(VA, VB, banks, frame, rows, pose, state, known, plan, forced, 
     xb = np.empty((2, 3))
     n = 0
     if plan[0] < 0:  # set-up and forced pass
-        _start_rows(banks[4:], frame, rows, pose)
+        bad = _start_rows(banks[4:], frame, rows, pose)
+        if bad:
+            plan[0] = bad
+            return n, False, 0
         level[:] = 0
         blocked[:] = False
         known[0][:] = False

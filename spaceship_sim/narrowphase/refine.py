@@ -29,9 +29,9 @@ import numpy as np
 
 from ..clock import WALL
 from .bank import TreeBank, bank_of
-from .kernels import (CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, complete_pairs, count_leaves,
-                      csr_by_pose_row, descend_stacks, exact_pairs, search_levels, stack_width, stacks_csr,
-                      summarize_stacks)
+from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, complete_pairs,
+                      count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, search_levels, stack_width,
+                      stacks_csr, summarize_stacks)
 from .ocst import resume_blocked, resume_stacks
 from .volumes import volume_of
 
@@ -157,10 +157,7 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
     T = np.ascontiguousarray(T, dtype=np.float64)
     if T.ndim != 3 or T.shape[1:] != (4, 4) or len(T) != len(model_id):
         raise ValueError(f"T must be (n, 4, 4) with n = len(model_id) = {len(model_id)}, got {T.shape}")
-    if len(pairs) and (pairs.min() < 0 or pairs.max() >= len(model_id)):
-        raise ValueError("pairs refer to ships outside 0..n-1")
-    if len(model_id) and (model_id.min() < 0 or model_id.max() >= bank.n_models):
-        raise ValueError(f"model_id outside 0..{bank.n_models - 1}")
+    # pair and model indices are checked by the kernels, where they are read (_Search.levels)
     return _refine(bank, bank, model_id, T, pairs, deadline=deadline, min_level=min_level, max_level=max_level,
                    exact=exact, all_contacts=all_contacts, clock=clock, detector=detector)
 
@@ -466,6 +463,9 @@ class _Search:
 
         self.clock()  # the reads _run_batches made around the forced pass: a TickClock budget (tests,
         n, more, leaves = search(0)  # replays) counts reads, so it buys the same refinement as before
+        if plan[0] in (BAD_PAIRS, BAD_MODELS):
+            raise ValueError("pairs refer to ships outside 0..n-1" if plan[0] == BAD_PAIRS else
+                             f"model_id outside 0..{min(self.A.n_models, self.B.n_models) - 1}")
         if n:
             self.clock()
         level = None
