@@ -437,30 +437,16 @@ class _Search:
         """The deadline for more work, less the time the summary will take over the held pairs."""
         return deadline - FINISH_COST * int(self.height.sum())
 
-    def levels(self, deadline, min_level) -> None:
+    def levels(self, deadline, min_level) -> int:
         """The sphere levels: `min_level` — every level when there is no deadline — whatever the
         clock says, then Hubbard's round-robin, one level at a time over all rows, until the
-        deadline; returns how many rows may go on to the exact level (kernels._leaves).
-        kernels.search_levels does the work; between its calls the clock is read and
-        the time left turned into rows as _run_batches does: per level, a first probe of PROBE rows
-        measures the time per row and each later call gets a third of the time left, so the
-        deadline is approached geometrically with few calls and an overshoot of a few rows at most.
-        When the deadline has passed, that is one kernel call for the whole search."""
-        forced = min_level if math.isfinite(deadline) else NO_LIMIT
-        plan, batch = self.plan, self.batch
-        plan[0] = -1  # a fresh search
-
-        def search(budget):
-            t0 = time.perf_counter()  # wall clock: an instrument (time_in_batches), never a decision
-            n, more, leaves = search_levels(self.VA, self.VB, self.banks, self.frame, self.rows, self.pose,
-                                            self.state, self.known, plan, forced, budget, batch)
-            if resume_stacks(self.A, self.B, batch[0, :n], batch[1, :n], self.sa, self.sb, self.height,
-                             self.blocked, self._descend):  # on-collide trees: rows went on
-                leaves = count_leaves(self.rows, self.level, self.apart)
-            if n:  # a call that deepened nothing only set the search up: overhead, as root_stacks was
-                self.busy += time.perf_counter() - t0
-            return n, more, leaves
-
+        deadline; returns how many rows may go on to the exact level (kernels.count_leaves).
+        kernels.search_levels does the work; between its calls the clock is read and the time left
+        turned into rows as _run_batches does: per level, a first probe of PROBE rows measures the
+        time per row and each later call gets a third of the time left, so the deadline is
+        approached geometrically with few calls and an overshoot of a few rows at most. When the
+        deadline has passed, that is one kernel call for the whole search."""
+        search, plan = self._searcher(min_level if math.isfinite(deadline) else NO_LIMIT), self.plan
         self.clock()  # the reads _run_batches made around the forced pass: a TickClock budget (tests,
         n, more, leaves = search(0)  # replays) counts reads, so it buys the same refinement as before
         if plan[0] in (BAD_PAIRS, BAD_MODELS):
@@ -482,6 +468,27 @@ class _Search:
             n, more, leaves = search(budget)
             done += n
         return leaves
+
+    def _searcher(self, forced: int):
+        """search(budget) -> (rows deepened, more, leaves): one kernels.search_levels call of a
+        fresh search (the first sets it up and forces every row to min(cap, forced)), its blocked
+        rows resumed on on-collide trees, and its time counted in `busy`."""
+        plan, batch = self.plan, self.batch
+        plan[0] = -1
+        prebuilt = isinstance(self.A, TreeBank) and isinstance(self.B, TreeBank)  # no node is ever unbuilt
+
+        def search(budget):
+            t0 = time.perf_counter()  # wall clock: an instrument (time_in_batches), never a decision
+            n, more, leaves = search_levels(self.VA, self.VB, self.banks, self.frame, self.rows, self.pose,
+                                            self.state, self.known, plan, forced, budget, batch)
+            if not prebuilt and resume_stacks(self.A, self.B, batch[0, :n], batch[1, :n], self.sa, self.sb,
+                                              self.height, self.blocked, self._descend):
+                leaves = count_leaves(self.rows, self.level, self.apart)  # on-collide trees: rows went on
+            if n:  # a call that deepened nothing only set the search up: overhead, as root_stacks was
+                self.busy += time.perf_counter() - t0
+            return n, more, leaves
+
+        return search
 
     def _descend(self, rows, targets) -> None:
         """Deepen `rows` toward targets (per row), in place (ocst.resume_stacks's resume)."""
