@@ -350,7 +350,9 @@ class _Buffers:
     """Scratch for the search's stacks, reused from call to call: a fresh multi-megabyte array
     costs a page fault for every page the search touches, on every call (measured: 2 ms for the
     stacks of 1,000 pairs, twice the search itself). take(n) gives three int64 arrays of n entries
-    that no other call holds (a nested or concurrent call gets others) until give_back."""
+    that no other call holds (a nested or concurrent call gets others) until give_back. Other
+    scratch plugs in with make(n) -> a buffer, size(buffer) -> its capacity and views(buffer, n)
+    -> what take hands out (_ROWS)."""
 
     def __init__(self, make=lambda n: np.empty((3, n), np.int64), size=lambda b: b.shape[1],
                  views=lambda b, n: tuple(b[i, :n] for i in range(3))):
