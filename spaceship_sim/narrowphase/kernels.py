@@ -25,6 +25,13 @@ from .volumes import contact, dist2 as _dist2, enclosing, overlap, place, separa
 # the innermost loops. Indices are int64 everywhere and constants are passed as typed values (Z,
 # TRUE, ...), never literals: each distinct argument type is one more compilation of a helper.
 
+# What search_levels' set-up keeps per pair row, as rows of one (ROWS, k) int64 block: the
+# models, root nodes, triangle id offsets, tree depth and deepest sphere level (the cap) of A and B.
+MA, MB, ROOT_A, ROOT_B, TRI_A, TRI_B, DEPTH, CAP = range(8)
+ROWS = 8
+BAD_PAIRS, BAD_MODELS = -2, -3  # search_levels' plan[0] after a first call on bad input
+
+
 @njit(cache=True)
 def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, sl, top, xb):
     """Push onto the stack (sa, sb, sl)[top:] every child pair of node pair (a0, b0) whose volumes
@@ -53,22 +60,43 @@ def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, s
 
 
 @njit(cache=True)
-def root_stacks(VA, VB, Ta, Tb, root_a, root_b, sa, sb, sl):
-    """A frame's search set up: per pair row r, B's body frame in A's (R, t: relative_poses) and
-    the stack (descend_stacks; sa, sb, sl (k, width) filled in place) holding the root pair
-    (root_a[r], root_b[r]) at level 0 when their volumes overlap, empty (apart[r]) when not.
-    Returns R, t, height, apart."""
-    k = len(root_a)
-    R, t = relative_poses(Ta, Tb)
-    height = np.zeros(k, np.int64)
-    apart = np.ones(k, np.bool_)
+def _start_rows(banks, frame, rows, pose):
+    """A frame's pair rows set up from its own arrays, so that Python gathers nothing per row:
+    banks (node_offset_a, tri_offset_a, depth_a, node_offset_b, tri_offset_b, depth_b), frame
+    (model_id, T, pairs, max_level) as refine_frame's; fills rows (ROWS, k) int64 and pose (Ta,
+    Tb, R, t) (search_levels). Returns 0, or BAD_PAIRS / BAD_MODELS (and fills nothing) when a
+    pair names a body outside 0..n-1 or a body's model is not in both banks."""
+    node_a, tri_a, depth_a, node_b, tri_b, depth_b = banks
+    model_id, T, pairs, max_level = frame
+    Ta, Tb, R, t = pose
+    n, n_models = len(model_id), min(len(node_a), len(node_b)) - 1
+    for r in range(len(pairs)):
+        if not (0 <= pairs[r, 0] < n and 0 <= pairs[r, 1] < n):
+            return BAD_PAIRS
+    for i in range(n):
+        if not 0 <= model_id[i] < n_models:
+            return BAD_MODELS
+    for r in range(len(pairs)):
+        ia, ib = pairs[r, 0], pairs[r, 1]
+        ma, mb = model_id[ia], model_id[ib]
+        depth = max(depth_a[ma], depth_b[mb])
+        rows[MA, r], rows[MB, r], rows[DEPTH, r], rows[CAP, r] = ma, mb, depth, min(depth, max_level)
+        rows[ROOT_A, r], rows[ROOT_B, r], rows[TRI_A, r], rows[TRI_B, r] = node_a[ma], node_b[mb], tri_a[ma], tri_b[mb]
+        Ta[r], Tb[r] = T[ia], T[ib]
+    relative_poses_into(Ta, Tb, R, t)
+    return 0
+
+
+@njit(cache=True)
+def _start_stacks(VA, VB, root_a, root_b, R, t, sa, sb, sl, height, apart):
+    """Per pair row r, the stack (descend_stacks) holding the root pair (root_a[r], root_b[r]) at
+    level 0 when their volumes overlap, empty (apart[r]) when not."""
     xb = np.empty((2, 3))
-    for r in range(k):
+    for r in range(len(root_a)):
         sa[r, 0], sb[r, 0], sl[r, 0] = root_a[r], root_b[r], 0
         place(VB, root_b[r], R, t, r, xb)
-        if overlap(VA, root_a[r], VB, root_b[r], R, t, r, xb)[0]:
-            height[r], apart[r] = 1, False
-    return R, t, height, apart
+        hit = overlap(VA, root_a[r], VB, root_b[r], R, t, r, xb)[0]
+        height[r], apart[r] = (1, False) if hit else (0, True)
 
 
 @njit(cache=True)
@@ -131,29 +159,123 @@ def descend_stacks(VA, fca, cca, VB, fcb, ccb, R, t, rows, s, e, target, sa, sb,
     """
     xb = np.empty((2, 3))
     for i in range(s, e):
-        r = rows[i]
-        A, B, L = sa[r], sb[r], sl[r]
-        top = height[r]
-        deep = max(level[r], L[top - 1]) if top > 0 else level[r]
-        blocked[r] = False
-        while top > 0 and L[top - 1] < target[i]:
-            if cca[A[top - 1]] < 0 or ccb[B[top - 1]] < 0:
-                blocked[r] = True
-                break
-            top -= 1
-            before = top
-            top = _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, A[top], B[top], L[top] + 1, A, B, L,
-                                 top, xb)
-            if top > before:
-                deep = max(deep, L[top - 1])
-        height[r] = top
-        if blocked[r]:
-            level[r] = deep
-        elif top > 0:
-            level[r] = target[i]
-        else:
-            level[r] = deep + 1
-            apart[r] = True
+        _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, rows[i], target[i], sa, sb, sl, height, level, apart,
+                     blocked, xb)
+
+
+@njit(cache=True)
+def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, r, target, sa, sb, sl, height, level, apart, blocked, xb):
+    """descend_stacks for pair row r toward level `target`."""
+    A, B, L = sa[r], sb[r], sl[r]
+    top = height[r]
+    deep = max(level[r], L[top - 1]) if top > 0 else level[r]
+    blocked[r] = False
+    while top > 0 and L[top - 1] < target:
+        if cca[A[top - 1]] < 0 or ccb[B[top - 1]] < 0:
+            blocked[r] = True
+            break
+        top -= 1
+        before = top
+        top = _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, A[top], B[top], L[top] + 1, A, B, L, top, xb)
+        if top > before:
+            deep = max(deep, L[top - 1])
+    height[r] = top
+    if blocked[r]:
+        level[r] = deep
+    elif top > 0:
+        level[r] = target
+    else:
+        level[r] = deep + 1
+        apart[r] = True
+
+
+@njit(cache=True)
+def search_levels(VA, VB, banks, frame, rows, pose, state, known, plan, forced, budget, batch):
+    """Hubbard's sphere levels for all k pair rows of a frame, in place, in as few calls as the
+    clock allows. nopython code cannot read a clock, so the Python caller turns the time left into
+    a work budget (rows to deepen) between calls; one call sets the search up and runs the forced
+    levels, where a kernel call per stage and per level used to cost more than the search itself
+    (refine._Search.levels).
+
+    banks : (fca, cca, fcb, ccb, node_offset_a, tri_offset_a, depth_a, node_offset_b, ...) int64,
+            the banks' topology and per-model tables
+    frame : (model_id (n,), T (n, 4, 4), pairs (k, 2), max_level) as refine_frame's
+    rows  : (ROWS, k) int64 and pose (Ta, Tb (k, 4, 4), R (k, 3, 3), t (k, 3)): filled by the first
+            call (_start_rows), B's pose in A's frame as relative_poses gives it
+    state : (sa, sb, sl, height, level, apart, blocked) as descend_stacks's, set by the first call
+    known : (tested (k,) bool, distance (k,) float64), what the exact level learns: reset by the first
+            call (kernels.summarize_stacks)
+    plan  : (3,) int64 in/out: the level L being deepened (-1 before the first call; BAD_PAIRS or
+            BAD_MODELS after it on bad input, _start_rows), the next row to look at, whether a row
+            was deepened at L (0/1)
+    forced: the first call deepens every row to min(cap, forced), whatever the budget
+    budget: rows the round-robin may deepen in this call, one level at a time over all rows in
+            order (so that the deadline leaves the rows at the end of a level one level short); a
+            call also ends where a level does, so that the caller can time each level afresh
+    batch : (2, k) int64 out: the rows deepened by this call and their target levels, for the
+            on-collide trees' resume (ocst.resume_stacks)
+
+    Returns (rows deepened, more, leaves): more is False when no row can go deeper; leaves counts
+    the rows that may go on to the exact level (at their leaves, not apart).
+    """
+    fca, cca, fcb, ccb = banks[:4]
+    R, t = pose[2], pose[3]
+    sa, sb, sl, height, level, apart, blocked = state
+    cap = rows[CAP]
+    k = len(cap)
+    xb = np.empty((2, 3))
+    n = 0
+    if plan[0] < 0:  # set-up and forced pass
+        bad = _start_rows(banks[4:], frame, rows, pose)
+        if bad:
+            plan[0] = bad
+            return n, False, 0
+        level[:] = 0
+        blocked[:] = False
+        known[0][:] = False
+        known[1][:] = np.nan
+        _start_stacks(VA, VB, rows[ROOT_A], rows[ROOT_B], R, t, sa, sb, sl, height, apart)
+        first = 0
+        for r in range(k):
+            target = min(cap[r], forced)
+            first = max(first, target)
+            if not apart[r] and target > 0:
+                _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, r, target, sa, sb, sl, height, level, apart,
+                             blocked, xb)
+                batch[0, n], batch[1, n] = r, target
+                n += 1
+        plan[0], plan[1], plan[2] = first, 0, 0
+    L, i, found = plan[0], plan[1], plan[2]
+    done, new_level = 0, False
+    while True:
+        if i == k:  # level L done
+            if found == 0:
+                plan[0], plan[1], plan[2] = L, i, found
+                return n, False, count_leaves(rows, level, apart)
+            L, i, found, new_level = L + 1, 0, 0, True
+            continue
+        if apart[i] or level[i] != L or cap[i] <= L:
+            i += 1
+            continue
+        if new_level or done == budget:
+            break
+        _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, i, L + 1, sa, sb, sl, height, level, apart, blocked, xb)
+        batch[0, n], batch[1, n] = i, L + 1
+        n += 1
+        done += 1
+        found = 1
+        i += 1
+    plan[0], plan[1], plan[2] = L, i, found
+    return n, True, count_leaves(rows, level, apart)
+
+
+@njit(cache=True)
+def count_leaves(rows, level, apart):
+    """Rows at their leaves, not apart, whose cap lets them on to the exact level."""
+    n = 0
+    for r in range(len(level)):
+        n += not apart[r] and level[r] == rows[DEPTH, r] and rows[CAP, r] == rows[DEPTH, r]
+    return n
 
 
 @njit(cache=True)
@@ -396,23 +518,36 @@ def _grow2(arr, need):
 
 
 @njit(cache=True)
-def summarize_stacks(VA, VB, R, t, Ta, sa, sb, sl, height, apart, hit_ptr, level, n_levels):
+def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
     """The frame's answer per pair row i from its stack of colliding node pairs, sa[i, :height[i]]
-    and sb[i, :height[i]] (see descend_stacks), for rows not found apart:
+    and sb[i, :height[i]] (rows, pose, state and known as search_levels'), in three new flat
+    arrays, one per dtype (each array handed to Python costs ~1 µs; refine._answer cuts them up):
 
-    bound  : (k,) min over the stack of the volume's separation bound (volumes.py); 0 for rows
-             with intersecting triangles (hit_ptr, CSR over the rows), +inf for rows apart
-    point  : (k, 3) world, mean over the stack of its contact points (nan for rows apart)
-    normal : (k, 3) world, unit, mean of their directions from A toward B (A's origin to B's
-             when those cancel, +x when the origins coincide too; 0 for rows apart)
-    hist   : (n_levels,) int64, rows not apart per level reached
-    top    : CSR (ptr, fa, fb) of each row's top-level entries (stacks_csr, top_only)
-    Ta (k, 4, 4) is ship A's body->world transform: the stack is in A's body frame.
+    flags (2k,) bool: colliding (not found apart), exact (found apart or triangles tested)
+    floats (8k,): bound (k,), the min over the stack of the volume's separation bound (volumes.py),
+        0 for rows with intersecting triangles (hit_ptr, CSR over the rows), +inf for rows apart;
+        distance (k,), known's, 0 for colliding rows whose triangles were tested; point (k, 3)
+        world, mean over the stack of its contact points (nan for rows apart); normal (k, 3) world,
+        unit, mean of their directions from A toward B (A's origin to B's when those cancel, +x
+        when the origins coincide too; 0 for rows apart)
+    ints: level (k,) as reached; root_a, root_b, tri_a, tri_b (k,) each row's root node and first
+        triangle id of A and B; hist (n_levels,) rows not apart per level reached; then the CSR
+        (ptr (k+1,), fa, fb) of each row's top-level entries (stacks_csr, top_only)
+    The stack is in A's body frame: pose's Ta (k, 4, 4), ship A's body->world transform, maps it.
     """
+    Ta, _, R, t = pose
+    sa, sb, sl, height, level, apart, _ = state
+    tested = known[0]
     k = len(height)
-    bound = np.full(k, np.inf)
-    point = np.full((k, 3), np.nan)
-    normal = np.zeros((k, 3))
+    flags, floats = np.empty(2 * k, np.bool_), np.empty(8 * k)
+    for i in range(k):
+        flags[i], flags[k + i] = not apart[i], apart[i] or tested[i]
+    bound, distance = floats[:k], floats[k:2 * k]
+    point, normal = floats[2 * k:5 * k].reshape((k, 3)), floats[5 * k:].reshape((k, 3))
+    bound[:] = np.inf
+    distance[:] = known[1]
+    point[:] = np.nan
+    normal[:] = 0.0
     hist = np.zeros(n_levels, np.int64)
     xb = np.empty((2, 3))
     acc = np.empty(6)
@@ -420,6 +555,8 @@ def summarize_stacks(VA, VB, R, t, Ta, sa, sb, sl, height, apart, hit_ptr, level
         if apart[i]:
             continue
         hist[level[i]] += 1
+        if tested[i]:
+            distance[i] = 0.0
         if height[i] == 0:
             continue
         acc[:] = 0.0
@@ -443,7 +580,12 @@ def summarize_stacks(VA, VB, R, t, Ta, sa, sb, sl, height, apart, hit_ptr, level
                 point[i, c] += Ta[i, c, m] * acc[m]
                 normal[i, c] += Ta[i, c, m] * acc[3 + m] / length
     ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), True)
-    return bound, point, normal, hist, (ptr, fa, fb)
+    ints = np.empty(5 * k + n_levels + k + 1 + 2 * len(fa), np.int64)
+    o = 0
+    for part in (level, rows[ROOT_A], rows[ROOT_B], rows[TRI_A], rows[TRI_B], hist, ptr, fa, fb):
+        ints[o:o + len(part)] = part
+        o += len(part)
+    return flags, floats, ints
 
 
 @njit(cache=True)
@@ -485,7 +627,14 @@ def relative_poses(Ta, Tb):
     k = len(Ta)
     R = np.empty((k, 3, 3))
     t = np.empty((k, 3))
-    for r in range(k):
+    relative_poses_into(Ta, Tb, R, t)
+    return R, t
+
+
+@njit(cache=True)
+def relative_poses_into(Ta, Tb, R, t):
+    """relative_poses written into R (k, 3, 3) and t (k, 3)."""
+    for r in range(len(Ta)):
         for i in range(3):
             t[r, i] = 0.0
             for j in range(3):
@@ -494,4 +643,3 @@ def relative_poses(Ta, Tb):
                 for m in range(3):
                     acc += Ta[r, m, i] * Tb[r, m, j]
                 R[r, i, j] = acc
-    return R, t

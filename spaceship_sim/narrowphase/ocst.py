@@ -370,14 +370,16 @@ class OcstExact:
 
 # --- the hooks refine.py calls after each descent kernel ---------------------------------
 
-def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> None:
+def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> bool:
     """After kernels.descend_stacks ran pair rows `rows` (n,) toward targets (n,): build the
     children each blocked row stopped on (its top entry's UNBUILT nodes) and resume those rows,
     `descend(rows, targets)`, until none is blocked; then touch every node the stacks hold.
-    sa, sb (k, width) int64, height (k,) int64, blocked (k,) bool: the in-place stacks."""
+    sa, sb (k, width) int64, height (k,) int64, blocked (k,) bool: the in-place stacks.
+    Returns whether any row was resumed (its level changed)."""
     if not (isinstance(A, OcstBank) or isinstance(B, OcstBank)):
-        return  # prebuilt trees: nothing is ever unbuilt
+        return False  # prebuilt trees: nothing is ever unbuilt
     stuck = np.flatnonzero(blocked[rows])
+    resumed = len(stuck) > 0
     while len(stuck):
         r = rows[stuck]
         for bank, s in ((A, sa), (B, sb)):
@@ -389,6 +391,7 @@ def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> None
     for bank, s in ((A, sa), (B, sb)):
         if isinstance(bank, OcstBank):
             bank.touch(s[rows][held])
+    return resumed
 
 
 def resume_blocked(A, B, piece, complete):

@@ -29,8 +29,9 @@ import numpy as np
 
 from ..clock import WALL
 from .bank import TreeBank, bank_of
-from .kernels import (complete_pairs, csr_by_pose_row, descend_stacks, exact_pairs, root_stacks, stack_width, stacks_csr,
-                      summarize_stacks)
+from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, complete_pairs,
+                      count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, search_levels, stack_width,
+                      stacks_csr, summarize_stacks)
 from .ocst import resume_blocked, resume_stacks
 from .volumes import volume_of
 
@@ -39,6 +40,7 @@ EXACT_PROBE = 1         # ... of the exact level: one row's triangle tests can t
 MAX_BATCH = 1 << 16     # pairs per kernel call at most (bounds the scratch arrays)
 FINISH_COST = 6e-8      # [s] per held node pair: time kept back from the deadline for the final
                         # summary (bounds, contacts), measured ~50 ns per pair on a 2-core runner
+NO_LIMIT = 1 << 62      # a forced level past every tree: each row straight to its deepest sphere level
 
 
 @dataclass(eq=False)
@@ -124,9 +126,8 @@ def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, exact=True, all_conta
                      level runs when `exact` and the leaves were reached
     all_contacts   : False stops the exact level at the first intersecting triangle pair
     """
-    T_a, T_b = _transform(T_a, "T_a"), _transform(T_b, "T_b")
-    zero = np.zeros(1, np.int64)
-    r = _refine(bank_of(tree_a), bank_of(tree_b), zero, zero, T_a[None], T_b[None], np.zeros((1, 2), np.int64),
+    T = np.stack([_transform(T_a, "T_a"), _transform(T_b, "T_b")])
+    r = _refine(bank_of(tree_a), bank_of(tree_b), np.zeros(2, np.int64), T, np.array([[0, 1]], np.int64),
                 deadline=math.inf, min_level=0, max_level=max_level, exact=exact, all_contacts=all_contacts)
     return PairResult(colliding=bool(r.colliding[0]), level=int(r.level[0]), sphere_pairs=r.sphere_pairs[0],
                       separation_bound=float(r.separation_bound[0]), exact=bool(r.exact[0]),
@@ -151,19 +152,14 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
                exact level instead of the sphere-tree leaves' triangles; when it measures distance,
                the pairs found apart then get their exact separation while time allows
     """
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    model_id = np.asarray(model_id, dtype=np.int64)
-    T = np.asarray(T, dtype=np.float64)
+    pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)  # contiguous: one kernel compilation
+    model_id = np.ascontiguousarray(model_id, dtype=np.int64)
+    T = np.ascontiguousarray(T, dtype=np.float64)
     if T.ndim != 3 or T.shape[1:] != (4, 4) or len(T) != len(model_id):
         raise ValueError(f"T must be (n, 4, 4) with n = len(model_id) = {len(model_id)}, got {T.shape}")
-    if len(pairs) and (pairs.min() < 0 or pairs.max() >= len(model_id)):
-        raise ValueError("pairs refer to ships outside 0..n-1")
-    if len(model_id) and (model_id.min() < 0 or model_id.max() >= bank.n_models):
-        raise ValueError(f"model_id outside 0..{bank.n_models - 1}")
-    ia, ib = pairs[:, 0], pairs[:, 1]
-    return _refine(bank, bank, model_id[ia], model_id[ib], T[ia], T[ib], pairs, deadline=deadline,
-                   min_level=min_level, max_level=max_level, exact=exact, all_contacts=all_contacts, clock=clock,
-                   detector=detector)
+    # pair and model indices are checked by the kernels, where they are read (_Search.levels)
+    return _refine(bank, bank, model_id, T, pairs, deadline=deadline, min_level=min_level, max_level=max_level,
+                   exact=exact, all_contacts=all_contacts, clock=clock, detector=detector)
 
 
 def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowResult:
@@ -328,46 +324,82 @@ def _witnesses(front: _Frontier) -> np.ndarray:
     return keep
 
 
-def _refine(bank_a: TreeBank, bank_b: TreeBank, ma, mb, Ta, Tb, pairs, deadline, min_level, max_level, exact,
+def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, min_level, max_level, exact,
             all_contacts=True, clock=WALL, detector=None) -> FrameNarrowResult:
-    """Refine k pair rows (model ids ma, mb, body->world transforms Ta, Tb) in three stages: the
-    sphere levels, the exact level while time allows, and the summary."""
+    """Refine k pair rows (pairs (k, 2) int64 of bodies with models model_id (n,) int64 — A's in
+    bank_a, B's in bank_b — and body->world transforms T (n, 4, 4) float64, all C-contiguous) in
+    three stages: the sphere levels, the exact level while time allows, and the summary."""
     start = clock()
-    search = _Search(bank_a, bank_b, ma, mb, Ta, Tb, max_level, clock)
+    search = _Search(bank_a, bank_b, model_id, T, pairs, max_level, clock)
     try:
-        search.levels(deadline, min_level)
-        if exact:
+        leaves = search.levels(deadline, min_level)
+        if exact and leaves:
             search.exact_level(deadline, min_level, all_contacts, detector)
         if detector is not None and hasattr(detector, "distance"):  # pairs found apart, time allowing
             todo = np.flatnonzero(search.apart & np.isnan(search.distance))
-            search.distance[todo], busy = _apart_distances(detector, ma, mb, search.Ta, search.Tb, todo,
-                                                           search.time_left(deadline), clock)
+            search.distance[todo], busy = _apart_distances(detector, search.ma, search.mb, search.Ta, search.Tb,
+                                                           todo, search.time_left(deadline), clock)
             search.busy += busy
         return search.summary(pairs, start)
     finally:
         _STACKS.give_back(search._buffer)
+        _ROWS.give_back(search._scratch)
 
 
 class _Buffers:
     """Scratch for the search's stacks, reused from call to call: a fresh multi-megabyte array
     costs a page fault for every page the search touches, on every call (measured: 2 ms for the
     stacks of 1,000 pairs, twice the search itself). take(n) gives three int64 arrays of n entries
-    that no other call holds (a nested or concurrent call gets others) until give_back."""
+    that no other call holds (a nested or concurrent call gets others) until give_back. Other
+    scratch plugs in with make(n) -> a buffer, size(buffer) -> its capacity and views(buffer, n)
+    -> what take hands out (_ROWS)."""
 
-    def __init__(self):
-        self._free = []
+    def __init__(self, make=lambda n: np.empty((3, n), np.int64), size=lambda b: b.shape[1],
+                 views=lambda b, n: tuple(b[i, :n] for i in range(3))):
+        self._free, self._make, self._size, self._views = [], make, size, views
 
     def take(self, n: int):
         buffer = self._free.pop() if self._free else None
-        if buffer is None or buffer.shape[1] < n:
-            buffer = np.empty((3, n), np.int64)
-        return buffer, tuple(buffer[i, :n] for i in range(3))
+        if buffer is None or self._size(buffer) < n:
+            buffer = self._make(n)
+        return buffer, self._views(buffer, n)
 
     def give_back(self, held) -> None:
         self._free.append(held[0])
 
 
+class _RowScratch:
+    """The per-row arrays of a search (_Search) for up to `capacity` pair rows, reused like the
+    stacks: on a frame of tens of pairs, allocating and slicing some twenty small arrays on every
+    call cost more than the search itself. views(k): C-contiguous arrays of exactly k rows (one
+    kernel compilation whatever k), made once per k; none of them escapes into an answer
+    (kernels.summarize_stacks copies what does)."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._ints = np.empty((ROWS + 4) * capacity, np.int64)
+        self._flags = np.empty(3 * capacity, bool)
+        self._floats = np.empty(45 * capacity)
+        self._views = {}
+
+    def views(self, k: int) -> dict:
+        got = self._views.get(k)
+        if got is None:
+            ints, flags, floats = self._ints, self._flags, self._floats
+            rows = ints[:ROWS * k].reshape(ROWS, k)
+            got = self._views[k] = dict(
+                rows=rows, ma=rows[MA], mb=rows[MB], depth=rows[DEPTH], cap=rows[CAP],
+                height=ints[ROWS * k:(ROWS + 1) * k], level=ints[(ROWS + 1) * k:(ROWS + 2) * k],
+                batch=ints[(ROWS + 2) * k:(ROWS + 4) * k].reshape(2, k), plan=np.empty(3, np.int64),
+                apart=flags[:k], tested=flags[k:2 * k], blocked=flags[2 * k:3 * k],
+                Ta=floats[:16 * k].reshape(k, 4, 4), Tb=floats[16 * k:32 * k].reshape(k, 4, 4),
+                R=floats[32 * k:41 * k].reshape(k, 3, 3), t=floats[41 * k:44 * k].reshape(k, 3),
+                distance=floats[44 * k:45 * k])
+        return got
+
+
 _STACKS = _Buffers()
+_ROWS = _Buffers(_RowScratch, lambda scratch: scratch.capacity, _RowScratch.views)
 
 
 class _Search:
@@ -381,69 +413,91 @@ class _Search:
     distance (k,) float64: what an exact strategy measured (nan where none did).
     """
 
-    def __init__(self, A, B, ma, mb, Ta, Tb, max_level, clock):
-        self.A, self.B, self.ma, self.mb, self.clock = A, B, ma, mb, clock
-        self.Ta, self.Tb = (np.ascontiguousarray(T, dtype=np.float64) for T in (Ta, Tb))
-        k = len(ma)
-        self.depth = np.maximum(A.depth[ma], B.depth[mb])
-        self.cap = self.depth if max_level is None else np.minimum(self.depth, max(int(max_level), 0))
+    def __init__(self, A, B, model_id, T, pairs, max_level, clock):
+        self.A, self.B, self.clock = A, B, clock
+        k = len(pairs)
         volume_of(A, B)  # both banks' nodes must be the same kind of volume
         self.VA, self.VB = A.nodes, B.nodes
-        # level 0 is the root pair, on the stack when the roots overlap
-        width = stack_width(A, B, int(self.cap.max(initial=0)))
+        deepest = max(A.max_level, B.max_level) - 1  # of any model: the stacks are sized before the rows
+        width = stack_width(A, B, deepest if max_level is None else min(deepest, max(int(max_level), 0)))
         self._buffer = _STACKS.take(k * width)
         self.sa, self.sb, self.sl = (b.reshape(k, width) for b in self._buffer[1])
-        self.R, self.t, self.height, self.apart = root_stacks(self.VA, self.VB, self.Ta, self.Tb, A.node_offset[ma],
-                                                              B.node_offset[mb], self.sa, self.sb, self.sl)
+        self._scratch = _ROWS.take(k)
+        vars(self).update(self._scratch[1])  # rows, ma, mb, depth, cap, height, level, ..., distance
+        self.pose = self.Ta, self.Tb, self.R, self.t
+        self.state = self.sa, self.sb, self.sl, self.height, self.level, self.apart, self.blocked
+        self.known = self.tested, self.distance
+        self.frame = model_id, T, pairs, NO_LIMIT if max_level is None else max(int(max_level), 0)
+        self.banks = (A.first_child, A.child_count, B.first_child, B.child_count, A.node_offset, A.tri_offset,
+                      A.depth, B.node_offset, B.tri_offset, B.depth)
         self.tree_args = (self.VA, A.first_child, A.child_count, self.VB, B.first_child, B.child_count, self.R,
                           self.t)
-        self.level = np.zeros(k, np.int64)
-        self.tested = np.zeros(k, bool)
-        self.blocked = np.zeros(k, bool)
         self.hits = (np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
-        self.distance = np.full(k, np.nan)
         self.busy = 0.0  # wall seconds inside kernel batches (FrameNarrowResult.time_in_batches)
 
     def time_left(self, deadline: float) -> float:
         """The deadline for more work, less the time the summary will take over the held pairs."""
         return deadline - FINISH_COST * int(self.height.sum())
 
-    def descend(self, rows, targets, deadline, n_forced=0) -> int:
-        """Deepen `rows` toward targets (per row) in batches while the clock allows; returns how
-        many rows (a prefix) were processed."""
-        def resume(r, tg):
-            descend_stacks(*self.tree_args, r, 0, len(r), tg, *self.state)
+    def levels(self, deadline, min_level) -> int:
+        """The sphere levels: `min_level` — every level when there is no deadline — whatever the
+        clock says, then Hubbard's round-robin, one level at a time over all rows, until the
+        deadline; returns how many rows may go on to the exact level (kernels.count_leaves).
+        kernels.search_levels does the work; between its calls the clock is read and the time left
+        turned into rows as _run_batches does: per level, a first probe of PROBE rows measures the
+        time per row and each later call gets a third of the time left, so the deadline is
+        approached geometrically with few calls and an overshoot of a few rows at most. When the
+        deadline has passed, that is one kernel call for the whole search."""
+        search, plan = self._searcher(min_level if math.isfinite(deadline) else NO_LIMIT), self.plan
+        self.clock()  # the reads _run_batches made around the forced pass: a TickClock budget (tests,
+        n, more, leaves = search(0)  # replays) counts reads, so it buys the same refinement as before
+        if plan[0] in (BAD_PAIRS, BAD_MODELS):
+            raise ValueError("pairs refer to ships outside 0..n-1" if plan[0] == BAD_PAIRS else
+                             f"model_id outside 0..{min(self.A.n_models, self.B.n_models) - 1}")
+        if n:
+            self.clock()
+        level = None
+        while more:
+            if plan[0] != level:  # a new level: its rows are timed from here
+                level, t_start, done, left = plan[0], self.clock(), 0, self.time_left(deadline)
+            now = self.clock()
+            if now >= left:
+                break  # out of time: the rest stay at this level
+            budget = PROBE
+            if done:
+                per_row = max((now - t_start) / done, 1e-9)
+                budget = int(min(max((left - now) / (3 * per_row), PROBE), MAX_BATCH))
+            n, more, leaves = search(budget)
+            done += n
+        return leaves
 
-        def kernel(s, e):
-            descend_stacks(*self.tree_args, rows, s, e, targets, *self.state)
-            resume_stacks(self.A, self.B, rows[s:e], targets[s:e], self.sa, self.sb, self.height, self.blocked,
-                          resume)
+    def _searcher(self, forced: int):
+        """search(budget) -> (rows deepened, more, leaves): one kernels.search_levels call of a
+        fresh search (the first sets it up and forces every row to min(cap, forced)), its blocked
+        rows resumed on on-collide trees, and its time counted in `busy`."""
+        plan, batch = self.plan, self.batch
+        plan[0] = -1
+        prebuilt = isinstance(self.A, TreeBank) and isinstance(self.B, TreeBank)  # no node is ever unbuilt
 
-        done, _, busy = _run_batches(kernel, len(rows), deadline, n_forced, self.clock)
-        self.busy += busy
-        return done
+        def search(budget):
+            t0 = time.perf_counter()  # wall clock: an instrument (time_in_batches), never a decision
+            n, more, leaves = search_levels(self.VA, self.VB, self.banks, self.frame, self.rows, self.pose,
+                                            self.state, self.known, plan, forced, budget, batch)
+            if not prebuilt and resume_stacks(self.A, self.B, batch[0, :n], batch[1, :n], self.sa, self.sb,
+                                              self.height, self.blocked, self._descend):
+                leaves = count_leaves(self.rows, self.level, self.apart)  # on-collide trees: rows went on
+            if n:  # a call that deepened nothing only set the search up: overhead, as root_stacks was
+                self.busy += time.perf_counter() - t0
+            return n, more, leaves
 
-    @property
-    def state(self):
-        return self.sa, self.sb, self.sl, self.height, self.level, self.apart, self.blocked
+        return search
+
+    def _descend(self, rows, targets) -> None:
+        """Deepen `rows` toward targets (per row), in place (ocst.resume_stacks's resume)."""
+        descend_stacks(*self.tree_args, rows, 0, len(rows), targets, *self.state)
 
     def stacks(self, rows, top_only=False) -> _Frontier:
         return _Frontier(rows, *stacks_csr(self.sa, self.sb, self.sl, self.height, rows, top_only))
-
-    def levels(self, deadline, min_level) -> None:
-        """The sphere levels: `min_level` — every level when there is no deadline — in one pass
-        whatever the clock says, then Hubbard's round-robin, one level at a time over all rows,
-        until the deadline."""
-        cap, level, apart = self.cap, self.level, self.apart
-        forced = np.minimum(cap, min_level) if math.isfinite(deadline) else cap
-        go = np.flatnonzero(~apart & (forced > 0))
-        self.descend(go, forced[go], math.inf)
-        L = int(forced.max(initial=0))  # every row that may go deeper is at this level
-        while True:
-            go = np.flatnonzero(~apart & (level == L) & (cap > L))
-            if not len(go) or self.descend(go, np.full(len(go), L + 1, np.int64), self.time_left(deadline)) < len(go):
-                return  # done, or out of time: the rest stay at L
-            L += 1
 
     def exact_level(self, deadline, min_level, all_contacts, detector) -> None:
         """Triangle tests for the rows that reached their leaves (those whose min_level lies past
@@ -508,17 +562,25 @@ class _Search:
         """The answer: every stacked pair collides, so each bounds the separation, and together
         (all levels of the search, around the witness) they give the contact; the deepest ones —
         the witness and its siblings — are the pairs reported and drawn."""
-        A, B = self.A, self.B
-        colliding = ~self.apart
-        bound, point, normal, hist, top = summarize_stacks(
-            self.VA, self.VB, self.R, self.t, self.Ta, self.sa, self.sb, self.sl, self.height, self.apart,
-            self.hits[0], self.level, max(A.max_level, B.max_level) + 1)
+        n_levels = max(self.A.max_level, self.B.max_level) + 1
+        answer = _answer(*summarize_stacks(self.VA, self.VB, self.rows, self.pose, self.state, self.known,
+                                           self.hits[0], n_levels), len(pairs), n_levels)
+        colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, hist, top = answer
         return FrameNarrowResult(
-            pairs=pairs, colliding=colliding, level=self.level, exact=self.apart | self.tested,
-            separation_bound=bound, contact_point=point, contact_normal=normal, time_used=self.clock() - start,
-            level_histogram=hist, distance=np.where(colliding & self.tested, 0.0, self.distance),
-            _spheres=(*top, A.node_offset[self.ma], B.node_offset[self.mb]),
-            _tris=(*self.hits, A.tri_offset[self.ma], B.tri_offset[self.mb]), time_in_batches=self.busy)
+            pairs=pairs, colliding=colliding, level=level, exact=exact, separation_bound=bound, contact_point=point,
+            contact_normal=normal, time_used=self.clock() - start, level_histogram=hist, distance=distance,
+            _spheres=(*top, root_a, root_b), _tris=(*self.hits, tri_a, tri_b), time_in_batches=self.busy)
+
+
+def _answer(flags, floats, ints, k: int, n_levels: int):
+    """kernels.summarize_stacks' flat arrays cut into the answer's (C-contiguous views):
+    colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, hist,
+    top (ptr, fa, fb)."""
+    level, root_a, root_b, tri_a, tri_b = ints[:5 * k].reshape(5, k)
+    hist, ptr = ints[5 * k:5 * k + n_levels], ints[5 * k + n_levels:6 * k + n_levels + 1]
+    fa, fb = ints[6 * k + n_levels + 1:].reshape(2, -1)
+    return (flags[:k], flags[k:], floats[:k], floats[k:2 * k], floats[2 * k:5 * k].reshape(k, 3),
+            floats[5 * k:].reshape(k, 3), level, root_a, root_b, tri_a, tri_b, hist, (ptr, fa, fb))
 
 
 def _apart_distances(detector, ma, mb, Ta, Tb, rows, deadline, clock) -> np.ndarray:
