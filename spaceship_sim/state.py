@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import dataclass, fields
 
 import numpy as np
+from numba import njit
 
 
 @dataclass(eq=False)
@@ -84,8 +85,31 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     return _EYE3 + (qq[..., _I1, _J1] * _S1 + qq[..., _I2, _J2] * _S2)
 
 
-def transforms(state: ShipState) -> np.ndarray:
-    """(n, 4, 4) float64 body -> world transforms of every ship."""
+@njit(cache=True, inline="always")
+def rotation_into(w, x, y, z, R):
+    """R[:3, :3] = the rotation of unit quaternion (w, x, y, z): the textbook formula, which
+    quat_to_matrix gives bit for bit (R may be a pose (4, 4): its other entries are left alone)."""
+    R[0, 0], R[0, 1], R[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
+    R[1, 0], R[1, 1], R[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+    R[2, 0], R[2, 1], R[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+
+
+@njit(cache=True)
+def _poses(quat, pos, T):
+    for i in range(len(quat)):
+        rotation_into(quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3], T[i])
+        for r in range(3):
+            T[i, r, 3], T[i, 3, r] = pos[i, r], 0.0
+        T[i, 3, 3] = 1.0
+
+
+def transforms(state: ShipState, compiled: bool = False) -> np.ndarray:
+    """(n, 4, 4) float64 body -> world transforms of every ship: one numba call when `compiled`
+    (the world's kernels are: every detection sample builds them), else numpy; the same bits."""
+    if compiled:
+        T = np.empty((state.n, 4, 4))
+        _poses(state.quat, state.pos, T)
+        return T
     T = np.zeros((state.n, 4, 4))
     T[:, :3, :3] = quat_to_matrix(state.quat)
     T[:, :3, 3] = state.pos

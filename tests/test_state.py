@@ -3,7 +3,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from spaceship_sim.state import quat_to_matrix
+from spaceship_sim.state import ShipState, quat_to_matrix, transforms
 
 
 def textbook(q):
@@ -33,3 +33,15 @@ def test_quat_to_matrix_keeps_any_batch_shape():
     assert quat_to_matrix(q).shape == (2, 3, 3, 3)
     assert np.array_equal(quat_to_matrix(q), textbook(q))
     assert np.array_equal(quat_to_matrix([1.0, 0, 0, 0]), np.eye(3))
+
+
+@settings(max_examples=50, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(0, 6), st.just(7)),
+              elements=st.floats(-100, 100, allow_nan=False, allow_subnormal=True)))
+def test_compiled_transforms_are_the_numpy_ones_bit_for_bit(qp):
+    q = qp[:, :4]
+    norm = np.linalg.norm(q, axis=1, keepdims=True)
+    q = np.where(norm > 1e-6, q / np.maximum(norm, 1e-6), [1.0, 0, 0, 0])
+    state = ShipState.zeros(len(qp))
+    state.quat[:], state.pos[:] = q, qp[:, 4:]
+    assert np.array_equal(transforms(state, compiled=True), transforms(state))

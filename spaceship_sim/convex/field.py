@@ -37,7 +37,7 @@ from ..broadphase.base import EMPTY_PAIRS
 from ..dynamics import contain
 from ..dynamics.integrator import quat_multiply
 from ..meshes import validate_mesh_arrays
-from ..state import ShipState, quat_to_matrix, transforms
+from ..state import ShipState, quat_to_matrix, rotation_into, transforms
 from .closest import MAX_ITER, PENETRATING, walk_pairs, walk_scratch
 from .polytope import Polytope, _hull_polytope, pack, random_polytope
 from .sweep import DynamicBoxes, SweepAndPrune, fixed_cubes
@@ -138,8 +138,8 @@ class NoField:
     def model_ids(self, state):
         return state.model_id
 
-    def transforms(self, state):
-        return transforms(state)
+    def transforms(self, state, compiled=False):
+        return transforms(state, compiled)
 
     def bodies(self, state):
         return state.pos, state.vel, state.inv_mass
@@ -257,9 +257,9 @@ class AsteroidField(NoField):
         """(n + m,) int64 tree-bank model of every body."""
         return np.concatenate([state.model_id, self.model_offset + self.shape])
 
-    def transforms(self, state) -> np.ndarray:
+    def transforms(self, state, compiled=False) -> np.ndarray:
         """(n + m, 4, 4) float64 body -> world of every body."""
-        return np.concatenate([transforms(state), self.T])
+        return np.concatenate([transforms(state, compiled), self.T])
 
     def bodies(self, state):
         """(pos, vel, inv_mass) of every body, ships first (copies: see set_velocities)."""
@@ -344,12 +344,10 @@ def _tumble(pos, vel, quat, spin, dt, half, rot, T):
         norm = np.sqrt(w * w + x * x + y * y + z * z)
         w, x, y, z = w / norm, x / norm, y / norm, z / norm
         quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3] = w, x, y, z
-        R = rot[i]
-        R[0, 0], R[0, 1], R[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
-        R[1, 0], R[1, 1], R[1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
-        R[2, 0], R[2, 1], R[2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+        rotation_into(w, x, y, z, rot[i])
+        rotation_into(w, x, y, z, T[i])
         for r in range(3):
-            T[i, r, 0], T[i, r, 1], T[i, r, 2], T[i, r, 3] = R[r, 0], R[r, 1], R[r, 2], pos[i, r]
+            T[i, r, 3] = pos[i, r]
         for k in range(3):
             if (pos[i, k] > half and vel[i, k] > 0) or (pos[i, k] < -half and vel[i, k] < 0):
                 vel[i, k] = -vel[i, k]
