@@ -66,6 +66,7 @@ def step(world) -> FrameStats:
     world.t = t0 + cfg.sim.frame_dt  # no drift from summing sample steps
     stats.sim_time = world.t
     stats.samples = n_samples
+    stats.t_other = max(0.0, clock() - start - stats.t_sim)  # the frame's time is all of it, not the stages'
     return stats
 
 

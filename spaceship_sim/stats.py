@@ -27,6 +27,7 @@ class FrameStats:
     t_narrow_batches: float = 0.0   # of t_narrow, inside the refinement's kernel batches [s] (always the
                                     # wall clock: bench hubbard's overhead column; not in frames.csv)
     t_response: float = 0.0         # collision response [s]
+    t_other: float = 0.0            # the frame's work between the stages: budgets, ordering, statistics [s]
     render_predicted: float = 0.0   # moving-average prediction of this frame's render time [s]
     render_actual: float = 0.0      # measured render time of this frame [s] (0 when not rendered)
     budget: float = 0.0             # detection time the frame allowed (earlier samples' use + last budget) [s]
@@ -60,7 +61,7 @@ class FrameStats:
     @property
     def t_sim(self) -> float:
         """Every simulation stage, render excluded [s]."""
-        return self.t_controls + self.t_integrate + self.t_broad + self.t_narrow + self.t_response
+        return self.t_controls + self.t_integrate + self.t_broad + self.t_narrow + self.t_response + self.t_other
 
     def finish(self, render_time: float) -> None:
         """Record the frame's measured render time and derive frame time, slack, overrun."""

@@ -20,6 +20,7 @@ STAGES = [  # (FrameStats attribute, label, colour) bottom to top in the profile
     ("t_broad", "broad phase", "#55a868"),
     ("t_narrow", "narrow phase", "#c44e52"),
     ("t_response", "response", "#8172b2"),
+    ("t_other", "between stages", "#64b5cd"),
     ("render_actual", "render", "#ccb974"),
 ]
 
