@@ -34,7 +34,8 @@ def step(world) -> FrameStats:
     field = world.field  # asteroids (convex/field.py), bodies n.. after the ships; NoField when none
     for sample in range(n_samples):
         with timed(stats, "t_integrate", clock):
-            before = field.transforms(state, world.compiled) if world.swept else None  # start poses of the swept test
+            # start poses of the swept test
+            before = field.transforms(state, world.compiled) if world.swept else None
             stats.add_integration(world.integrator.step(state, cfg.sim.frame_dt / n_samples))
             world.broad.invalidate(contain(state, cfg.arena.size))
             field.integrate(cfg.sim.frame_dt / n_samples, world.compiled)
@@ -49,7 +50,8 @@ def step(world) -> FrameStats:
             world.bank.maintain(world.t)  # on-collide trees evict what went unused (prebuilt: nothing)
             deadline = clock() + budget
             convex = field.collide(world.compiled)  # asteroid pairs: exact and cheap, first on the budget
-            n_bodies, model_id, T = field.n_bodies(state), field.model_ids(state), field.transforms(state, world.compiled)
+            n_bodies, model_id = field.n_bodies(state), field.model_ids(state)
+            T = field.transforms(state, world.compiled)
             pairs = pairs[world.fair.order(pairs, n_bodies)]  # the least refined last time first
             narrow = narrow_phase(world, model_id, T, pairs, deadline=deadline)
             if before is not None and world.compiled:  # crossings between samples (faceoctree.continuous)

@@ -5,16 +5,15 @@ Geometry: the prebuilt octree's (`spheretree/octree.py`). Level 0 is the smalles
 the vertices; a node at level k >= 1 circumscribes an occupied cell of side L / 2^k of the mesh's
 bounding cube (occupied: a triangle meets the cell, exact SAT test). Coverage holds by
 construction: every point of a triangle in a parent's cell lies in one of its child cells, which
-that triangle meets, hence is occupied and inside its circumscribed sphere. Error bounds and
-witnesses are `spheretree.finish`'s (`error_bounds`, `witnesses`), computed on a distance query
-over the triangles near the new spheres (within 5 radii of each centre: every point the bound
-examines lies within 2 radii, and its closest surface point within 3 more, so the local query
-answers exactly what the whole mesh's would). Error bounds are the ones a sphere's centre gives
-alone (`finish.centre_error_bounds`: one distance query, where the prebuilt trees' branch and bound
-takes ~1,000 and took ~95% of a group's build time, 130x more): true bounds, equal to the prebuilt
-octree's on most spheres and looser (up to ~r) on some leaves, so only the separation bounds
-reported are looser; error bounds decide no verdict. Finishing them in a frame's spare time was
-tried and cost ~10% of frames within target in the lamps crowd. Leaves (level = depth) list the triangles meeting
+that triangle meets, hence is occupied and inside its circumscribed sphere. Witnesses are
+`spheretree.finish.witnesses`, computed on a distance query over the triangles near the new
+spheres (within 5 radii of each centre, so the local query answers exactly what the whole mesh's
+would). Error bounds are the ones a sphere's centre gives alone (`finish.centre_error_bounds`, from
+the same query): true bounds, equal to the prebuilt octree's branch and bound on most spheres and
+looser (up to ~r) on some leaves, at one distance query where the branch and bound takes ~1,000
+(it was ~95% of a group's build time). Only the separation bounds reported get looser; error
+bounds decide no verdict. Finishing them in a frame's spare time was tried and cost ~10% of frames
+within target in the lamps crowd. Leaves (level = depth) list the triangles meeting
 their cell: an intersection point lies in one cell of each ship, whose leaf spheres then collide
 and hold both triangles, so the exact level finds every intersecting pair.
 
@@ -45,7 +44,7 @@ import heapq
 
 import numpy as np
 
-from ..spheretree.finish import centre_error_bounds, witnesses
+from ..spheretree.finish import witnesses
 from ..spheretree.geometry import MeshQuery, _pseudo_normals, min_enclosing_sphere
 from ..spheretree.octree import bounding_cube, cell_spheres, occupied_children
 from .volumes import SPHERE
@@ -177,9 +176,8 @@ class OcstBank:
         """Witnesses and error bounds (spheretree.finish: the centre's) of new spheres of model m
         into `slots`."""
         query = self._local_query(m, centers, radii)
-        witness, radii = witnesses(query, centers, radii)
-        self.center[slots], self.radius[slots], self.witness[slots] = centers, radii, witness
-        self.error[slots] = centre_error_bounds(query, centers, radii)
+        witness, radii, error = witnesses(query, centers, radii, errors=True)
+        self.center[slots], self.radius[slots], self.witness[slots], self.error[slots] = centers, radii, witness, error
         self.stamp[slots], self.touched[slots] = self.now, -np.inf
 
     def build(self, nodes) -> None:

@@ -209,8 +209,9 @@ def error_bounds(query: MeshQuery, centers: np.ndarray, radii: np.ndarray, rel_t
     a ball point can be from q) every point has D <= max(0, s(q) + rho); also D(p) <= |p - x| for the
     surface point x closest to q, whose max over the cube is at a corner; the smaller bound is used.
     (rho is the covering radius of the sample q for its cube: the correction term Hubbard adds to
-    his dodecahedron samples, here refined adaptively.) Cubes whose bound does not exceed the best value seen at a point of the ball (a lower bound) by more than rel_tol * r are
-    retired with their bound; the others are split in 8. The result is the max of all retired bounds,
+    his dodecahedron samples, here refined adaptively.) Cubes whose bound does not exceed the best
+    value seen at a point of the ball (a lower bound) by more than rel_tol * r are retired with
+    their bound; the others are split in 8. The result is the max of all retired bounds,
     so it never underestimates; its slack is at most rel_tol * r (or the last cube size).
     A sphere stops splitting at max_cells cubes (then its slack may exceed rel_tol * r, but the
     result is still a bound). One numba kernel, sphere by sphere (`_sphere_error`); the numpy
@@ -321,7 +322,12 @@ def centre_error_bounds(query: MeshQuery, centers: np.ndarray, radii: np.ndarray
     about r (a sphere centred on a flat surface: both give ~r; one mostly inside the ship: D(c) + r
     against far less)."""
     d, _, side, _ = query.query(centers)
-    return (np.maximum(d * side, 0.0) if query.closed else d) + radii
+    return _centre_bound(d, side, radii, query.closed)
+
+
+def _centre_bound(d, side, radii, closed: bool) -> np.ndarray:
+    """D(centre) + r from the centres' distances d and sides (+-1) to the surface."""
+    return (np.maximum(d * side, 0.0) if closed else d) + radii
 
 
 def error_bounds_numpy(query: MeshQuery, centers: np.ndarray, radii: np.ndarray, rel_tol: float = 0.03,
@@ -377,10 +383,12 @@ def _ship_distance(query: MeshQuery, points: np.ndarray) -> tuple[np.ndarray, np
 
 # ---------------------------------------------------------------- assembly
 
-def witnesses(query: MeshQuery, centers: np.ndarray, radii: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Closest surface point to each centre (n,3), and radii grown where a sphere missed the surface."""
-    d, closest, _, _ = query.query(centers)
-    return closest, np.maximum(radii, d * (1 + 4 * _REL_SLACK))
+def witnesses(query: MeshQuery, centers: np.ndarray, radii: np.ndarray, errors: bool = False):
+    """Closest surface point to each centre (n,3), and radii grown where a sphere missed the surface;
+    with `errors`, also the grown spheres' `centre_error_bounds`, from the same distance query."""
+    d, closest, side, _ = query.query(centers)
+    radii = np.maximum(radii, d * (1 + 4 * _REL_SLACK))
+    return (closest, radii, _centre_bound(d, side, radii, query.closed)) if errors else (closest, radii)
 
 
 def assemble(levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]], query: MeshQuery, method: str,
