@@ -83,29 +83,31 @@ class FrameStats:
         bodies' bounding radii (n,) [m] (separation bounds are also kept relative to them; called
         only when some pair collides), and the asteroid pairs' answer (convex/field.py) when there
         are asteroids."""
-        if convex is not None:
+        if convex is not None and len(convex.pairs):
             self.convex_pairs += len(convex.pairs)
-            self.convex_colliding += int(convex.colliding.sum())
+            self.convex_colliding += int(np.count_nonzero(convex.colliding))
         hit = narrow.colliding
         self.candidate_pairs += len(narrow.pairs)
-        self.colliding_pairs += int(hit.sum())
-        self.exact_pairs += int((hit & narrow.exact).sum())
+        n_hit = int(np.count_nonzero(hit))
+        self.colliding_pairs += n_hit
+        self.exact_pairs += int(np.count_nonzero(hit & narrow.exact))
         self.responses += responses
         if math.isfinite(budget):
             # the frame's budget: what earlier samples used plus what this (later) sample may use
             self.budget = self.detection_used + budget
         self.detection_used += narrow.time_used
         self.t_narrow_batches += narrow.time_in_batches
-        hist = narrow.level_histogram
-        old = np.asarray(self.level_hist or np.zeros(len(hist), int))
-        self.level_hist = tuple(int(x) for x in old + hist)
-        bounds = narrow.separation_bound[hit]
-        if len(bounds):
+        hist = narrow.level_histogram.tolist()
+        self.level_hist = tuple(map(sum, zip(self.level_hist, hist))) if self.level_hist else tuple(hist)
+        if n_hit:
+            bounds = narrow.separation_bound[hit]
             radius = radii_of()[narrow.pairs[hit]].mean(axis=1)  # the pair's mean bounding radius
             self.sep_bounds = np.concatenate([self.sep_bounds, bounds])
             self.sep_bounds_rel = np.concatenate([self.sep_bounds_rel, bounds / radius])
-            self.sep_bound_min = float(self.sep_bounds.min())
-            self.sep_bound_median = float(np.median(self.sep_bounds))
+            ordered = sorted(self.sep_bounds.tolist())  # a frame's few bounds: faster than numpy's median
+            half = len(ordered) // 2
+            self.sep_bound_min = ordered[0]
+            self.sep_bound_median = ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
         dist = narrow.distance[~hit & np.isfinite(narrow.distance)]
         if len(dist):
             self.distance_min = float(np.nanmin([self.distance_min, dist.min()]))

@@ -34,7 +34,6 @@ plain numpy reference vectorised over the ships still integrating; tests compare
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numba
@@ -98,30 +97,17 @@ class Integrator:
         counts = _Counts.empty(self.n)
         if self.backend == "numba":
             _check_contiguous(state)
-            with _threads_for(self.n):
-                _heun_adaptive_kernel(state.pos, state.vel, state.quat, state.omega, state.thrust,
-                                      state.omega_cmd, self.h, *params, *counts.arrays())
-        else:
-            _heun_adaptive_numpy(state, self.h, *params, counts)
+            arrays = (state.pos, state.vel, state.quat, state.omega, state.thrust, state.omega_cmd, self.h, *params,
+                      *counts.arrays())
+            if self.n >= PARALLEL_MIN_SHIPS:
+                # dynamic chunks: a thread whose core is busy elsewhere does not hold up the others
+                with numba.parallel_chunksize(PARALLEL_CHUNK):
+                    _heun_adaptive_parallel(*arrays)
+            else:  # waking the thread team costs more than it saves on a small batch
+                _heun_adaptive_serial(*arrays)
+            return StepStats(*_tally(*counts.arrays()))
+        _heun_adaptive_numpy(state, self.h, *params, counts)
         return counts.stats()
-
-
-@contextmanager
-def _threads_for(n: int):
-    """One thread for small batches: waking the thread team costs more than it saves, and far
-    more on a loaded machine (measured: 2 ships, 1.4 ms per call on 2 threads vs 0.14 ms on 1).
-    Large batches are handed out in dynamic chunks."""
-    if n >= PARALLEL_MIN_SHIPS:
-        # dynamic chunks: a thread whose core is busy elsewhere does not hold up the others
-        with numba.parallel_chunksize(PARALLEL_CHUNK):
-            yield
-        return
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)
 
 
 # ---------------------------------------------------------------------------------------
@@ -215,51 +201,83 @@ def _heun(x, v, q, w, h, thrust, c, drag, tau):
 
 # error_model="numpy": no zero-division checks in the inner loop (inputs are validated outside)
 @njit(cache=True, parallel=True, error_model="numpy")
-def _heun_adaptive_kernel(pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi,
-                          cap, n_acc, n_rej, capped, h_min, h_max, h_sum):
-    """Advance every ship by dt in place (see the module docstring for the algorithm).
-    pos, vel, omega, omega_cmd: (n, 3); quat: (n, 4); thrust, h_mem: (n,) float64;
+def _heun_adaptive_parallel(pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi,
+                            cap, n_acc, n_rej, capped, h_min, h_max, h_sum):
+    """Advance every ship by dt in place (see the module docstring for the algorithm), ships spread
+    over threads. pos, vel, omega, omega_cmd: (n, 3); quat: (n, 4); thrust, h_mem: (n,) float64;
     n_acc, n_rej, capped: (n,) int64 and h_min, h_max, h_sum: (n,) float64 are outputs."""
     for i in prange(pos.shape[0]):
-        x = (pos[i, 0], pos[i, 1], pos[i, 2])
-        v = (vel[i, 0], vel[i, 1], vel[i, 2])
-        q = (quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3])
-        w = (omega[i, 0], omega[i, 1], omega[i, 2])
-        th, c = thrust[i], (omega_cmd[i, 0], omega_cmd[i, 1], omega_cmd[i, 2])
-        rest, h = dt, h_mem[i]
-        acc, rej, lo, hi, total = 0, 0, np.inf, 0.0, 0.0  # tallies kept local in the hot loop
-        while rest > 0.0 and acc < cap:
-            h_try = _next_step(h, rest)
-            xn, vn, qn, wn, err = _heun(x, v, q, w, h_try, th, c, drag, tau)
-            factor = GROW_MAX
-            if err > 0.0:
-                factor = min(GROW_MAX, max(SHRINK_MIN, SAFETY * math.sqrt(tol / err)))
-            h_new = min(h_hi, max(h_lo, h_try * factor))
-            if err <= tol or h_try <= h_lo:
-                x, v, q, w = xn, vn, qn, wn
-                rest = 0.0 if h_try == rest else rest - h_try
-                acc += 1
-                lo, hi, total = min(lo, h_try), max(hi, h_try), total + h_try
-                if h_try < h and factor >= 1.0:  # cut short at the end: keep the larger size
-                    h_new = max(h_new, h)
-            else:
-                rej += 1
-            h = h_new
-        if rest > 0.0:  # cap reached: equal uncontrolled steps no longer than max_step
-            m = int(math.ceil(rest / h_hi))
-            h_eq = rest / m
-            for _ in range(m):
-                x, v, q, w, _err = _heun(x, v, q, w, h_eq, th, c, drag, tau)
-            capped[i] = 1
-            acc += m
-            lo, hi, total = min(lo, h_eq), max(hi, h_eq), total + m * h_eq
-        n_acc[i], n_rej[i], h_min[i], h_max[i], h_sum[i] = acc, rej, lo, hi, total
-        h_mem[i] = h
-        for j in range(3):
-            pos[i, j], vel[i, j], omega[i, j] = x[j], v[j], w[j]
-        for j in range(4):
-            quat[i, j] = q[j]
+        _advance_ship(i, pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi, cap,
+                      n_acc, n_rej, capped, h_min, h_max, h_sum)
 
+
+@njit(cache=True, error_model="numpy")
+def _heun_adaptive_serial(pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi,
+                          cap, n_acc, n_rej, capped, h_min, h_max, h_sum):
+    """_heun_adaptive_parallel on the calling thread."""
+    for i in range(pos.shape[0]):
+        _advance_ship(i, pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi, cap,
+                      n_acc, n_rej, capped, h_min, h_max, h_sum)
+
+
+@njit(cache=True, error_model="numpy")
+def _advance_ship(i, pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi, cap,
+                  n_acc, n_rej, capped, h_min, h_max, h_sum):
+    """Ship i's adaptive steps over dt (arguments as the kernels')."""
+    x = (pos[i, 0], pos[i, 1], pos[i, 2])
+    v = (vel[i, 0], vel[i, 1], vel[i, 2])
+    q = (quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3])
+    w = (omega[i, 0], omega[i, 1], omega[i, 2])
+    th, c = thrust[i], (omega_cmd[i, 0], omega_cmd[i, 1], omega_cmd[i, 2])
+    rest, h = dt, h_mem[i]
+    acc, rej, lo, hi, total = 0, 0, np.inf, 0.0, 0.0  # tallies kept local in the hot loop
+    while rest > 0.0 and acc < cap:
+        h_try = _next_step(h, rest)
+        xn, vn, qn, wn, err = _heun(x, v, q, w, h_try, th, c, drag, tau)
+        factor = GROW_MAX
+        if err > 0.0:
+            factor = min(GROW_MAX, max(SHRINK_MIN, SAFETY * math.sqrt(tol / err)))
+        h_new = min(h_hi, max(h_lo, h_try * factor))
+        if err <= tol or h_try <= h_lo:
+            x, v, q, w = xn, vn, qn, wn
+            rest = 0.0 if h_try == rest else rest - h_try
+            acc += 1
+            lo, hi, total = min(lo, h_try), max(hi, h_try), total + h_try
+            if h_try < h and factor >= 1.0:  # cut short at the end: keep the larger size
+                h_new = max(h_new, h)
+        else:
+            rej += 1
+        h = h_new
+    if rest > 0.0:  # cap reached: equal uncontrolled steps no longer than max_step
+        m = int(math.ceil(rest / h_hi))
+        h_eq = rest / m
+        for _ in range(m):
+            x, v, q, w, _err = _heun(x, v, q, w, h_eq, th, c, drag, tau)
+        capped[i] = 1
+        acc += m
+        lo, hi, total = min(lo, h_eq), max(hi, h_eq), total + m * h_eq
+    n_acc[i], n_rej[i], h_min[i], h_max[i], h_sum[i] = acc, rej, lo, hi, total
+    h_mem[i] = h
+    for j in range(3):
+        pos[i, j], vel[i, j], omega[i, j] = x[j], v[j], w[j]
+    for j in range(4):
+        quat[i, j] = q[j]
+
+
+@njit(cache=True)
+def _tally(n_acc, n_rej, capped, h_min, h_max, h_sum):
+    """StepStats' fields from the kernels' per-ship outputs, in one compiled pass."""
+    n = n_acc.shape[0]
+    if n == 0:
+        return 0, 0, 0, 0, 0.0, 0.0, 0.0
+    total, most, rej, cap, lo, hi, length = 0, 0, 0, 0, np.inf, 0.0, 0.0
+    for i in range(n):
+        total += n_acc[i]
+        most = max(most, n_acc[i])
+        rej += n_rej[i]
+        cap += capped[i]
+        lo, hi, length = min(lo, h_min[i]), max(hi, h_max[i]), length + h_sum[i]
+    return total, most, rej, cap, lo, hi, length / max(total, 1)
 
 @njit(cache=True)
 def _next_step(h, rest):
