@@ -37,11 +37,11 @@ def step(world) -> FrameStats:
             # start poses of the swept test
             before = field.transforms(state, world.compiled) if world.swept else None
             stats.add_integration(world.integrator.step(state, cfg.sim.frame_dt / n_samples))
-            world.broad.invalidate(contain(state, cfg.arena.size))
+            world.broad.invalidate(contain(state, cfg.arena.size, world.compiled))
             field.integrate(cfg.sim.frame_dt / n_samples, world.compiled)
             world.t += cfg.sim.frame_dt / n_samples
         with timed(stats, "t_broad", clock):
-            pairs = world.broad.find_pairs(world.t, state.pos, state.vel, accel_bound(state, cfg.controls))
+            pairs = world.broad.find_pairs(world.t, state.pos, state.vel, accel_bound(state, cfg.controls, world.compiled))
             pairs = np.concatenate([pairs, field.ship_pairs(state, world.compiled)])
         budget = math.inf if not world.time_critical else detection_budget(
             stats.target, stats.render_predicted, spent=clock() - start, margin=cfg.collision.safety_margin,
@@ -52,12 +52,10 @@ def step(world) -> FrameStats:
             convex = field.collide(world.compiled)  # asteroid pairs: exact and cheap, first on the budget
             n_bodies, model_id = field.n_bodies(state), field.model_ids(state)
             T = field.transforms(state, world.compiled)
-            pairs = pairs[world.fair.order(pairs, n_bodies)]  # the least refined last time first
-            narrow = narrow_phase(world, model_id, T, pairs, deadline=deadline)
+            narrow = narrow_phase(world, model_id, T, pairs, n_bodies, deadline=deadline)
             if before is not None and world.compiled:  # crossings between samples (faceoctree.continuous)
                 moved = world.swept.catch(narrow, state, before, T, world.bank.max_level)
                 world.broad.invalidate(moved)
-            world.fair.record(narrow.pairs, narrow.level, n_bodies)
         with timed(stats, "t_response", clock):
             changed = collision_response(field, state, narrow, convex, cfg.collision, world.compiled)
             world.broad.invalidate(changed[changed < state.n])
@@ -72,18 +70,21 @@ def step(world) -> FrameStats:
     return stats
 
 
-def narrow_phase(world, model_id, T, pairs, deadline: float):
-    """The sample's narrow phase over bodies of models model_id (n,) at poses T (n, 4, 4) (ships,
-    then asteroids): the world's exact strategy alone when it has one (an exact-only baseline), else
-    the sphere trees refined until the deadline — on root spheres only while numba compiles their
-    kernels."""
+def narrow_phase(world, model_id, T, pairs, n_bodies: int, deadline: float):
+    """The sample's narrow phase over n_bodies bodies of models model_id (n,) at poses T (n, 4, 4)
+    (ships, then asteroids): the world's exact strategy alone when it has one (an exact-only
+    baseline), else the sphere trees refined until the deadline, the pairs least refined so far
+    first (fairness.py) — on root spheres only while numba compiles their kernels."""
     clock = world.clock
     if world.exact is not None:
         return exact_frame(world.exact, world.bank, model_id, T, pairs, all_contacts=world.narrow.all_contacts,
                            clock=clock)
-    if world.compiled:
-        return world.narrow(world.bank, model_id, T, pairs, deadline=deadline, clock=clock)
-    return refine_roots(world.bank, model_id, T, pairs, clock=clock)
+    if not world.compiled:
+        return refine_roots(world.bank, model_id, T, pairs, clock=clock)
+    pairs = pairs[world.fair.order(pairs, n_bodies)]
+    narrow = world.narrow(world.bank, model_id, T, pairs, deadline=deadline, clock=clock)
+    world.fair.record(narrow.pairs, narrow.level, n_bodies)
+    return narrow
 
 
 def collision_response(field, state, narrow, convex, collision, compiled: bool) -> np.ndarray:
@@ -94,8 +95,10 @@ def collision_response(field, state, narrow, convex, collision, compiled: bool) 
     if not hit.any() and not len(convex.hits):
         return np.zeros(0, np.int64)
     pos, vel, inv_mass = field.bodies(state)
-    hits = np.concatenate([narrow.pairs[hit], convex.hits])
-    normals = np.concatenate([narrow.contact_normal[hit], centre_line(pos, convex.hits)])
+    hits, normals = narrow.pairs[hit], narrow.contact_normal[hit]
+    if len(convex.hits):
+        hits = np.concatenate([hits, convex.hits])
+        normals = np.concatenate([normals, centre_line(pos, convex.hits)])
     changed = respond(vel, inv_mass, hits, normals, collision.restitution, centre_line(pos, hits),
                       collision.separation_speed, compiled=compiled)
     field.set_velocities(state, vel)

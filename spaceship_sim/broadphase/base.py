@@ -44,6 +44,20 @@ def pairs_from_keys(keys: np.ndarray, n: int) -> np.ndarray:
     return np.stack([keys // n, keys % n], axis=1).astype(np.int32) if len(keys) else EMPTY_PAIRS.copy()
 
 
+@njit(cache=True)
+def pairs_from_ids(pa, pb, ids, n):
+    """pairs_from_keys of the keys pa[ids] * n + pb[ids], compiled: (k, 2) int32 pairs (pa < pb
+    in each) sorted lexicographically."""
+    keys = np.empty(len(ids), np.int64)
+    for i in range(len(ids)):
+        keys[i] = np.int64(pa[ids[i]]) * n + pb[ids[i]]
+    keys.sort()
+    pairs = np.empty((len(ids), 2), np.int32)
+    for i in range(len(ids)):
+        pairs[i, 0], pairs[i, 1] = keys[i] // n, keys[i] % n
+    return pairs
+
+
 def warm_up(cls) -> None:
     """Run every kernel path of `cls` once on four ships, so that compiling or loading cached
     numba code happens at construction, not in the middle of a timed frame."""
@@ -95,7 +109,7 @@ class BroadPhase:
         if pos.shape != (n, 3) or vel.shape != (n, 3) or accel_bound.shape != (n,):
             raise ValueError(f"expected pos, vel (n, 3) and accel_bound (n,) with n={n}; got "
                              f"{pos.shape}, {vel.shape}, {accel_bound.shape}")
-        if not np.all(accel_bound >= 0):
+        if not (accel_bound >= 0).all():
             raise ValueError("accel_bound must be >= 0 (and not NaN)")
         t = float(t)
         if t < self.last_t:
@@ -120,7 +134,7 @@ class BroadPhase:
             if ships.shape != (self.n,):
                 raise ValueError(f"a boolean ship mask must have shape ({self.n},), got {ships.shape}")
             ships = np.flatnonzero(ships)
-        ships = ships.astype(np.int64).reshape(-1)
+        ships = ships.astype(np.int64, copy=False).reshape(-1)
         if len(ships) and (ships.min() < 0 or ships.max() >= self.n):
             raise ValueError(f"ship index out of range [0, {self.n})")
         return ships

@@ -50,7 +50,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .base import BroadPhase, EMPTY_PAIRS, overlap_sphere_sphere, pairs_from_keys
+from .base import BroadPhase, overlap_sphere_sphere, pairs_from_ids
 from .pair_schedule import N_DUE, SIZE, PairSchedule, heap_push, heap_remove, make_due
 from .ship_grid import ShipGrid
 
@@ -214,7 +214,8 @@ class SpaceTime(BroadPhase):
         return self.ball[:, 3]
 
     def invalidate(self, ships) -> None:
-        self.dirty[self._check_ships(ships)] = True
+        if np.size(ships):  # most calls name no ship
+            self.dirty[self._check_ships(ships)] = True
 
     # --- the frame's work ------------------------------------------------------------------
     def _find_pairs(self, t, pos, vel, accel) -> np.ndarray:
@@ -225,8 +226,7 @@ class SpaceTime(BroadPhase):
         s = self.schedule
         m, k = _st_step(t, pos, vel, self.a_ref, self.radius, s.pa, s.pb, s.wake, s.heap, s.hpos, s.due, s.dpos,
                         s.counts, s.buf, s.out)
-        ids = s.out[:k]
-        pairs = pairs_from_keys(s.pa[ids] * self.n + s.pb[ids], self.n) if k else EMPTY_PAIRS.copy()
+        pairs = pairs_from_ids(s.pa, s.pb, s.out[:k], self.n)
         self.last_stats = {"pairs_examined": int(m), "pairs_scheduled": s.size, "pairs_found": len(pairs),
                            "pairs_added": int(added), "ships_reballed": len(due), "horizon": self.horizon}
         return pairs

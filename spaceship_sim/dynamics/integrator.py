@@ -84,6 +84,7 @@ class Integrator:
         self.cfg, self.n, self.backend = cfg, int(n), backend
         # first attempt at the largest step: rejections shrink it within a call
         self.h = np.full(self.n, cfg.integrator.max_step)
+        self._counts = _Counts.empty(self.n)  # the kernels' per-ship outputs: every entry rewritten each call
 
     def step(self, state: ShipState, dt: float) -> StepStats:
         """Advance every ship of `state` in place by `dt` [s] of simulation time."""
@@ -94,8 +95,8 @@ class Integrator:
         i, c = self.cfg.integrator, self.cfg.controls
         params = (float(dt), c.drag, c.rotation_time_constant, i.tolerance, i.min_step, i.max_step,
                   int(i.max_substeps))
-        counts = _Counts.empty(self.n)
         if self.backend == "numba":
+            counts = self._counts
             _check_contiguous(state)
             arrays = (state.pos, state.vel, state.quat, state.omega, state.thrust, state.omega_cmd, self.h, *params,
                       *counts.arrays())
@@ -106,6 +107,7 @@ class Integrator:
             else:  # waking the thread team costs more than it saves on a small batch
                 _heun_adaptive_serial(*arrays)
             return StepStats(*_tally(*counts.arrays()))
+        counts = _Counts.empty(self.n)
         _heun_adaptive_numpy(state, self.h, *params, counts)
         return counts.stats()
 
@@ -248,6 +250,7 @@ def _advance_ship(i, pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, 
         else:
             rej += 1
         h = h_new
+    capped[i] = 0
     if rest > 0.0:  # cap reached: equal uncontrolled steps no longer than max_step
         m = int(math.ceil(rest / h_hi))
         h_eq = rest / m

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 from ..config import Config, ConfigError, ControlConfig
 from ..state import ShipState
@@ -21,25 +22,54 @@ DENSITY = 100.0  # [kg/m^3] of a ship's bounding sphere: mass = DENSITY * 4/3 pi
 PLACEMENT_TRIES = 300  # failed random positions for one ship before giving up
 
 
-def accel_bound(state: ShipState, controls: ControlConfig) -> np.ndarray:
+def accel_bound(state: ShipState, controls: ControlConfig, compiled: bool = False) -> np.ndarray:
     """(n,) float64 [m/s^2]: a bound on |dv/dt| of each ship valid from now until its velocity
     next jumps (collision response, arena wall), whatever the controls do meanwhile.
 
     |dv/dt| = |thrust nose - drag v| <= T + drag |v| with T = max(max_thrust, |thrust|), and
     d|v|/dt <= T - drag |v| keeps |v| <= max(|v_now|, T / drag) for all later time.
+    compiled: by the numba kernel (the same numbers; False: numpy, which needs no compiling).
     """
+    if compiled:
+        return _accel_bound_kernel(state.thrust, state.vel, float(controls.max_thrust), float(controls.drag))
     t_max = np.maximum(controls.max_thrust, np.abs(state.thrust))
     speed = np.linalg.norm(state.vel, axis=1)
     return t_max + controls.drag * np.maximum(speed, t_max / controls.drag)
 
 
-def contain(state: ShipState, arena_size: float) -> np.ndarray:
+def contain(state: ShipState, arena_size: float, compiled: bool = False) -> np.ndarray:
     """Apply the arena rule (module docstring) to state.vel in place.
-    Returns (k,) int64: indices of the ships whose velocity changed."""
+    Returns (k,) int64: indices of the ships whose velocity changed.
+    compiled: by the numba kernel (the same result; False: numpy, which needs no compiling)."""
     half = 0.5 * arena_size
+    if compiled:
+        return _contain_kernel(state.pos, state.vel, half)
     out = ((state.pos > half) & (state.vel > 0)) | ((state.pos < -half) & (state.vel < 0))
     state.vel[out] = -state.vel[out]
     return np.flatnonzero(out.any(axis=1))
+
+
+@njit(cache=True)
+def _accel_bound_kernel(thrust, vel, max_thrust, drag):
+    """accel_bound's numpy lines ship by ship (the same operations in the same order)."""
+    bound = np.empty(len(thrust))
+    for i in range(len(thrust)):
+        t_max = max(max_thrust, abs(thrust[i]))
+        speed = math.sqrt(vel[i, 0] * vel[i, 0] + vel[i, 1] * vel[i, 1] + vel[i, 2] * vel[i, 2])
+        bound[i] = t_max + drag * max(speed, t_max / drag)
+    return bound
+
+
+@njit(cache=True)
+def _contain_kernel(pos, vel, half):
+    """contain's numpy lines ship by ship."""
+    changed = np.zeros(len(pos), np.bool_)
+    for i in range(len(pos)):
+        for c in range(3):
+            if (pos[i, c] > half and vel[i, c] > 0) or (pos[i, c] < -half and vel[i, c] < 0):
+                vel[i, c] = -vel[i, c]
+                changed[i] = True
+    return np.flatnonzero(changed)
 
 
 def initial_state(cfg: Config, model_names: list[str], model_radii: np.ndarray) -> ShipState:

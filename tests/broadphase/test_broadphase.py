@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.broadphase import BROADPHASES, BroadPhaseNameError, make_broadphase
+from spaceship_sim.broadphase.base import pairs_from_ids, pairs_from_keys
 from spaceship_sim.broadphase.motion import RandomMotion, box_for_volume_fraction
 from spaceship_sim.broadphase.space_time import _wake_delay
 from spaceship_sim.broadphase.sweep_prune import EMPTY, _set_add, _set_remove
@@ -227,3 +228,14 @@ def test_bench_reports_spread_and_fcl_ratio():
     assert "NO" not in out.stdout
     fcl = "fcl DynamicAABBTree" in out.stdout
     assert ("vs fcl, wall clock: space_time" in out.stdout) == fcl
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 300), k=st.integers(0, 200))
+def test_pairs_from_ids_matches_pairs_from_keys(seed, n, k):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, n - 1, k)
+    b = a + 1 + (rng.integers(0, 2**31, k) % (n - 1 - a))
+    ids = rng.permutation(k)[:rng.integers(0, k + 1)]
+    got = pairs_from_ids(a.astype(np.int32), b.astype(np.int32), ids, n)
+    assert got.dtype == np.int32 and np.array_equal(got, pairs_from_keys(a[ids] * n + b[ids], n).reshape(-1, 2))

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers import make_cfg  # noqa: E402
@@ -125,3 +126,19 @@ def test_accel_bound_counts_thrust_beyond_the_limit():
     s.thrust[:] = 50.0
     c = make_cfg(controls=dict(max_thrust=20.0, drag=0.5)).controls
     assert accel_bound(s, c)[0] == pytest.approx(50 + 0.5 * 50 / 0.5)
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 80), arena=st.floats(1.0, 100.0))
+def test_compiled_arena_rule_and_bound_match_numpy(seed, n, arena):
+    rng = np.random.default_rng(seed)
+    s = ShipState.zeros(n)
+    s.pos[:] = rng.uniform(-arena, arena, (n, 3))
+    s.pos[rng.random((n, 3)) < 0.1] = 0.5 * arena  # on the wall: not beyond it
+    s.vel[:] = rng.normal(size=(n, 3)) * rng.uniform(0, 50, (n, 1))
+    s.thrust[:] = rng.uniform(-40, 40, n)
+    c = make_cfg(controls=dict(max_thrust=20.0, drag=0.3)).controls
+    assert np.array_equal(accel_bound(s, c, compiled=True), accel_bound(s, c))
+    t = s.copy()
+    assert np.array_equal(contain(s, arena, compiled=True), contain(t, arena))
+    assert np.array_equal(s.vel, t.vel)

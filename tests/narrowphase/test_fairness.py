@@ -2,6 +2,7 @@
 budget that fits a third of the pairs, every pair gets deeper within a few samples."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.clock import TickClock
 from spaceship_sim.narrowphase import TreeBank, refine_frame
@@ -58,3 +59,32 @@ def test_fair_order_puts_the_least_served_pairs_first():
     pairs = np.array([[2, 3], [0, 1], [4, 5], [1, 2]])
     assert f.service(pairs, 6).tolist() == [3, 0, 4, 0]
     assert f.order(pairs, 6).tolist() == [1, 3, 0, 2]
+
+
+class DictOrder:
+    """The reference: a dict of pair key -> refinement had."""
+
+    def __init__(self):
+        self.served = {}
+
+    def service(self, pairs, n):
+        return np.array([self.served.get(a * n + b, 0) for a, b in pairs.tolist()], np.int64)
+
+    def record(self, pairs, levels, n):
+        self.served = {a * n + b: self.served.get(a * n + b, 0) + int(level)
+                       for (a, b), level in zip(pairs.tolist(), levels)}
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 40), samples=st.integers(1, 6))
+def test_compiled_order_matches_the_dict_reference(seed, n, samples):
+    rng = np.random.default_rng(seed)
+    every = np.array([(a, b) for a in range(n) for b in range(a + 1, n)], np.int32)
+    fast, ref = FairOrder(), DictOrder()
+    for _ in range(samples):
+        pairs = every[rng.random(len(every)) < rng.uniform(0.1, 0.9)]
+        pairs = pairs[rng.permutation(len(pairs))]
+        assert fast.service(pairs, n).tolist() == ref.service(pairs, n).tolist()
+        levels = rng.integers(0, 5, len(pairs))
+        fast.record(pairs, levels, n)
+        ref.record(pairs, levels, n)
