@@ -323,44 +323,49 @@ def overlap_triangles_boxes(tris, centers, half, out):
     v = np.empty((3, 3))
     e = np.empty((3, 3))
     for i in range(len(tris)):
-        h = half[i] * (1 + 1e-9)
-        ok = True
-        for j in range(3):
-            for c in range(3):
-                v[j, c] = tris[i, j, c] - centers[i, c]
+        out[i] = triangle_meets_box(tris, i, centers[i, 0], centers[i, 1], centers[i, 2], half[i], v, e)
+
+
+@njit(cache=True)
+def triangle_meets_box(tris, i, cx, cy, cz, half, v, e):
+    """overlap_triangles_boxes for triangle i and the cube (cx, cy, cz) +- half; v, e (3, 3) scratch.
+    Returns at the first separating axis (the box's own axes first: the cheapest and likeliest)."""
+    h = half * (1 + 1e-9)
+    for j in range(3):
+        v[j, 0], v[j, 1], v[j, 2] = tris[i, j, 0] - cx, tris[i, j, 1] - cy, tris[i, j, 2] - cz
+    for c in range(3):
+        if min(v[0, c], v[1, c], v[2, c]) > h or max(v[0, c], v[1, c], v[2, c]) < -h:
+            return False
+    for j in range(3):
         for c in range(3):
-            if min(v[0, c], v[1, c], v[2, c]) > h or max(v[0, c], v[1, c], v[2, c]) < -h:
-                ok = False
-        for j in range(3):
-            for c in range(3):
-                e[j, c] = v[(j + 1) % 3, c] - v[j, c]
-        n0 = e[0, 1] * e[1, 2] - e[0, 2] * e[1, 1]
-        n1 = e[0, 2] * e[1, 0] - e[0, 0] * e[1, 2]
-        n2 = e[0, 0] * e[1, 1] - e[0, 1] * e[1, 0]
-        if abs(n0 * v[0, 0] + n1 * v[0, 1] + n2 * v[0, 2]) > h * (abs(n0) + abs(n1) + abs(n2)):
-            ok = False
-        for j in range(3):
-            ex, ey, ez = e[j, 0], e[j, 1], e[j, 2]
-            # axis x cross e = (0, -ez, ey); y cross e = (ez, 0, -ex); z cross e = (-ey, ex, 0)
-            for ax in range(3):
-                lo, hi = np.inf, -np.inf
-                for k in range(3):
-                    if ax == 0:
-                        p = -ez * v[k, 1] + ey * v[k, 2]
-                    elif ax == 1:
-                        p = ez * v[k, 0] + -ex * v[k, 2]
-                    else:
-                        p = -ey * v[k, 0] + ex * v[k, 1]
-                    lo, hi = min(lo, p), max(hi, p)
+            e[j, c] = v[(j + 1) % 3, c] - v[j, c]
+    n0 = e[0, 1] * e[1, 2] - e[0, 2] * e[1, 1]
+    n1 = e[0, 2] * e[1, 0] - e[0, 0] * e[1, 2]
+    n2 = e[0, 0] * e[1, 1] - e[0, 1] * e[1, 0]
+    if abs(n0 * v[0, 0] + n1 * v[0, 1] + n2 * v[0, 2]) > h * (abs(n0) + abs(n1) + abs(n2)):
+        return False
+    for j in range(3):
+        ex, ey, ez = e[j, 0], e[j, 1], e[j, 2]
+        # axis x cross e = (0, -ez, ey); y cross e = (ez, 0, -ex); z cross e = (-ey, ex, 0)
+        for ax in range(3):
+            lo, hi = np.inf, -np.inf
+            for k in range(3):
                 if ax == 0:
-                    r = h * (abs(ez) + abs(ey))
+                    p = -ez * v[k, 1] + ey * v[k, 2]
                 elif ax == 1:
-                    r = h * (abs(ez) + abs(ex))
+                    p = ez * v[k, 0] + -ex * v[k, 2]
                 else:
-                    r = h * (abs(ey) + abs(ex))
-                if lo > r or hi < -r:
-                    ok = False
-        out[i] = ok
+                    p = -ey * v[k, 0] + ex * v[k, 1]
+                lo, hi = min(lo, p), max(hi, p)
+            if ax == 0:
+                r = h * (abs(ez) + abs(ey))
+            elif ax == 1:
+                r = h * (abs(ez) + abs(ex))
+            else:
+                r = h * (abs(ey) + abs(ex))
+            if lo > r or hi < -r:
+                return False
+    return True
 
 
 def triangle_box_overlap(tris: np.ndarray, box_center: np.ndarray, half: float | np.ndarray) -> np.ndarray:

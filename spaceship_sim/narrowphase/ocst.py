@@ -45,13 +45,12 @@ import heapq
 import numpy as np
 
 from ..spheretree.finish import witnesses
-from ..spheretree.geometry import MeshQuery, _pseudo_normals, min_enclosing_sphere
+from ..spheretree.geometry import MeshQuery, min_enclosing_sphere
 from ..spheretree.octree import bounding_cube, cell_spheres, occupied_children
 from .volumes import SPHERE
 
 UNBUILT = -1   # child_count of a node whose children have not been built yet
 _BLOCK = 9     # slots per sibling group: 8 children and a spacer (see the module docstring)
-_REACH = 5.0   # radii around a new sphere's centre whose triangles answer its distance queries
 
 
 class OcstBank:
@@ -104,7 +103,7 @@ class OcstBank:
         self._free = list(range(n_blocks))  # a heap: the lowest free block first keeps memory compact
         self._block_parent = np.full(n_blocks, -1, np.int64)  # owner of each used block
         self._block_tris = np.zeros((n_blocks, 2), np.int64)  # its region of tri_idx
-        self._cube, self._pseudo = [], {}  # per model: (origin, side) of its octree; pseudo-normals
+        self._cube, self._queries = [], {}  # per model: (origin, side) of its octree; its MeshQuery
         for m, mesh in enumerate(self.models):
             self._make_root(m, mesh, seed)
         self.built_groups = 0   # counters for reports
@@ -160,23 +159,19 @@ class OcstBank:
         self.child_count[m] = UNBUILT
         self.parent[m], self.model[m], self.level[m] = -1, m, 0
 
-    def _local_query(self, m, centers, radii) -> MeshQuery:
-        """A distance query over model m's triangles within _REACH radii of every sphere."""
-        mesh = self.models[m]
-        if m not in self._pseudo:
-            self._pseudo[m] = (_pseudo_normals(mesh.vertices, mesh.faces) if mesh.closed
-                               else np.zeros((len(mesh.faces), 7, 3)))
-        tris = self.tri_verts[self.tri_offset[m]:self.tri_offset[m + 1]]
-        reach = _REACH * radii[:, None]
-        lo, hi = (centers - reach).min(axis=0), (centers + reach).max(axis=0)
-        near = np.flatnonzero(((tris.min(axis=1) <= hi) & (tris.max(axis=1) >= lo)).all(axis=1))
-        return MeshQuery(mesh.vertices, mesh.faces[near], mesh.closed, pseudo=self._pseudo[m][near])
+    def _query(self, m) -> MeshQuery:
+        """Model m's distance query, made at its first use (the root's) and kept: made per build
+        group over the triangles near the group, it cost ~0.3 s a group on a 200,000-triangle mesh,
+        where one query point costs ~50 µs against the whole mesh."""
+        if m not in self._queries:
+            mesh = self.models[m]
+            self._queries[m] = MeshQuery(mesh.vertices, mesh.faces, mesh.closed)
+        return self._queries[m]
 
     def _finish(self, m, slots, centers, radii):
         """Witnesses and error bounds (spheretree.finish: the centre's) of new spheres of model m
         into `slots`."""
-        query = self._local_query(m, centers, radii)
-        witness, radii, error = witnesses(query, centers, radii, errors=True)
+        witness, radii, error = witnesses(self._query(m), centers, radii, errors=True)
         self.center[slots], self.radius[slots], self.witness[slots], self.error[slots] = centers, radii, witness, error
         self.stamp[slots], self.touched[slots] = self.now, -np.inf
 

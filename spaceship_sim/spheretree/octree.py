@@ -8,8 +8,9 @@ L / 2^k. Every point of a triangle lies in some occupied cell, so coverage holds
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from ..geometry.triangles import triangle_box_overlap
+from ..geometry.triangles import triangle_meets_box
 from .geometry import MeshQuery, min_enclosing_sphere
 
 _OCT = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=np.int64)
@@ -34,13 +35,33 @@ def occupied_children(tris, pair_tri, pair_cell, cells, origin, size):
     those triangles are tested against that cell's 8 children. Returns (children (c,3) int64,
     parent (c,) index into cells, ascending; pair_tri (p,), pair_child (p,) index into children).
     """
+    pt, pc = _children_met(np.ascontiguousarray(tris, np.float64), np.asarray(pair_tri, np.int64),
+                           np.asarray(pair_cell, np.int64), np.asarray(cells, np.int64),
+                           np.asarray(origin, np.float64), float(size))
     kids = (2 * cells[:, None, :] + _OCT[None]).reshape(-1, 3)  # child j of cell i at 8 i + j
-    pt = np.repeat(pair_tri, 8)
-    pc = (8 * pair_cell[:, None] + np.arange(8)[None]).ravel()
-    hit = triangle_box_overlap(tris[pt], origin + (kids[pc] + 0.5) * size, size / 2)
-    pt, pc = pt[hit], pc[hit]
     used, pair_child = np.unique(pc, return_inverse=True)
     return kids[used], used // 8, pt, pair_child.reshape(-1)
+
+
+@njit(cache=True)
+def _children_met(tris, pair_tri, pair_cell, cells, origin, size):
+    """(pt, pc): each candidate (pair_tri[i], child 8 pair_cell[i] + j of its cell) whose triangle meets
+    the child's cube, pair by pair and child j = 4x + 2y + z (_OCT's order) within a pair. The child's
+    centre is origin + (cell index + 0.5) size, as numpy would compute it. No (pairs x 8) arrays of
+    triangles and centres gathered first: a 200,000-triangle mesh's first split gathered ~150 MB."""
+    pt, pc = np.empty(8 * len(pair_tri), np.int64), np.empty(8 * len(pair_tri), np.int64)
+    v, e = np.empty((3, 3)), np.empty((3, 3))
+    n = 0
+    for i in range(len(pair_tri)):
+        t, cell = pair_tri[i], pair_cell[i]
+        for j in range(8):
+            cx = origin[0] + (2 * cells[cell, 0] + (j >> 2 & 1) + 0.5) * size
+            cy = origin[1] + (2 * cells[cell, 1] + (j >> 1 & 1) + 0.5) * size
+            cz = origin[2] + (2 * cells[cell, 2] + (j & 1) + 0.5) * size
+            if triangle_meets_box(tris, t, cx, cy, cz, size / 2, v, e):
+                pt[n], pc[n] = t, 8 * cell + j
+                n += 1
+    return pt[:n], pc[:n]
 
 
 def octree_levels(query: MeshQuery, depth: int, seed: int = 0):

@@ -235,3 +235,34 @@ def test_greedy_merge_matches_plain_reference(shapes, seed, target):
     assert np.array_equal(got, want)
     lazy, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, *q.kernel_args(), True)
     assert len(np.unique(lazy)) == target and _components_ok(lazy, edges)
+
+
+def occupied_children_numpy(tris, pair_tri, pair_cell, cells, origin, size):
+    """The octree split as first written: every candidate's 8 children gathered and tested at once."""
+    from spaceship_sim.geometry.triangles import triangle_box_overlap
+    from spaceship_sim.spheretree.octree import _OCT
+
+    kids = (2 * cells[:, None, :] + _OCT[None]).reshape(-1, 3)
+    pt = np.repeat(pair_tri, 8)
+    pc = (8 * pair_cell[:, None] + np.arange(8)[None]).ravel()
+    hit = triangle_box_overlap(tris[pt], origin + (kids[pc] + 0.5) * size, size / 2)
+    pt, pc = pt[hit], pc[hit]
+    used, pair_child = np.unique(pc, return_inverse=True)
+    return kids[used], used // 8, pt, pair_child.reshape(-1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 60), levels=st.integers(1, 4))
+def test_octree_split_matches_the_gathered_numpy_split(seed, n, levels):
+    from spaceship_sim.spheretree.octree import bounding_cube, occupied_children
+
+    rng = np.random.default_rng(seed)
+    tris = rng.uniform(-1, 1, (n, 1, 3)) + rng.normal(0, rng.uniform(0.01, 0.5), (n, 3, 3))
+    origin, side = bounding_cube(tris)
+    cells, pair_tri, pair_cell = np.zeros((1, 3), np.int64), np.arange(n), np.zeros(n, np.int64)
+    for k in range(1, levels + 1):
+        got = occupied_children(tris, pair_tri, pair_cell, cells, origin, side / 2 ** k)
+        want = occupied_children_numpy(tris, pair_tri, pair_cell, cells, origin, side / 2 ** k)
+        for a, b in zip(got, want):
+            assert np.array_equal(a, b)
+        cells, _, pair_tri, pair_cell = got
