@@ -109,7 +109,7 @@ class BroadPhase:
         if pos.shape != (n, 3) or vel.shape != (n, 3) or accel_bound.shape != (n,):
             raise ValueError(f"expected pos, vel (n, 3) and accel_bound (n,) with n={n}; got "
                              f"{pos.shape}, {vel.shape}, {accel_bound.shape}")
-        if not (accel_bound >= 0).all():
+        if n and not accel_bound.min() >= 0:  # one reduction: NaN fails it too
             raise ValueError("accel_bound must be >= 0 (and not NaN)")
         t = float(t)
         if t < self.last_t:

@@ -40,16 +40,15 @@ def respond(vel: np.ndarray, inv_mass: np.ndarray, pairs: np.ndarray, normal: np
     pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
     normal = np.ascontiguousarray(normal, dtype=np.float64).reshape(-1, 3)
     line = np.zeros_like(normal) if centre_line is None else np.ascontiguousarray(centre_line, dtype=np.float64)
-    moved = _respond_kernel(vel, np.asarray(inv_mass, dtype=np.float64), pairs, normal, float(restitution), line,
-                            float(separation_speed))
-    return np.unique(pairs[moved])
+    return _respond_kernel(vel, np.asarray(inv_mass, dtype=np.float64), pairs, normal, float(restitution), line,
+                           float(separation_speed))
 
 
 @njit(cache=True)
 def _respond_kernel(vel, inv_mass, pairs, normal, restitution, line, separation_speed):
-    """respond_reference's loop; rows of `line` all zero skip the centre-line impulse. Returns
-    (k,) bool: the pair's velocities changed."""
-    moved = np.zeros(len(pairs), np.bool_)
+    """respond_reference's loop; rows of `line` all zero skip the centre-line impulse. Returns the
+    sorted indices of the ships whose velocity changed."""
+    moved = np.zeros(len(vel), np.bool_)
     for i in range(len(pairs)):
         a, b = pairs[i, 0], pairs[i, 1]
         if inv_mass[a] + inv_mass[b] == 0.0:
@@ -57,13 +56,13 @@ def _respond_kernel(vel, inv_mass, pairs, normal, restitution, line, separation_
         u = _closing_nb(vel, a, b, normal, i)
         if u < 0.0:  # converging along the contact normal: Hubbard's impulse
             _impulse_nb(vel, inv_mass, a, b, normal, i, -(1.0 + restitution) * u)
-            moved[i] = True
+            moved[a] = moved[b] = True
         if line[i, 0] != 0.0 or line[i, 1] != 0.0 or line[i, 2] != 0.0:
             u = _closing_nb(vel, a, b, line, i)
             if u < separation_speed:  # centres part too slowly: push them apart up to that speed
                 _impulse_nb(vel, inv_mass, a, b, line, i, separation_speed - u)
-                moved[i] = True
-    return moved
+                moved[a] = moved[b] = True
+    return np.flatnonzero(moved)
 
 
 @njit(cache=True)
