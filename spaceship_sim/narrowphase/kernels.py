@@ -22,7 +22,10 @@ from .volumes import contact, dist2 as _dist2, enclosing, overlap, place, separa
 
 
 # Points are passed as (array, row) and never sliced: array views cost reference counting in
-# the innermost loops. Indices are int64 everywhere and constants are passed as typed values (Z,
+# the innermost loops. The descent's per-row and per-expansion functions are compiled without
+# reference counting (_nrt=False: they allocate nothing and keep no array): otherwise each call
+# increfs and decrefs its ~20 array arguments, atomic operations that cost more than the ~60
+# sphere tests of an expansion. Indices are int64 everywhere and constants are passed as typed values (Z,
 # TRUE, ...), never literals: each distinct argument type is one more compilation of a helper.
 
 # What search_levels' set-up keeps per pair row, as rows of one (ROWS, k) int64 block: the
@@ -32,7 +35,7 @@ ROWS = 8
 BAD_PAIRS, BAD_MODELS = -2, -3  # search_levels' plan[0] after a first call on bad input
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, sl, top, xb):
     """Push onto the stack (sa, sb, sl)[top:] every child pair of node pair (a0, b0) whose volumes
     overlap (volumes.py; a leaf stands in for its own children), at `level`, the deepest overlap
@@ -163,7 +166,7 @@ def descend_stacks(VA, fca, cca, VB, fcb, ccb, R, t, rows, s, e, target, sa, sb,
                      blocked, xb)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, r, target, sa, sb, sl, height, level, apart, blocked, xb):
     """descend_stacks for pair row r toward level `target`."""
     A, B, L = sa[r], sb[r], sl[r]
