@@ -85,7 +85,9 @@ def _start_rows(banks, frame, rows, pose):
         depth = max(depth_a[ma], depth_b[mb])
         rows[MA, r], rows[MB, r], rows[DEPTH, r], rows[CAP, r] = ma, mb, depth, min(depth, max_level)
         rows[ROOT_A, r], rows[ROOT_B, r], rows[TRI_A, r], rows[TRI_B, r] = node_a[ma], node_b[mb], tri_a[ma], tri_b[mb]
-        Ta[r], Tb[r] = T[ia], T[ib]
+        for p in range(4):  # element by element: T[ia] would be a view, refcounted, set by numba's slow path
+            for q in range(4):
+                Ta[r, p, q], Tb[r, p, q] = T[ia, p, q], T[ib, p, q]
     relative_poses_into(Ta, Tb, R, t)
     return 0
 
