@@ -566,8 +566,9 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
             continue
         acc[:] = 0.0
         best = np.inf
-        for j in range(height[i]):
+        for j in range(height[i]):  # two loops, not one: shorter bodies, more entries in flight
             best = min(best, separation(VA, sa[i, j], VB, sb[i, j], R, t, i, xb))
+        for j in range(height[i]):
             contact(VA, sa[i, j], VB, sb[i, j], R, t, i, xb, acc)
         bound[i] = 0.0 if hit_ptr[i + 1] > hit_ptr[i] else best
         for c in range(3):
