@@ -21,6 +21,10 @@ into A's by the pair row's relative pose R[r], t[r] — with xb a (2, 3) scratch
       a sphere around node i's volume, c[0, :] its centre (the node's own frame), returned its radius:
       the exact level gathers only triangles whose spheres reach the other leaf's
 
+place and overlap run in the descent's innermost loop, which kernels.py compiles without reference
+counting (a call there would otherwise incref and decref some twenty arrays): they may not
+allocate arrays — xb is their scratch.
+
 Which volume's implementation runs is decided when numba compiles a kernel, by the class of the
 node-array tuple (a namedtuple whose fields name the bank's arrays): `Volume(..., nodes=SphereNodes,
 ...)` registers itself for it. So the Python side passes plain arrays and tuples — no function
