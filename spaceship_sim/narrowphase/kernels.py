@@ -48,9 +48,9 @@ def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, s
         b_first, nb = fcb[b0], ccb[b0]
     best, best_at = -np.inf, top
     for b in range(b_first, b_first + nb):
-        place(VB, b, R, t, r, xb)
+        place(VB, np.uint64(b), R, t, r, xb)  # node ids are >= 0: unsigned, numba checks no wraparound
         for a in range(a_first, a_first + na):
-            hit, depth = overlap(VA, a, VB, b, R, t, r, xb)
+            hit, depth = overlap(VA, np.uint64(a), VB, np.uint64(b), R, t, r, xb)
             if hit:
                 sa[top], sb[top], sl[top] = a, b, level
                 if depth > best:

@@ -23,7 +23,8 @@ into A's by the pair row's relative pose R[r], t[r] — with xb a (2, 3) scratch
 
 place and overlap run in the descent's innermost loop, which kernels.py compiles without reference
 counting (a call there would otherwise incref and decref some twenty arrays): they may not
-allocate arrays — xb is their scratch.
+allocate arrays — xb is their scratch — and get node ids as uint64 (numba then checks no negative
+index on every array access).
 
 Which volume's implementation runs is decided when numba compiles a kernel, by the class of the
 node-array tuple (a namedtuple whose fields name the bank's arrays): `Volume(..., nodes=SphereNodes,
