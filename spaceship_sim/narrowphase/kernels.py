@@ -24,6 +24,10 @@ from .volumes import contact, dist2 as _dist2, enclosing, overlap, place, separa
 # Points are passed as (array, row) and never sliced: array views cost reference counting in
 # the innermost loops. Indices are int64 everywhere and constants are passed as typed values (Z,
 # TRUE, ...), never literals: each distinct argument type is one more compilation of a helper.
+# The descent's per-row and per-expansion functions are compiled without reference counting
+# (_nrt=False; they allocate nothing, and nor may the volume functions they call): otherwise each
+# call increfs and decrefs its ~20 array arguments, atomic operations that cost more than the
+# ~60 sphere tests of an expansion (measured: the descent twice as fast without).
 
 # What search_levels' set-up keeps per pair row, as rows of one (ROWS, k) int64 block: the
 # models, root nodes, triangle id offsets, tree depth and deepest sphere level (the cap) of A and B.
@@ -32,7 +36,7 @@ ROWS = 8
 BAD_PAIRS, BAD_MODELS = -2, -3  # search_levels' plan[0] after a first call on bad input
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, sl, top, xb):
     """Push onto the stack (sa, sb, sl)[top:] every child pair of node pair (a0, b0) whose volumes
     overlap (volumes.py; a leaf stands in for its own children), at `level`, the deepest overlap
@@ -44,9 +48,9 @@ def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, s
         b_first, nb = fcb[b0], ccb[b0]
     best, best_at = -np.inf, top
     for b in range(b_first, b_first + nb):
-        place(VB, b, R, t, r, xb)
+        place(VB, np.uint64(b), R, t, r, xb)  # node ids are >= 0: unsigned, numba checks no wraparound
         for a in range(a_first, a_first + na):
-            hit, depth = overlap(VA, a, VB, b, R, t, r, xb)
+            hit, depth = overlap(VA, np.uint64(a), VB, np.uint64(b), R, t, r, xb)
             if hit:
                 sa[top], sb[top], sl[top] = a, b, level
                 if depth > best:
@@ -82,7 +86,9 @@ def _start_rows(banks, frame, rows, pose):
         depth = max(depth_a[ma], depth_b[mb])
         rows[MA, r], rows[MB, r], rows[DEPTH, r], rows[CAP, r] = ma, mb, depth, min(depth, max_level)
         rows[ROOT_A, r], rows[ROOT_B, r], rows[TRI_A, r], rows[TRI_B, r] = node_a[ma], node_b[mb], tri_a[ma], tri_b[mb]
-        Ta[r], Tb[r] = T[ia], T[ib]
+        for p in range(4):  # element by element: T[ia] would be a view, refcounted, set by numba's slow path
+            for q in range(4):
+                Ta[r, p, q], Tb[r, p, q] = T[ia, p, q], T[ib, p, q]
     relative_poses_into(Ta, Tb, R, t)
     return 0
 
@@ -163,7 +169,7 @@ def descend_stacks(VA, fca, cca, VB, fcb, ccb, R, t, rows, s, e, target, sa, sb,
                      blocked, xb)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, r, target, sa, sb, sl, height, level, apart, blocked, xb):
     """descend_stacks for pair row r toward level `target`."""
     A, B, L = sa[r], sb[r], sl[r]
@@ -561,8 +567,9 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
             continue
         acc[:] = 0.0
         best = np.inf
-        for j in range(height[i]):
+        for j in range(height[i]):  # two loops, not one: shorter bodies, more entries in flight
             best = min(best, separation(VA, sa[i, j], VB, sb[i, j], R, t, i, xb))
+        for j in range(height[i]):
             contact(VA, sa[i, j], VB, sb[i, j], R, t, i, xb, acc)
         bound[i] = 0.0 if hit_ptr[i + 1] > hit_ptr[i] else best
         for c in range(3):

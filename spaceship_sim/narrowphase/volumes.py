@@ -21,6 +21,11 @@ into A's by the pair row's relative pose R[r], t[r] — with xb a (2, 3) scratch
       a sphere around node i's volume, c[0, :] its centre (the node's own frame), returned its radius:
       the exact level gathers only triangles whose spheres reach the other leaf's
 
+place and overlap run in the descent's innermost loop, which kernels.py compiles without reference
+counting (a call there would otherwise incref and decref some twenty arrays): they may not
+allocate arrays — xb is their scratch — and get node ids as uint64 (numba then checks no negative
+index on every array access).
+
 Which volume's implementation runs is decided when numba compiles a kernel, by the class of the
 node-array tuple (a namedtuple whose fields name the bank's arrays): `Volume(..., nodes=SphereNodes,
 ...)` registers itself for it. So the Python side passes plain arrays and tuples — no function
@@ -128,13 +133,27 @@ def _enclosing(V, i, c):
 @njit(cache=True)
 def to_a(R, t, r, X, i, out, o):
     """out[o] = R[r] @ X[i] + t[r]: a point of B's body frame in A's body frame."""
-    for k in range(3):
-        out[o, k] = R[r, k, 0] * X[i, 0] + R[r, k, 1] * X[i, 1] + R[r, k, 2] * X[i, 2] + t[r, k]
+    out[o, 0], out[o, 1], out[o, 2] = moved(R, t, r, X, i)
+
+
+@njit(cache=True)
+def moved(R, t, r, X, i):
+    """R[r] @ X[i] + t[r] as three floats: kept in registers where a store to a scratch array and
+    the loads back would chain one node pair's arithmetic to the next's."""
+    x = X[i, 0], X[i, 1], X[i, 2]
+    return (R[r, 0, 0] * x[0] + R[r, 0, 1] * x[1] + R[r, 0, 2] * x[2] + t[r, 0],
+            R[r, 1, 0] * x[0] + R[r, 1, 1] * x[1] + R[r, 1, 2] * x[2] + t[r, 1],
+            R[r, 2, 0] * x[0] + R[r, 2, 1] * x[1] + R[r, 2, 2] * x[2] + t[r, 2])
 
 
 @njit(cache=True)
 def dist2(A, i, B, j):
-    return (A[i, 0] - B[j, 0]) ** 2 + (A[i, 1] - B[j, 1]) ** 2 + (A[i, 2] - B[j, 2]) ** 2
+    return dist2_to(A, i, B[j, 0], B[j, 1], B[j, 2])
+
+
+@njit(cache=True)
+def dist2_to(A, i, x0, x1, x2):
+    return (A[i, 0] - x0) ** 2 + (A[i, 1] - x1) ** 2 + (A[i, 2] - x2) ** 2
 
 
 # --- spheres (Hubbard 1996) ------------------------------------------------------------------------
@@ -161,23 +180,29 @@ def _sphere_overlap(VA, a, VB, b, R, t, r, xb):
 def _sphere_separation(VA, a, VB, b, R, t, r, xb):
     """min(e_a + e_b, |witness_a - witness_b|): a point in both spheres is within e_a of A and e_b of
     B, and the witnesses are surface points of the ships (Hubbard's bound, with the witness one)."""
-    One = np.int64(1)
-    to_a(R, t, r, VB[3], b, xb, One)
-    return min(VA[2][a] + VB[2][b], np.sqrt(dist2(VA[3], a, xb, One)))
+    x0, x1, x2 = moved(R, t, r, VB[3], b)
+    return min(VA[2][a] + VB[2][b], np.sqrt(dist2_to(VA[3], a, x0, x1, x2)))
 
 
 @njit(cache=True)
 def _sphere_contact(VA, a, VB, b, R, t, r, xb, acc):
     """The middle of the spheres' overlap along their centre line, and that line's direction."""
-    Z = np.int64(0)
-    to_a(R, t, r, VB[0], b, xb, Z)
     ca, ra, rb = VA[0], VA[1][a], VB[1][b]
-    d = np.sqrt(dist2(ca, a, xb, Z))
+    x0, x1, x2 = moved(R, t, r, VB[0], b)
+    d = np.sqrt(dist2_to(ca, a, x0, x1, x2))
     mid = 0.5 * (max(-ra, d - rb) + min(ra, d + rb))  # measured from A's centre
-    for c in range(3):
-        u = (xb[0, c] - ca[a, c]) / d if d > 0.0 else 0.0
-        acc[c] += ca[a, c] + mid * u
-        acc[3 + c] += u
+    _add_contact(acc, 0, x0 - ca[a, 0], ca[a, 0], mid, d)
+    _add_contact(acc, 1, x1 - ca[a, 1], ca[a, 1], mid, d)
+    _add_contact(acc, 2, x2 - ca[a, 2], ca[a, 2], mid, d)
+
+
+@njit(cache=True)
+def _add_contact(acc, c, dc, cc, mid, d):
+    """Coordinate c of a contact: the point at `mid` from A's centre (cc) along the unit centre line
+    (dc / d, dc the centre line's coordinate), into acc[c], the direction into acc[3 + c]."""
+    u = dc / d if d > 0.0 else 0.0
+    acc[c] += cc + mid * u
+    acc[3 + c] += u
 
 
 @njit(cache=True)

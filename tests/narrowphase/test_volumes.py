@@ -66,10 +66,8 @@ def _cube_place(VB, b, R, t, r, xb):
 def _cube_overlap(VA, a, VB, b, R, t, r, xb):
     """Face axes of both cubes (6 of the 15 separating axes): apart when one separates them, else
     overlapping — conservative, as a bounding volume may be. Depth: the least overlap found."""
-    ha, hb = VA[1][a], VB[1][b]
-    d = np.empty(3)
-    for k in range(3):
-        d[k] = xb[0, k] - VA[0][a, k]
+    ha, hb, c = VA[1][a], VB[1][b], VA[0]
+    d = (xb[0, 0] - c[a, 0], xb[0, 1] - c[a, 1], xb[0, 2] - c[a, 2])  # no array: overlap may not allocate
     depth = np.inf
     for k in range(3):  # A's axes
         reach = ha + hb * (abs(R[r, k, 0]) + abs(R[r, k, 1]) + abs(R[r, k, 2]))
