@@ -18,7 +18,8 @@ import time
 
 
 class WallClock:
-    """time.perf_counter(); `spend` busy-waits (a render load occupies the CPU, it does not sleep)."""
+    """time.perf_counter(); `spend` stands in for a render: it sleeps, then spins its last 2 ms (a
+    sleep alone may wake late)."""
 
     def __call__(self) -> float:
         return time.perf_counter()
