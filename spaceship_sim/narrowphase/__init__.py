@@ -17,7 +17,8 @@ Adding a bounding volume to the refinement loop touches three files: its node-ar
 five numba functions (place, overlap, separation, contact, enclosing) and `Volume` (in `volumes.py`
 or its own module), the builder of its trees, and a bank that holds their node arrays and names the
 volume (`volume = ...`). The loop's kernels call the generic `volumes.overlap` etc., which numba
-resolves by the node tuple's class, so nothing of the loop is copied
+resolves by the node tuple's class, so nothing of the loop is copied; `place` and `overlap` run inside
+the descent compiled without reference counting, so they may not allocate (volumes.py says why)
 (`tests/narrowphase/test_volumes.py` plugs in oriented cubes that way and checks them against brute
 force).
 """
