@@ -41,7 +41,8 @@ def step(world) -> FrameStats:
             field.integrate(cfg.sim.frame_dt / n_samples, world.compiled)
             world.t += cfg.sim.frame_dt / n_samples
         with timed(stats, "t_broad", clock):
-            pairs = world.broad.find_pairs(world.t, state.pos, state.vel, accel_bound(state, cfg.controls, world.compiled))
+            bound = accel_bound(state, cfg.controls, world.compiled)
+            pairs = world.broad.find_pairs(world.t, state.pos, state.vel, bound)
             pairs = np.concatenate([pairs, field.ship_pairs(state, world.compiled)])
         budget = math.inf if not world.time_critical else detection_budget(
             stats.target, stats.render_predicted, spent=clock() - start, margin=cfg.collision.safety_margin,

@@ -6,10 +6,9 @@ the vertices; a node at level k >= 1 circumscribes an occupied cell of side L / 
 bounding cube (occupied: a triangle meets the cell, exact SAT test). Coverage holds by
 construction: every point of a triangle in a parent's cell lies in one of its child cells, which
 that triangle meets, hence is occupied and inside its circumscribed sphere. Witnesses are
-`spheretree.finish.witnesses`, computed on a distance query over the triangles near the new
-spheres (within 5 radii of each centre, so the local query answers exactly what the whole mesh's
-would). Error bounds are the ones a sphere's centre gives alone (`finish.centre_error_bounds`, from
-the same query): true bounds, equal to the prebuilt octree's branch and bound on most spheres and
+`spheretree.finish.witnesses`, computed on one distance query over the model's whole mesh, made at
+its root and kept. Error bounds are the ones a sphere's centre gives alone (`finish.centre_error_bounds`,
+from the same query): true bounds, equal to the prebuilt octree's branch and bound on most spheres and
 looser (up to ~r) on some leaves, at one distance query where the branch and bound takes ~1,000
 (it was ~95% of a group's build time). Only the separation bounds reported get looser; error
 bounds decide no verdict. Finishing them in a frame's spare time was tried and cost ~10% of frames
