@@ -387,8 +387,7 @@ def stacks_csr(sa, sb, sl, height, rows, top_only):
     """The stacks of pair rows `rows`, in that order, as CSR: (ptr (len(rows)+1,), fa, fb, fl)
     int64, each stack bottom to top, continuations included (see descend_stacks). A stack's
     levels never decrease toward its top, so with `top_only` just the tested pairs at its top
-    level are taken: the witness (and, below it, any other tested pair of that level, e.g. a
-    leaf pair the exact level left)."""
+    level are taken: the witness (a level holds one tested pair; its continuation is left out)."""
     n = len(rows)
     first = np.empty(n, np.int64)
     ptr = np.zeros(n + 1, np.int64)
@@ -660,6 +659,9 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
         triangle id of A and B; hist (n_levels,) rows not apart per level reached; then the CSR
         (ptr (k+1,), fa, fb) of each row's tested top-level pairs (stacks_csr, top_only)
     The stack is in A's body frame: pose's Ta (k, 4, 4), ship A's body->world transform, maps it.
+    A stack's bottom entry names the root pair — the root itself, or the continuation of its
+    child pairs, which stays until the search backtracks into it, and then the stack is empty
+    (_expand) — so the first contact added gives the normal.
     """
     Ta, _, R, t = pose
     sa, sb, sl, height, level, apart, _ = state
@@ -676,7 +678,7 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
     normal[:] = 0.0
     hist = np.zeros(n_levels, np.int64)
     xb = np.empty((2, 3))
-    acc, root = np.empty(6), np.empty(6)
+    acc = np.empty(6)
     for i in range(k):
         if apart[i]:
             continue
@@ -690,25 +692,25 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
         for j in range(height[i]):  # two loops, not one: shorter bodies, more entries in flight
             best = min(best, separation(VA, sa[i, j], VB, entry_node_b(sb[i, j]), R, t, i, xb))
         for j in range(height[i]):
+            if j == 1:  # the bottom entry names the root pair (docstring): its direction is the normal
+                n0, n1, n2 = acc[3], acc[4], acc[5]
             contact(VA, sa[i, j], VB, entry_node_b(sb[i, j]), R, t, i, xb, acc)
-        bound[i] = 0.0 if hit_ptr[i + 1] > hit_ptr[i] else best
+        if height[i] == 1:
+            n0, n1, n2 = acc[3], acc[4], acc[5]
         for c in range(3):
             acc[c] /= height[i]
-        root[:] = 0.0  # the normal: the root pair's direction alone
-        contact(VA, rows[ROOT_A, i], VB, rows[ROOT_B, i], R, t, i, xb, root)
-        acc[3:] = root[3:]
-        length = np.sqrt(acc[3] ** 2 + acc[4] ** 2 + acc[5] ** 2)
+        length = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
         if length < 1e-9:
-            acc[3:] = t[i]
-            length = np.sqrt(acc[3] ** 2 + acc[4] ** 2 + acc[5] ** 2)
+            n0, n1, n2 = t[i, 0], t[i, 1], t[i, 2]
+            length = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
         if length < 1e-12:
-            acc[3:] = 0.0
-            acc[3] = length = 1.0
+            n0, n1, n2, length = 1.0, 0.0, 0.0, 1.0
         for c in range(3):  # A's body frame -> world
             point[i, c] = Ta[i, c, 3]
             for m in range(3):
                 point[i, c] += Ta[i, c, m] * acc[m]
-                normal[i, c] += Ta[i, c, m] * acc[3 + m] / length
+            normal[i, c] = (Ta[i, c, 0] * n0 + Ta[i, c, 1] * n1 + Ta[i, c, 2] * n2) / length
+        bound[i] = 0.0 if hit_ptr[i + 1] > hit_ptr[i] else best
     ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), True)
     ints = np.empty(5 * k + n_levels + k + 1 + 2 * len(fa), np.int64)
     o = 0
