@@ -11,6 +11,37 @@ The kernels own the trees' topology (first_child, child_count), the stacks and t
 geometry of a node is the bounding volume's (volumes.py): the kernels take node-array tuples (VA,
 VB) and call volumes.place, overlap, ..., which numba resolves by the tuples' class, so one loop
 serves every volume type (compiled once per type).
+
+Depth-first stacks and lazy sibling testing. A pair row's sphere-level state is a stack of entries
+(sa, sb, sl)[r, :height[r]], top last (descend_stacks). An entry is one of two kinds:
+
+- a *tested* pair: sa = a, sb = b (>= 0), global node ids of a node pair whose volumes overlap,
+  at level sl;
+- a *continuation*: sb < 0. It stands for the child pairs of a colliding node pair (a0, b0) not
+  tested yet: those from index j on, in the order _expand tests them (B's children outer, A's
+  inner; a leaf stands in for its own children). sa = a0, sb = ~(b0 << CONT_BITS | j) (see
+  cont_node_b, cont_index), sl = the children's level.
+
+Expanding a node pair tests its child pairs only until the first overlapping one (_expand): the
+rest become one continuation entry, and the overlapping pair goes above it, on top. Popping a
+continuation resumes its scan where it stopped, the same way: the continuation stays, its index
+moved on, with the next overlapping pair above it, or goes when none of the rest overlaps. (A
+continuation is kept even when no child pair is left after its witness, so that after a descent
+the stack is the witness on top of one continuation per level above it: its ancestors, the
+pairs the summary takes the bound and contact from, summarize_stacks.) So a
+colliding verdict at level k costs the tests up to one overlapping pair per level, where testing
+every child pair of every expanded pair cost up to (children of A) x (children of B) tests per
+level; an apart verdict still tests every child pair below every colliding pair (each continuation
+is resumed until it runs out). Every node pair an entry names — a tested pair, or a
+continuation's parent (a0, b0) — overlaps, so each gives a valid separation bound.
+
+Capacity (stack_width): levels never decrease toward the top (children go above their parent's
+place, at its level + 1; a resumed continuation keeps its place and pushes its child pair, at its
+own level, just above it), and a level k >= 1 holds at most one continuation and one tested pair:
+both are pushed by the expansion of a pair at level k - 1 from the top, and a second such
+expansion needs that pair's level k - 1 on top, so everything at level k gone first; a resumed
+continuation at level k only replaces the tested pair above it. Level 0 holds at most the root
+pair. Hence height <= 1 + 2 x (deepest target level).
 """
 from __future__ import annotations
 
@@ -34,32 +65,88 @@ from .volumes import contact, dist2 as _dist2, enclosing, overlap, place, separa
 MA, MB, ROOT_A, ROOT_B, TRI_A, TRI_B, DEPTH, CAP = range(8)
 ROWS = 8
 BAD_PAIRS, BAD_MODELS = -2, -3  # search_levels' plan[0] after a first call on bad input
+CONT_BITS = 32  # a continuation's sb is ~(b0 << CONT_BITS | j)
+Z = np.int64(0)
 
 
 @njit(cache=True, _nrt=False)
-def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, level, sa, sb, sl, top, xb):
-    """Push onto the stack (sa, sb, sl)[top:] every child pair of node pair (a0, b0) whose volumes
-    overlap (volumes.py; a leaf stands in for its own children), at `level`, the deepest overlap
-    last (on top: where a witness below is likeliest). Returns the new top."""
+def cont_node_b(x):
+    """B's node of the parent pair of a continuation entry whose sb is x (< 0)."""
+    return (~x) >> CONT_BITS
+
+
+@njit(cache=True, _nrt=False)
+def cont_index(x):
+    """The next child-pair index of a continuation entry whose sb is x (< 0) (_expand's order)."""
+    return (~x) & ((1 << CONT_BITS) - 1)
+
+
+@njit(cache=True, _nrt=False)
+def entry_node_b(x):
+    """B's node of a stack entry's pair: its own for a tested pair, its parent's for a
+    continuation (both pairs overlap)."""
+    return (~x) >> CONT_BITS if x < 0 else x
+
+
+def stack_pairs_b(sb):
+    """entry_node_b over a numpy array of sb values."""
+    sb = np.asarray(sb)
+    return np.where(sb < 0, (~sb) >> CONT_BITS, sb)
+
+
+@njit(cache=True, _nrt=False)
+def _expand(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
+    """Lazy expansion of node pair (a0, b0) (module docstring): test its child pairs from index j
+    on (B's children outer, A's inner, in node order; a leaf stands in for its own children)
+    until one overlaps; write at (sa, sb, sl)[top] a continuation for the child pairs after it —
+    kept even when none is left, so that the stack holds every pair the witness descends from —
+    and above it the overlapping pair, both at `level`. Returns (new top, whether one
+    overlapped); nothing is written when none does. (Testing first the child pairs whose centres
+    face the other node was measured slower: ordering cost more tests than it saved.)"""
     a_first, na, b_first, nb = a0, 1, b0, 1
     if cca[a0] > 0:
         a_first, na = fca[a0], cca[a0]
     if ccb[b0] > 0:
         b_first, nb = fcb[b0], ccb[b0]
-    best, best_at = -np.inf, top
-    for b in range(b_first, b_first + nb):
+    bi, ai = j // na, j % na
+    while bi < nb:
+        b = b_first + bi
         place(VB, np.uint64(b), R, t, r, xb)  # node ids are >= 0: unsigned, numba checks no wraparound
-        for a in range(a_first, a_first + na):
-            hit, depth = overlap(VA, np.uint64(a), VB, np.uint64(b), R, t, r, xb)
-            if hit:
+        while ai < na:
+            a = a_first + ai
+            if overlap(VA, np.uint64(a), VB, np.uint64(b), R, t, r, xb)[0]:
+                sa[top], sb[top], sl[top] = a0, ~((b0 << CONT_BITS) | (bi * na + ai + 1)), level
+                sa[top + 1], sb[top + 1], sl[top + 1] = a, b, level
+                return top + 2, True
+            ai += 1
+        ai = 0
+        bi += 1
+    return top, False
+
+
+@njit(cache=True, _nrt=False)
+def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
+    """Push onto the stack (sa, sb, sl)[top:] every child pair of node pair (a0, b0) from index j
+    on (_expand's order) whose volumes overlap (volumes.py; a leaf stands in for its own
+    children), at `level`: the whole expansion (j = 0), or a continuation's rest, as the exact
+    level needs it. Returns the new top."""
+    a_first, na, b_first, nb = a0, 1, b0, 1
+    if cca[a0] > 0:
+        a_first, na = fca[a0], cca[a0]
+    if ccb[b0] > 0:
+        b_first, nb = fcb[b0], ccb[b0]
+    bi, ai = j // na, j % na
+    while bi < nb:
+        b = b_first + bi
+        place(VB, np.uint64(b), R, t, r, xb)
+        while ai < na:
+            a = a_first + ai
+            if overlap(VA, np.uint64(a), VB, np.uint64(b), R, t, r, xb)[0]:
                 sa[top], sb[top], sl[top] = a, b, level
-                if depth > best:
-                    best, best_at = depth, top
                 top += 1
-    if top > best_at + 1:  # the deepest overlap on top
-        last = top - 1
-        sa[best_at], sa[last] = sa[last], sa[best_at]
-        sb[best_at], sb[last] = sb[last], sb[best_at]
+            ai += 1
+        ai = 0
+        bi += 1
     return top
 
 
@@ -132,11 +219,12 @@ def _load_stack(ptr, i, fa, fb, sa, sb):
 
 
 def stack_width(bank_a, bank_b, depth: int) -> int:
-    """Entries a row's depth-first stack can ever hold: its root pair, plus at most one sibling
-    group per level below the root (the search expands the top entry only), a group being at
-    most (most children of a node of A) x (most of B) pairs."""
-    kids = bank_a.max_children * bank_b.max_children
-    return 1 + max(int(depth), 0) * kids
+    """Entries a row's depth-first stack can ever hold when searched down to level `depth`: its
+    root pair, plus at most a continuation and a tested pair per level below the root (module
+    docstring, "Capacity"). B's node ids must fit a continuation's sb."""
+    if len(bank_b.first_child) >= 1 << (63 - CONT_BITS):
+        raise ValueError(f"the stacks' continuations take banks of fewer than 2^{63 - CONT_BITS} nodes")
+    return 1 + 2 * max(int(depth), 0)
 
 
 @njit(cache=True)
@@ -145,23 +233,26 @@ def descend_stacks(VA, fca, cca, VB, fcb, ccb, R, t, rows, s, e, target, sa, sb,
     """Depth-first search, in place, for pair rows rows[s:e], of one colliding node pair at
     level target[i].
 
-    Row r's state is its stack of colliding node pairs not yet expanded: (sa, sb)[r, :height[r]]
-    global node ids, sl[r, :height[r]] their levels, all < target[i], top last. Entries are
-    popped and their overlapping children pushed until the top entry is at the target level —
-    a witness: the ships may touch at that level — or the stack runs out: no colliding pair
-    exists at the target level, the ships are apart. The verdict equals a breadth-first
-    descent's, which would expand every colliding pair of every level on the way (on a deep
-    overlap, most of the tree). Every stack entry is a colliding sphere pair, so each gives a
-    valid separation bound.
+    Row r's state is its stack (sa, sb, sl)[r, :height[r]] of colliding node pairs not yet
+    expanded and of continuations (child pairs not yet tested, module docstring), levels <=
+    target[i], top last. A tested pair below the target level on top is popped and expanded
+    lazily (_expand: its child pairs tested until one overlaps); a continuation on top resumes
+    its scan; until the top entry is a tested pair at the target level — a witness: the ships
+    may touch at that level — or the stack runs out: no colliding pair exists at the target
+    level, the ships are apart. Every child pair of an expanded pair is tested before the stack
+    can run out, so the verdict equals a breadth-first descent's, which would expand every
+    colliding pair of every level on the way (on a deep overlap, most of the tree). Every node
+    pair an entry names overlaps, so each gives a valid separation bound.
 
-    Sets level[r] to target[i] (the witness and the siblings found with it are on top), or, for
-    an emptied stack, to one below the deepest level at which the row had a colliding pair —
-    where a breadth-first descent finds its frontier empty — with apart[r] = True. Stacks are
-    (k, width) arrays sized by stack_width.
+    Sets level[r] to target[i] (the witness on top), or, for an emptied stack, to one below the
+    deepest level at which the row had a colliding pair — where a breadth-first descent finds
+    its frontier empty — with apart[r] = True. Stacks are (k, width) arrays sized by
+    stack_width.
 
-    On-collide trees (ocst.py): a row whose top entry has a node with children not built yet
-    (child_count < 0) stops there with blocked[r] = True and level[r] = the deepest level seen;
-    once they are built, a second call resumes it where it stopped.
+    On-collide trees (ocst.py): a row whose top entry, a tested pair below the target level,
+    has a node with children not built yet (child_count < 0) stops there with blocked[r] = True
+    and level[r] = the deepest level seen; once they are built, a second call resumes it where
+    it stopped. (A continuation's parent was expanded, so its children are built.)
     """
     xb = np.empty((2, 3))
     for i in range(s, e):
@@ -174,16 +265,23 @@ def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, r, target, sa, sb, sl, height
     """descend_stacks for pair row r toward level `target`."""
     A, B, L = sa[r], sb[r], sl[r]
     top = height[r]
-    deep = max(level[r], L[top - 1]) if top > 0 else level[r]
+    deep = max(level[r], L[top - 1]) if top > 0 and B[top - 1] >= 0 else level[r]
     blocked[r] = False
-    while top > 0 and L[top - 1] < target:
-        if cca[A[top - 1]] < 0 or ccb[B[top - 1]] < 0:
+    while top > 0:
+        b = B[top - 1]
+        if b < 0:  # a continuation: resume its scan in its place
+            top -= 1
+            top, hit = _expand(VA, fca, cca, VB, fcb, ccb, R, t, r, A[top], cont_node_b(b), cont_index(b), L[top],
+                               A, B, L, top, xb)
+        elif L[top - 1] >= target:
+            break
+        elif cca[A[top - 1]] < 0 or ccb[b] < 0:
             blocked[r] = True
             break
-        top -= 1
-        before = top
-        top = _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, A[top], B[top], L[top] + 1, A, B, L, top, xb)
-        if top > before:
+        else:
+            top -= 1
+            top, hit = _expand(VA, fca, cca, VB, fcb, ccb, R, t, r, A[top], b, Z, L[top] + 1, A, B, L, top, xb)
+        if hit:
             deep = max(deep, L[top - 1])
     height[r] = top
     if blocked[r]:
@@ -287,27 +385,33 @@ def count_leaves(rows, level, apart):
 @njit(cache=True)
 def stacks_csr(sa, sb, sl, height, rows, top_only):
     """The stacks of pair rows `rows`, in that order, as CSR: (ptr (len(rows)+1,), fa, fb, fl)
-    int64, each stack bottom to top (see descend_stacks). A stack's levels never decrease
-    toward its top, so with `top_only` just the entries at its top level are taken: the
-    witness and the siblings found with it."""
+    int64, each stack bottom to top, continuations included (see descend_stacks). A stack's
+    levels never decrease toward its top, so with `top_only` just the tested pairs at its top
+    level are taken: the witness (a level holds one tested pair; its continuation is left out)."""
     n = len(rows)
     first = np.empty(n, np.int64)
     ptr = np.zeros(n + 1, np.int64)
     for i in range(n):
         r = rows[i]
         j = height[r]
+        m = height[r]
         if top_only:
+            m = 0
             while j > 0 and sl[r, j - 1] == sl[r, height[r] - 1]:
                 j -= 1
+                m += sb[r, j] >= 0
         else:
             j = 0
         first[i] = j
-        ptr[i + 1] = ptr[i] + height[r] - j
+        ptr[i + 1] = ptr[i] + m
     fa, fb, fl = np.empty(ptr[n], np.int64), np.empty(ptr[n], np.int64), np.empty(ptr[n], np.int64)
     for i in range(n):
-        r, o = rows[i], ptr[i] - first[i]
+        r, o = rows[i], ptr[i]
         for j in range(first[i], height[r]):
-            fa[o + j], fb[o + j], fl[o + j] = sa[r, j], sb[r, j], sl[r, j]
+            if top_only and sb[r, j] < 0:
+                continue
+            fa[o], fb[o], fl[o] = sa[r, j], sb[r, j], sl[r, j]
+            o += 1
     return ptr, fa, fb, fl
 
 
@@ -331,8 +435,9 @@ def csr_by_pose_row(rows, ptr, fa, fb, k):
 
 @njit(cache=True)
 def complete_pairs(VA, fca, cca, VB, fcb, ccb, R, t, rows, ptr, fa, fb, s, e):
-    """Every colliding leaf pair below the stacks of active rows s..e (see descend_stacks): the
-    breadth-first frontier at the leaves, which the exact level's triangle tests need whole.
+    """Every colliding leaf pair below the stacks of active rows s..e (see descend_stacks;
+    continuations resumed to their end): the breadth-first frontier at the leaves, which the
+    exact level's triangle tests need whole.
     Returns CSR (out_ptr (e-s+1,), out_a, out_b) int64 and blocked (e-s,) bool: the row met
     pairs whose children are not built yet (child_count < 0); they are output with its leaf
     pairs, so that the output, once they are built, is the row's stack to resume from."""
@@ -349,6 +454,10 @@ def complete_pairs(VA, fca, cca, VB, fcb, ccb, R, t, rows, ptr, fa, fb, s, e):
         while top > 0:
             top -= 1
             a, b = sa[top], sb[top]
+            if b < 0:  # a continuation: the rest of its parent's child pairs
+                top = _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a, cont_node_b(b), cont_index(b), sl[top],
+                                     sa, sb, sl, top, xb)
+                continue
             unbuilt = cca[a] < 0 or ccb[b] < 0
             if unbuilt or (cca[a] == 0 and ccb[b] == 0):
                 blocked[i - s] |= unbuilt
@@ -357,7 +466,7 @@ def complete_pairs(VA, fca, cca, VB, fcb, ccb, R, t, rows, ptr, fa, fb, s, e):
                 out_a[n], out_b[n] = a, b
                 n += 1
             else:
-                top = _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a, b, sl[top], sa, sb, sl, top,
+                top = _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a, b, Z, sl[top], sa, sb, sl, top,
                                      xb)
         out_ptr[i - s + 1] = n
     return out_ptr, out_a[:n], out_b[:n], blocked
@@ -525,21 +634,34 @@ def _grow2(arr, need):
 
 @njit(cache=True)
 def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
-    """The frame's answer per pair row i from its stack of colliding node pairs, sa[i, :height[i]]
-    and sb[i, :height[i]] (rows, pose, state and known as search_levels'), in three new flat
-    arrays, one per dtype (each array handed to Python costs ~1 µs; refine._answer cuts them up):
+    """The frame's answer per pair row i from its stack, sa[i, :height[i]] and sb[i, :height[i]]
+    (rows, pose, state and known as search_levels'), in three new flat arrays, one per dtype
+    (each array handed to Python costs ~1 µs; refine._answer cuts them up). The stack's colliding
+    node pairs are its entries' pairs (entry_node_b): the witness, and per level above it the
+    pair its continuation comes from — the witness's ancestors, root pair included, each kept
+    by its continuation (_expand) — not every overlapping sibling met on the way, as before lazy
+    testing: those stay untested. So the bound is the min over fewer pairs (looser, still valid),
+    and the contact comes from one chain of pairs, not a spread of them.
 
     flags (2k,) bool: colliding (not found apart), exact (found apart or triangles tested)
-    floats (8k,): bound (k,), the min over the stack of the volume's separation bound (volumes.py),
-        0 for rows with intersecting triangles (hit_ptr, CSR over the rows), +inf for rows apart;
-        distance (k,), known's, 0 for colliding rows whose triangles were tested; point (k, 3)
-        world, mean over the stack of its contact points (nan for rows apart); normal (k, 3) world,
-        unit, mean of their directions from A toward B (A's origin to B's when those cancel, +x
-        when the origins coincide too; 0 for rows apart)
+    floats (8k,): bound (k,), the min over those pairs of the volume's separation bound
+        (volumes.py; any overlapping pair gives a valid one), 0 for rows with intersecting
+        triangles (hit_ptr, CSR over the rows), +inf for rows apart; distance (k,), known's, 0 for
+        colliding rows whose triangles were tested; point (k, 3) world, mean over those pairs of
+        their contact points (nan for rows apart); normal (k, 3) world, unit, the root pair's
+        direction from A toward B (volumes.py `contact`), as the exact strategies report it
+        (exact.py): one chain's directions are noise on their own — measured: the mean over the
+        chain put two touching unit spheres' normal 33 degrees off their centre line, where the
+        mean over every overlapping sibling, before lazy testing, averaged that out (A's origin
+        to B's when the roots' centres coincide, +x when the origins coincide too; 0 for rows
+        apart)
     ints: level (k,) as reached; root_a, root_b, tri_a, tri_b (k,) each row's root node and first
         triangle id of A and B; hist (n_levels,) rows not apart per level reached; then the CSR
-        (ptr (k+1,), fa, fb) of each row's top-level entries (stacks_csr, top_only)
+        (ptr (k+1,), fa, fb) of each row's tested top-level pairs (stacks_csr, top_only)
     The stack is in A's body frame: pose's Ta (k, 4, 4), ship A's body->world transform, maps it.
+    A stack's bottom entry names the root pair — the root itself, or the continuation of its
+    child pairs, which stays until the search backtracks into it, and then the stack is empty
+    (_expand) — so the first contact added gives the normal.
     """
     Ta, _, R, t = pose
     sa, sb, sl, height, level, apart, _ = state
@@ -568,24 +690,27 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
         acc[:] = 0.0
         best = np.inf
         for j in range(height[i]):  # two loops, not one: shorter bodies, more entries in flight
-            best = min(best, separation(VA, sa[i, j], VB, sb[i, j], R, t, i, xb))
+            best = min(best, separation(VA, sa[i, j], VB, entry_node_b(sb[i, j]), R, t, i, xb))
         for j in range(height[i]):
-            contact(VA, sa[i, j], VB, sb[i, j], R, t, i, xb, acc)
-        bound[i] = 0.0 if hit_ptr[i + 1] > hit_ptr[i] else best
+            if j == 1:  # the bottom entry names the root pair (docstring): its direction is the normal
+                n0, n1, n2 = acc[3], acc[4], acc[5]
+            contact(VA, sa[i, j], VB, entry_node_b(sb[i, j]), R, t, i, xb, acc)
+        if height[i] == 1:
+            n0, n1, n2 = acc[3], acc[4], acc[5]
         for c in range(3):
             acc[c] /= height[i]
-        length = np.sqrt(acc[3] ** 2 + acc[4] ** 2 + acc[5] ** 2)
+        length = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
         if length < 1e-9:
-            acc[3:] = t[i]
-            length = np.sqrt(acc[3] ** 2 + acc[4] ** 2 + acc[5] ** 2)
+            n0, n1, n2 = t[i, 0], t[i, 1], t[i, 2]
+            length = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
         if length < 1e-12:
-            acc[3:] = 0.0
-            acc[3] = length = 1.0
+            n0, n1, n2, length = 1.0, 0.0, 0.0, 1.0
         for c in range(3):  # A's body frame -> world
             point[i, c] = Ta[i, c, 3]
             for m in range(3):
                 point[i, c] += Ta[i, c, m] * acc[m]
-                normal[i, c] += Ta[i, c, m] * acc[3 + m] / length
+            normal[i, c] = (Ta[i, c, 0] * n0 + Ta[i, c, 1] * n1 + Ta[i, c, 2] * n2) / length
+        bound[i] = 0.0 if hit_ptr[i + 1] > hit_ptr[i] else best
     ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), True)
     ints = np.empty(5 * k + n_levels + k + 1 + 2 * len(fa), np.int64)
     o = 0

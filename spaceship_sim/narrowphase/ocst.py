@@ -46,6 +46,7 @@ import numpy as np
 from ..spheretree.finish import witnesses
 from ..spheretree.geometry import MeshQuery, min_enclosing_sphere
 from ..spheretree.octree import bounding_cube, cell_spheres, occupied_children
+from .kernels import stack_pairs_b
 from .volumes import SPHERE
 
 UNBUILT = -1   # child_count of a node whose children have not been built yet
@@ -364,8 +365,9 @@ class OcstExact:
 
 def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> bool:
     """After kernels.descend_stacks ran pair rows `rows` (n,) toward targets (n,): build the
-    children each blocked row stopped on (its top entry's UNBUILT nodes) and resume those rows,
-    `descend(rows, targets)`, until none is blocked; then touch every node the stacks hold.
+    children each blocked row stopped on (its top entry's UNBUILT nodes: a tested pair) and resume
+    those rows, `descend(rows, targets)`, until none is blocked; then touch every node of the
+    colliding pairs the stacks hold (a continuation's: its parent pair's).
     sa, sb (k, width) int64, height (k,) int64, blocked (k,) bool: the in-place stacks.
     Returns whether any row was resumed (its level changed)."""
     if not (isinstance(A, OcstBank) or isinstance(B, OcstBank)):
@@ -380,9 +382,9 @@ def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> bool
         descend(r, targets[stuck])
         stuck = stuck[blocked[r]]
     held = np.arange(sa.shape[1])[None] < height[rows][:, None]
-    for bank, s in ((A, sa), (B, sb)):
+    for bank, s in ((A, sa[rows][held]), (B, stack_pairs_b(sb[rows][held]))):
         if isinstance(bank, OcstBank):
-            bank.touch(s[rows][held])
+            bank.touch(s)  # each entry's colliding pair: a continuation's is its parent (kernels.py)
     return resumed
 
 

@@ -13,10 +13,12 @@ positive, and its `separation_bound` says how far apart the ships may be at most
 Early exit: "colliding at level k" needs only one colliding sphere pair at level k (a witness),
 "apart at level k" needs every colliding pair of level k - 1 expanded. So each pair keeps a
 depth-first stack of colliding node pairs not yet expanded, and deepening it to the next level
-stops at the first witness (kernels.descend_stacks): on a deep overlap a few dozen sphere tests
-instead of most of the tree, with the verdict and level a breadth-first descent would give.
-Only the exact level needs every colliding leaf pair, and in first-contact mode only when the
-witness's own leaves meet nothing. The separation bound is the best over the stacked pairs.
+stops at the first witness (kernels.descend_stacks); an expansion tests child pairs only until
+one overlaps and keeps the rest untested in a continuation (kernels.py, "lazy sibling testing"):
+on a deep overlap a handful of sphere tests per level instead of most of the tree, with the
+verdict and level a breadth-first descent would give. Only the exact level needs every colliding
+leaf pair, and in first-contact mode only when the witness's own leaves meet nothing. The
+separation bound is the best over the stacked pairs (the witness and its ancestors).
 """
 from __future__ import annotations
 
@@ -53,16 +55,18 @@ class FrameNarrowResult:
     exact            : (k,) bool, the answer is certain: found apart, or triangles were tested
     separation_bound : (k,) float64 [m], upper bound on the ships' separation; 0 when intersecting
                        triangles were found, +inf when not colliding
-    contact_point    : (k, 3) float64, world [m], mean of the middles of the deepest colliding
-                       sphere pairs' overlaps (nan when not colliding)
-    contact_normal   : (k, 3) float64, world, unit, from ship A toward ship B (for response)
+    contact_point    : (k, 3) float64, world [m], mean of the middles of the overlaps of the
+                       witness sphere pair and its ancestors (nan when not colliding)
+    contact_normal   : (k, 3) float64, world, unit, from ship A toward ship B (for response): the
+                       root spheres' centre line (kernels.summarize_stacks)
     time_used        : float [s]
     level_histogram  : (max_level + 1,) int64, colliding pairs per level reached
     distance         : (k,) float64 [m], exact separation of pairs found apart when an exact strategy
                        that measures it ran and time allowed (0 for pairs with intersecting triangles),
                        else nan
     sphere_pairs     : list of k (p, 2) int32 arrays: colliding (node of A, node of B) at the pair's
-                       level, node indices local to each model's SphereTree
+                       level — the witness found there, not every colliding pair of that level —
+                       node indices local to each model's SphereTree
     tri_pairs        : list of k (q, 2) int32 arrays: intersecting (face of A, face of B), local
     time_in_batches  : float [s], wall time of time_used spent inside the timed kernel batches (the
                        rest is per-call overhead: set-up, bookkeeping between batches, the summary)
@@ -318,7 +322,8 @@ def _per_row(ufunc, values, ptr) -> np.ndarray:
 
 
 def _witnesses(front: _Frontier) -> np.ndarray:
-    """Per entry: is it its row's top of stack (the witness: the deepest overlap found last)?"""
+    """Per entry: is it its row's top of stack (the witness: a tested overlapping pair at the
+    row's level; the entries below it may be continuations, kernels.py)?"""
     keep = np.zeros(len(front.fa), bool)
     keep[front.ptr[1:][np.diff(front.ptr) > 0] - 1] = True
     return keep
@@ -559,9 +564,10 @@ class _Search:
         return (got.tri_ptr, got.tri_a + self.A.tri_offset[ma][pair_row], got.tri_b + self.B.tri_offset[mb][pair_row])
 
     def summary(self, pairs, start) -> FrameNarrowResult:
-        """The answer: every stacked pair collides, so each bounds the separation, and together
-        (all levels of the search, around the witness) they give the contact; the deepest ones —
-        the witness and its siblings — are the pairs reported and drawn."""
+        """The answer: every stacked pair collides (a continuation's: its parent), so each bounds
+        the separation, and together (the witness and its ancestors) they give the contact point;
+        the normal is the root pair's; the witness is the pair reported and drawn
+        (kernels.summarize_stacks)."""
         n_levels = max(self.A.max_level, self.B.max_level) + 1
         answer = _answer(*summarize_stacks(self.VA, self.VB, self.rows, self.pose, self.state, self.known,
                                            self.hits[0], n_levels), len(pairs), n_levels)

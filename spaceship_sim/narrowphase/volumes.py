@@ -10,13 +10,14 @@ into A's by the pair row's relative pose R[r], t[r] — with xb a (2, 3) scratch
       tests it against every child of the other node)
   overlap(VA, a, VB, b, R, t, r, xb) -> (bool, float)
       do node a's and the placed node b's volumes overlap, and how deeply (larger: deeper; the loop
-      keeps the deepest overlapping child pair on top of the stack, where a witness below is likeliest)
+      reads only the verdict: it stops an expansion at the first overlapping child pair)
   separation(VA, a, VB, b, R, t, r, xb) -> float
       an upper bound on the ships' separation given that the pair overlaps: the pair's contribution
       to the separation bound (the loop takes the minimum over a pair's overlapping nodes)
   contact(VA, a, VB, b, R, t, r, xb, acc) -> None
       adds to acc[0:3] a contact point of the overlap and to acc[3:6] a direction from A toward B, both
-      in A's frame (the loop averages them over the deepest overlapping pairs for the response)
+      in A's frame (the loop averages the points over the witness pair and its ancestors, and takes
+      the root pair's direction, for the response)
   enclosing(V, i, c) -> float
       a sphere around node i's volume, c[0, :] its centre (the node's own frame), returned its radius:
       the exact level gathers only triangles whose spheres reach the other leaf's

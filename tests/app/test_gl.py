@@ -110,7 +110,9 @@ def test_colliding_spheres_show_in_their_level_colour_over_the_hull_and_the_tabl
     out = scenario("collision")
     assert out["colliding"] >= 1 and 1 <= out["level"] <= 2  # capped at level 2: spheres are the answer
     towards = out["towards"]
-    assert len(towards) >= 3, out  # sphere centres over the hull, in view
+    # sphere centres over the hull, in view: the witness pair's two at least (the depth-first search
+    # tests siblings lazily, narrowphase/kernels.py: the witness is the colliding pair it reports)
+    assert len(towards) >= 2, out
     # drawn over the hull (seen through it), tinted a good way towards the level's colour
     assert min(towards) > 0.15 and sorted(towards)[len(towards) // 2] > 0.35, towards
     assert out["hull_pixels_outside_spheres"] > 1000 and out["change_outside_spheres"] < 1.0  # only there

@@ -356,3 +356,56 @@ def test_root_level_fallback_equals_compiled_level_0(trees, seed):
     assert np.allclose(got.contact_normal, want.contact_normal)
     for g, w in zip(got.sphere_pairs, want.sphere_pairs):
         assert np.array_equal(g, w)
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.sampled_from(NAMES), st.sampled_from(NAMES))
+def test_lazy_stacks_hold_colliding_pairs_and_complete_to_the_leaf_frontier(trees, seed, name_a, name_b):
+    """Lazy sibling testing (kernels.py): after the search stops at any level, every stack entry
+    names a colliding pair — a tested pair of its level's breadth-first frontier, or a
+    continuation's parent, of the level above — the witness is on top, the stack fits
+    stack_width, and the exact level's completion of the stack (continuations resumed) is the
+    breadth-first leaf frontier."""
+    from spaceship_sim.clock import WALL
+    from spaceship_sim.narrowphase import refine as refine_module
+    from spaceship_sim.narrowphase.kernels import stack_pairs_b, stack_width
+
+    if name_a not in trees or name_b not in trees:
+        pytest.skip("asset not available")
+    ta, tb = trees[name_a], trees[name_b]
+    bank = TreeBank.from_trees([ta, tb])
+    rng = np.random.default_rng(seed)
+    depth = max(ta.depth, tb.depth)
+    poses = [pose_pair(rng, ta, tb, spread=rng.uniform(0.3, 1.0)) for _ in range(4)]
+    T = np.stack([p for pose in poses for p in pose])
+    pairs = np.arange(len(T)).reshape(-1, 2)
+    model_id = np.tile([0, 1], len(poses))
+    for L in range(depth + 1):
+        search = refine_module._Search(bank, bank, model_id, T, pairs, L, WALL)
+        try:
+            search.levels(np.inf, L)
+            assert search.sa.shape[1] == stack_width(bank, bank, L) == 1 + 2 * L
+            rows = np.arange(len(pairs))
+            front = search.stacks(rows)
+            leaves = search._all_leaves(rows) if L == depth else None
+            for row, (Ta, Tb) in enumerate(poses):
+                fronts = frontiers_ref(ta, tb, *relative_pose(Ta, Tb), depth)
+                want_level = min(L, len(fronts) - 1)
+                assert (bool(~search.apart[row]), search.level[row]) == (bool(fronts[want_level]), want_level)
+                s, e = front.ptr[row], front.ptr[row + 1]
+                fa, fb, fl = front.fa[s:e], front.fb[s:e], front.fl[s:e]
+                assert e - s == (0 if search.apart[row] else search.height[row])
+                if e == s:
+                    continue
+                assert fb[-1] >= 0 and fl[-1] == L  # the witness on top
+                assert np.all(np.diff(fl) >= 0)
+                for a, b, raw, level in zip(fa, stack_pairs_b(fb), fb, fl):
+                    pair = (int(a), int(b) - ta.n_nodes)
+                    assert pair in fronts[level - 1 if raw < 0 else level], (pair, level, raw < 0)
+                if leaves is not None:
+                    s, e = leaves.ptr[row], leaves.ptr[row + 1]
+                    got = {(int(a), int(b) - ta.n_nodes) for a, b in zip(leaves.fa[s:e], leaves.fb[s:e])}
+                    assert got == fronts[depth]
+        finally:
+            refine_module._STACKS.give_back(search._buffer)
+            refine_module._ROWS.give_back(search._scratch)
