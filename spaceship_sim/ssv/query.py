@@ -36,15 +36,27 @@ def _rot(R, i, X, j):
 
 
 @njit(cache=True)
+def _moved_frame(c, u, v, R, t, i, y):
+    """Node y's centre (box_center, or the core's: center) and axes u, v moved by pose i into A's frame."""
+    c = _rot(R, i, c, y)
+    return (c[0] + t[i, 0], c[1] + t[i, 1], c[2] + t[i, 2]), _rot(R, i, u, y), _rot(R, i, v, y)
+
+
+@njit(cache=True)
 def _node_gap(center, u, v, half, radius, R, t, i, x, y, enough):
     """Distance between the SSVs of node x (A's frame) and node y (B's, moved by pose i), negative
     when they overlap — or, where a cheap lower bound on it is above `enough`, that bound (the
-    caller prunes there: a collide query passes 0). Cheap first: the projections on the centre
-    line, then on the cores' normals (a flat core has no extent along its own), then the exact
-    core distance."""
-    cy = _rot(R, i, center, y)
-    cy = (cy[0] + t[i, 0], cy[1] + t[i, 1], cy[2] + t[i, 2])
-    uy, vy = _rot(R, i, u, y), _rot(R, i, v, y)
+    caller prunes there). `_moved_gap` with y moved here."""
+    cy, uy, vy = _moved_frame(center, u, v, R, t, i, y)
+    return _moved_gap(center, u, v, half, radius, x, cy, uy, vy, y, enough)
+
+
+@njit(cache=True)
+def _moved_gap(center, u, v, half, radius, x, cy, uy, vy, y, enough):
+    """`_node_gap` where node y's core centre and axes cy, uy, vy are already in A's frame
+    (`_moved_frame`: a split of x tests both its children against the same y). Cheap first: the
+    projections on the centre line, then on the cores' normals (a flat core has no extent along
+    its own), then the exact core distance."""
     dx, dy, dz = cy[0] - center[x, 0], cy[1] - center[x, 1], cy[2] - center[x, 2]
     dd = np.sqrt(dx * dx + dy * dy + dz * dz)
     rr = radius[x] + radius[y]
@@ -63,13 +75,6 @@ def _node_gap(center, u, v, half, radius, R, t, i, x, y, enough):
     if flat > enough:  # the cores are flat: their normals often separate near-touching surfaces
         return flat
     return rect_distance(cx, ux, vx, half[x, 0], half[x, 1], cy, uy, vy, half[y, 0], half[y, 1]) - rr
-
-
-@njit(cache=True)
-def _moved_frame(box_center, u, v, R, t, i, y):
-    """Node y's box centre and axes u, v moved by pose i into A's frame."""
-    c = _rot(R, i, box_center, y)
-    return (c[0] + t[i, 0], c[1] + t[i, 1], c[2] + t[i, 2]), _rot(R, i, u, y), _rot(R, i, v, y)
 
 
 @njit(cache=True)
@@ -297,9 +302,10 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
             p = x if split_a else y
             c0, c1 = child[p, 0], child[p, 1]
             limit = _prune_at(best, rel, abs_tol)
-            if split_a:
-                g0 = _node_gap(center, u, v, half, radius, R, t, i, c0, y, limit)
-                g1 = _node_gap(center, u, v, half, radius, R, t, i, c1, y, limit)
+            if split_a:  # y moved once for both
+                cy, uy, vy = _moved_frame(center, u, v, R, t, i, y)
+                g0 = _moved_gap(center, u, v, half, radius, c0, cy, uy, vy, y, limit)
+                g1 = _moved_gap(center, u, v, half, radius, c1, cy, uy, vy, y, limit)
             else:
                 g0 = _node_gap(center, u, v, half, radius, R, t, i, x, c0, limit)
                 g1 = _node_gap(center, u, v, half, radius, R, t, i, x, c1, limit)
