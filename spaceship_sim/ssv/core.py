@@ -144,3 +144,79 @@ def rect_distance(c1, u1, v1, a1, b1, c2, u2, v2, a2, b2):
     if g < 0.0:
         g = _edge_pairs(_swap(T), _swap(V), _swap(U), b1, a1, b2, a2, tv)
     return g if g >= 0.0 else max(g1, g2, 0.0)
+
+
+BOX_EPS = 1e-9  # added to every |cosine| of the box test: rounding never separates touching boxes
+
+
+@njit(cache=True)
+def box_gap(T, U, V, N, ea, eb):
+    """Separating-axis test of two oriented boxes (Gottschalk et al. 1996, as in RAPID, PQP and fcl):
+    box 1 {|x| <= ea[0], |y| <= ea[1], |z| <= ea[2]}; box 2 centred at T with unit axes U, V, N
+    (a right-handed frame) and half-extents eb, all in box 1's frame. > 0 when a separating axis
+    was found (the first found's margin, unscaled on the 9 edge-edge axes: only its sign means
+    anything), else <= 0: the largest of the 6 face axes' margins (a penetration depth along them
+    when negative, used to order overlapping pairs). Face axes first (1's, then 2's), then the
+    edge-edge axes, each returning at once. Cosines get BOX_EPS: near-parallel edges, whose cross
+    product is rounding noise, never separate."""
+    R00, R01, R02 = abs(U[0]) + BOX_EPS, abs(V[0]) + BOX_EPS, abs(N[0]) + BOX_EPS
+    R10, R11, R12 = abs(U[1]) + BOX_EPS, abs(V[1]) + BOX_EPS, abs(N[1]) + BOX_EPS
+    R20, R21, R22 = abs(U[2]) + BOX_EPS, abs(V[2]) + BOX_EPS, abs(N[2]) + BOX_EPS
+    a0, a1, a2 = ea[0], ea[1], ea[2]
+    b0, b1, b2 = eb[0], eb[1], eb[2]
+    g = abs(T[0]) - a0 - b0 * R00 - b1 * R01 - b2 * R02
+    if g > 0.0:
+        return g
+    m = g
+    g = abs(T[1]) - a1 - b0 * R10 - b1 * R11 - b2 * R12
+    if g > 0.0:
+        return g
+    m = max(m, g)
+    g = abs(T[2]) - a2 - b0 * R20 - b1 * R21 - b2 * R22
+    if g > 0.0:
+        return g
+    m = max(m, g)
+    g = abs(_dot(T, U)) - b0 - a0 * R00 - a1 * R10 - a2 * R20
+    if g > 0.0:
+        return g
+    m = max(m, g)
+    g = abs(_dot(T, V)) - b1 - a0 * R01 - a1 * R11 - a2 * R21
+    if g > 0.0:
+        return g
+    m = max(m, g)
+    g = abs(_dot(T, N)) - b2 - a0 * R02 - a1 * R12 - a2 * R22
+    if g > 0.0:
+        return g
+    m = max(m, g)
+    # edge-edge axes e_j x (axis k of box 2), T.(e_j x w) = (w x T)_j-style expansions
+    if abs(T[2] * U[1] - T[1] * U[2]) > a1 * R20 + a2 * R10 + b1 * R02 + b2 * R01:
+        return 1.0
+    if abs(T[2] * V[1] - T[1] * V[2]) > a1 * R21 + a2 * R11 + b0 * R02 + b2 * R00:
+        return 1.0
+    if abs(T[2] * N[1] - T[1] * N[2]) > a1 * R22 + a2 * R12 + b0 * R01 + b1 * R00:
+        return 1.0
+    if abs(T[0] * U[2] - T[2] * U[0]) > a0 * R20 + a2 * R00 + b1 * R12 + b2 * R11:
+        return 1.0
+    if abs(T[0] * V[2] - T[2] * V[0]) > a0 * R21 + a2 * R01 + b0 * R12 + b2 * R10:
+        return 1.0
+    if abs(T[0] * N[2] - T[2] * N[0]) > a0 * R22 + a2 * R02 + b0 * R11 + b1 * R10:
+        return 1.0
+    if abs(T[1] * U[0] - T[0] * U[1]) > a0 * R10 + a1 * R00 + b1 * R22 + b2 * R21:
+        return 1.0
+    if abs(T[1] * V[0] - T[0] * V[1]) > a0 * R11 + a1 * R01 + b0 * R22 + b2 * R20:
+        return 1.0
+    if abs(T[1] * N[0] - T[0] * N[1]) > a0 * R12 + a1 * R02 + b0 * R21 + b1 * R20:
+        return 1.0
+    return m
+
+
+@njit(cache=True)
+def ssv_box_gap(c1, u1, v1, a1, b1, r1, c2, u2, v2, a2, b2, r2):
+    """`box_gap` of the boxes holding two SSVs (core centre c, unit axes u, v, half-extents a, b,
+    radius r): axes u, v, u x v, half-extents (a + r, b + r, r). > 0 only when the SSVs are apart."""
+    n1 = _cross(u1, v1)
+    d = _sub(c2, c1)
+    T = (_dot(d, u1), _dot(d, v1), _dot(d, n1))
+    U = (_dot(u2, u1), _dot(u2, v1), _dot(u2, n1))
+    V = (_dot(v2, u1), _dot(v2, v1), _dot(v2, n1))
+    return box_gap(T, U, V, _cross(U, V), (a1 + r1, b1 + r1, r1), (a2 + r2, b2 + r2, r2))

@@ -5,8 +5,10 @@ narrowphase.kernels) and the two root nodes, and works in ship A's body frame. P
 chunks handed to numba's prange; a pair's answer depends on nothing but its own row, so any number
 of threads gives the same result (numba.set_num_threads(1) is the serial run).
 
-- collide_pairs: depth-first over node pairs whose SSVs overlap, nearer child pair first, exact
-  triangle–triangle tests at leaf pairs; first contact (cap 1) or all contacts.
+- collide_pairs: depth-first over node pairs whose boxes overlap (each SSV node also stores the
+  oriented box of its triangles, as fcl's OBBRSS pairs an OBB with its RSS: a 15-axis test is
+  cheaper than the SSV distance and, on these trees, prunes about as well), deeper overlap first,
+  exact triangle–triangle tests at leaf pairs; first contact (cap 1) or all contacts.
 - distance_pairs: the paper's distance query: node pairs pruned when their SSV distance, a lower
   bound on any two triangles below them, cannot improve the best triangle distance found so far by
   more than the tolerance (prune when lb >= best / (1 + rel) or lb >= best - abs, so the answer d
@@ -21,7 +23,7 @@ import numpy as np
 from numba import get_num_threads, njit, prange
 
 from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
-from .core import normal_gap, rect_distance
+from .core import _cross, _dot, box_gap, normal_gap, rect_distance
 
 CHUNKS_PER_THREAD = 4
 
@@ -34,15 +36,27 @@ def _rot(R, i, X, j):
 
 
 @njit(cache=True)
+def _moved_frame(c, u, v, R, t, i, y):
+    """Node y's centre (box_center, or the core's: center) and axes u, v moved by pose i into A's frame."""
+    c = _rot(R, i, c, y)
+    return (c[0] + t[i, 0], c[1] + t[i, 1], c[2] + t[i, 2]), _rot(R, i, u, y), _rot(R, i, v, y)
+
+
+@njit(cache=True)
 def _node_gap(center, u, v, half, radius, R, t, i, x, y, enough):
     """Distance between the SSVs of node x (A's frame) and node y (B's, moved by pose i), negative
     when they overlap — or, where a cheap lower bound on it is above `enough`, that bound (the
-    caller prunes there: a collide query passes 0). Cheap first: the projections on the centre
-    line, then on the cores' normals (a flat core has no extent along its own), then the exact
-    core distance."""
-    cy = _rot(R, i, center, y)
-    cy = (cy[0] + t[i, 0], cy[1] + t[i, 1], cy[2] + t[i, 2])
-    uy, vy = _rot(R, i, u, y), _rot(R, i, v, y)
+    caller prunes there). `_moved_gap` with y moved here."""
+    cy, uy, vy = _moved_frame(center, u, v, R, t, i, y)
+    return _moved_gap(center, u, v, half, radius, x, cy, uy, vy, y, enough)
+
+
+@njit(cache=True)
+def _moved_gap(center, u, v, half, radius, x, cy, uy, vy, y, enough):
+    """`_node_gap` where node y's core centre and axes cy, uy, vy are already in A's frame
+    (`_moved_frame`: a split of x tests both its children against the same y). Cheap first: the
+    projections on the centre line, then on the cores' normals (a flat core has no extent along
+    its own), then the exact core distance."""
     dx, dy, dz = cy[0] - center[x, 0], cy[1] - center[x, 1], cy[2] - center[x, 2]
     dd = np.sqrt(dx * dx + dy * dy + dz * dz)
     rr = radius[x] + radius[y]
@@ -61,6 +75,20 @@ def _node_gap(center, u, v, half, radius, R, t, i, x, y, enough):
     if flat > enough:  # the cores are flat: their normals often separate near-touching surfaces
         return flat
     return rect_distance(cx, ux, vx, half[x, 0], half[x, 1], cy, uy, vy, half[y, 0], half[y, 1]) - rr
+
+
+@njit(cache=True)
+def _box_gap(box_center, box_half, u, v, x, cy, uy, vy, y):
+    """`box_gap` of node x's box (A's frame) and node y's, whose centre and axes cy, uy, vy are
+    already in A's frame (`_moved_frame`): > 0 only when the boxes are apart (collide prunes
+    there), else <= 0, the deepest face-axis overlap (orders the children). In x's box frame."""
+    ux, vx = (u[x, 0], u[x, 1], u[x, 2]), (v[x, 0], v[x, 1], v[x, 2])
+    nx = _cross(ux, vx)
+    d = (cy[0] - box_center[x, 0], cy[1] - box_center[x, 1], cy[2] - box_center[x, 2])
+    U = (_dot(uy, ux), _dot(uy, vx), _dot(uy, nx))
+    V = (_dot(vy, ux), _dot(vy, vx), _dot(vy, nx))
+    return box_gap((_dot(d, ux), _dot(d, vx), _dot(d, nx)), U, V, _cross(U, V),
+                   (box_half[x, 0], box_half[x, 1], box_half[x, 2]), (box_half[y, 0], box_half[y, 1], box_half[y, 2]))
 
 
 @njit(cache=True)
@@ -89,7 +117,8 @@ def chunks(k: int) -> np.ndarray:
 
 
 @njit(cache=True, parallel=True)
-def collide_pairs(center, u, v, half, radius, kind, child, face, tris, R, t, root_a, root_b, bounds, depth, cap):
+def collide_pairs(center, u, v, half, radius, kind, child, face, tris, box_center, box_half, R, t, root_a, root_b,
+                  bounds, depth, cap):
     """Intersecting triangle pairs of k ship pairs.
 
     root_a, root_b : (k,) int64 root nodes; bounds: chunks(k); depth: int, the deepest tree's depth (sizes the stack)
@@ -97,6 +126,9 @@ def collide_pairs(center, u, v, half, radius, kind, child, face, tris, R, t, roo
     Returns count (k,) int64 — all contacts found, which may exceed cap: the caller reruns those
     rows with a larger cap when it wants them all — and hits (k, cap, 2) int64 global face ids
     (face of A, face of B), the first min(count, cap) valid.
+    Node pairs are tested on the nodes' boxes (`_box_gap`: fcl's OBB test; the SSVs' exact distance
+    costs more than the pairs it would prune save), the split node's child pairs with the deeper
+    overlap first; the other node's frame is moved into A's once per split.
     """
     k = len(root_a)
     count = np.zeros(k, np.int64)
@@ -107,7 +139,8 @@ def collide_pairs(center, u, v, half, radius, kind, child, face, tris, R, t, roo
         Vb = np.empty((3, 3))
         for i in range(bounds[c], bounds[c + 1]):
             top = 0
-            if _node_gap(center, u, v, half, radius, R, t, i, root_a[i], root_b[i], 0.0) <= 0.0:
+            cy, uy, vy = _moved_frame(box_center, u, v, R, t, i, root_b[i])
+            if _box_gap(box_center, box_half, u, v, root_a[i], cy, uy, vy, root_b[i]) <= 0.0:
                 sx[0], sy[0], top = root_a[i], root_b[i], 1
             while top > 0:
                 top -= 1
@@ -122,15 +155,18 @@ def collide_pairs(center, u, v, half, radius, kind, child, face, tris, R, t, roo
                             break
                     continue
                 split_a = _descend_a(half, radius, child, x, y)
-                p = x if split_a else y
                 g0 = g1 = 0.0
-                c0, c1 = child[p, 0], child[p, 1]
                 if split_a:
-                    g0 = _node_gap(center, u, v, half, radius, R, t, i, c0, y, 0.0)
-                    g1 = _node_gap(center, u, v, half, radius, R, t, i, c1, y, 0.0)
+                    c0, c1 = child[x, 0], child[x, 1]
+                    cy, uy, vy = _moved_frame(box_center, u, v, R, t, i, y)
+                    g0 = _box_gap(box_center, box_half, u, v, c0, cy, uy, vy, y)
+                    g1 = _box_gap(box_center, box_half, u, v, c1, cy, uy, vy, y)
                 else:
-                    g0 = _node_gap(center, u, v, half, radius, R, t, i, x, c0, 0.0)
-                    g1 = _node_gap(center, u, v, half, radius, R, t, i, x, c1, 0.0)
+                    c0, c1 = child[y, 0], child[y, 1]
+                    cy, uy, vy = _moved_frame(box_center, u, v, R, t, i, c0)
+                    g0 = _box_gap(box_center, box_half, u, v, x, cy, uy, vy, c0)
+                    cy, uy, vy = _moved_frame(box_center, u, v, R, t, i, c1)
+                    g1 = _box_gap(box_center, box_half, u, v, x, cy, uy, vy, c1)
                 if g0 < g1:  # the deeper overlap on top
                     c0, c1, g0, g1 = c1, c0, g1, g0
                 for cc, g in ((c0, g0), (c1, g1)):
@@ -189,8 +225,8 @@ def _grow(key, hx, hy):
 
 
 @njit(cache=True, parallel=True)
-def distance_pairs(center, u, v, half, radius, kind, child, face, tris, R, t, root_a, root_b, bounds, depth,
-                   seed_a, seed_b, bound, rel, abs_tol, stop_at, priority):
+def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_center, box_half, R, t, root_a, root_b,
+                   bounds, depth, seed_a, seed_b, bound, rel, abs_tol, stop_at, priority):
     """Closest triangle pair of k ship pairs, within a tolerance.
 
     seed_a, seed_b : (k,) int64 global faces of a triangle pair to start from (-1: none)
@@ -199,6 +235,7 @@ def distance_pairs(center, u, v, half, radius, kind, child, face, tris, R, t, ro
     stop_at        : (k,) float64 [m] >= 0, a row stops at its first triangle pair this close (0: when
                      the ships are found intersecting, nothing can be closer)
     priority       : bool, priority-directed search (else depth-first, nearer pair first)
+    (box_center, box_half: the nodes' boxes, taken with the other node arrays, unused here)
     Returns dist (k,) float64 [m] (0 when the ships intersect; `bound` when nothing closer was
     found), tri (k, 2) int64 global faces (-1 when nothing closer than `bound`), points (k, 2, 3)
     float64 closest points in A's frame (nan when intersecting or none found).
@@ -265,9 +302,10 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
             p = x if split_a else y
             c0, c1 = child[p, 0], child[p, 1]
             limit = _prune_at(best, rel, abs_tol)
-            if split_a:
-                g0 = _node_gap(center, u, v, half, radius, R, t, i, c0, y, limit)
-                g1 = _node_gap(center, u, v, half, radius, R, t, i, c1, y, limit)
+            if split_a:  # y moved once for both
+                cy, uy, vy = _moved_frame(center, u, v, R, t, i, y)
+                g0 = _moved_gap(center, u, v, half, radius, c0, cy, uy, vy, y, limit)
+                g1 = _moved_gap(center, u, v, half, radius, c1, cy, uy, vy, y, limit)
             else:
                 g0 = _node_gap(center, u, v, half, radius, R, t, i, x, c0, limit)
                 g1 = _node_gap(center, u, v, half, radius, R, t, i, x, c1, limit)

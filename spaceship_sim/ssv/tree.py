@@ -9,7 +9,10 @@ long then short sides pulled in while the rounded edges still cover) — and the
 (the paper's static rule picks by axis ratios with an unstated factor; the volume is the criterion
 that rule approximates). The triangles are split by the plane through their mean orthogonal to the
 longest axis (by centroid; at the median when one side would be empty), down to one triangle a leaf.
-Radii carry a slack of SLACK x the model's size so that rounding never uncovers a touching contact.
+Each node also keeps the oriented box of its triangles' vertices along its axes u, v, u x v (fcl's
+OBBRSS likewise pairs an OBB with its RSS): collide tests the boxes, distance the SSVs.
+Radii and box half-extents carry a slack of SLACK x the model's size so that rounding never
+uncovers a touching contact.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ import numpy as np
 
 from .core import LSS, PSS, RSS
 
-SSV_BUILDER_VERSION = "2"
+SSV_BUILDER_VERSION = "3"  # 3: boxes per node
 SLACK = 1e-9  # radius slack as a fraction of the model's bounding-box diagonal [-]
 
 
@@ -37,6 +40,9 @@ class _Nodes:
     child  : (n, 2) int64, the two children, -1 at leaves
     face   : (n,) int64, the leaf's triangle (index into tris), -1 for inner nodes
     tris   : (F, 3, 3) float64, the mesh's triangles (faces' order), one vertex per row
+    box_center, box_half : (n, 3) float64, the oriented box holding the node's triangles: axes u, v,
+             u x v, centre box_center (body frame), half-extents box_half along them (collide's
+             cheap test, as fcl's OBB beside its RSS)
     """
 
     center: np.ndarray
@@ -48,8 +54,10 @@ class _Nodes:
     child: np.ndarray
     face: np.ndarray
     tris: np.ndarray
+    box_center: np.ndarray
+    box_half: np.ndarray
 
-    _ARRAYS = ("center", "u", "v", "half", "radius", "kind", "child", "face", "tris")
+    _ARRAYS = ("center", "u", "v", "half", "radius", "kind", "child", "face", "tris", "box_center", "box_half")
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,6 +136,15 @@ def fit_ssv(points):
     return kind, mean + E @ c, u, v, a, b, r
 
 
+def fit_box(points, u, v, slack=0.0):
+    """The box holding points (p, 3) with axes u, v, u x v: (centre (3,), half-extents (3,)), the
+    half-extents grown by slack."""
+    E = np.stack([u, v, np.cross(u, v)], 1)
+    X = points @ E
+    lo, hi = X.min(0), X.max(0)
+    return E @ ((lo + hi) / 2), (hi - lo) / 2 + slack
+
+
 def _split(tris_idx, centroids, points):
     """Two non-empty halves of tris_idx by the plane through the mean of `points` orthogonal to
     their longest principal axis, sides by triangle centroid (at the median when one is empty)."""
@@ -154,6 +171,7 @@ def build_ssv(vertices, faces, key: str = "") -> SSVTree:
     n = 2 * n_faces - 1
     center, u, v = np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
     half, radius = np.zeros((n, 2)), np.zeros(n)
+    box_center, box_half = np.zeros((n, 3)), np.zeros((n, 3))
     kind, child, face = np.zeros(n, np.int64), np.full((n, 2), -1, np.int64), np.full(n, -1, np.int64)
     depth = np.zeros(n, np.int64)
     todo, used = [(np.arange(n_faces), 0)], 1
@@ -162,6 +180,7 @@ def build_ssv(vertices, faces, key: str = "") -> SSVTree:
         points = tris[idx].reshape(-1, 3)
         kind[node], center[node], u[node], v[node], a, b, r = fit_ssv(points)
         half[node], radius[node] = (a, b), r + slack
+        box_center[node], box_half[node] = fit_box(points, u[node], v[node], slack)
         if len(idx) == 1:
             face[node] = idx[0]
             continue
@@ -171,7 +190,7 @@ def build_ssv(vertices, faces, key: str = "") -> SSVTree:
             todo.append((part, used))
             used += 1
     return SSVTree(center=center, u=u, v=v, half=half, radius=radius, kind=kind, child=child, face=face,
-                   tris=tris, depth=int(depth.max()), key=key, build_seconds=time.perf_counter() - t0)
+                   tris=tris, box_center=box_center, box_half=box_half, depth=int(depth.max()), key=key, build_seconds=time.perf_counter() - t0)
 
 
 # ---------------------------------------------------------------- cache
@@ -227,4 +246,5 @@ class SSVBank(_Nodes):
     @property
     def arrays(self) -> tuple:
         """The node and triangle arrays in the order the kernels take them."""
-        return (self.center, self.u, self.v, self.half, self.radius, self.kind, self.child, self.face, self.tris)
+        return (self.center, self.u, self.v, self.half, self.radius, self.kind, self.child, self.face, self.tris,
+                self.box_center, self.box_half)

@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from spaceship_sim.ssv.core import LSS, PSS, RSS, normal_gap, rect_distance
+from spaceship_sim.ssv.core import LSS, PSS, RSS, box_gap, normal_gap, rect_distance, ssv_box_gap
 from spaceship_sim.ssv.tree import build_ssv, fit_ssv
 
 SETTINGS = settings(max_examples=40, deadline=None)
@@ -143,3 +143,67 @@ def test_tree_nodes_cover_their_triangles(meshes):
         pts = tree.tris[below[node]].reshape(-1, 3)
         d = np.array([_dist_to_core(p, tree.center[node], tree.u[node], tree.v[node], tree.half[node]) for p in pts])
         assert np.all(d <= tree.radius[node])
+        E = np.stack([tree.u[node], tree.v[node], np.cross(tree.u[node], tree.v[node])], 1)
+        assert np.all(np.abs((pts - tree.box_center[node]) @ E) <= tree.box_half[node])  # the box holds them too
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), KINDS, KINDS, st.sampled_from([0.0, 1e-9, 1e-4, 0.3, -0.01]))
+def test_box_apart_only_when_the_ssvs_are_apart(seed, k1, k2, gap):
+    """The box (axes u, v, u x v, half-extents a + r, b + r, r) holds its SSV: where the boxes are
+    found apart, the SSVs' exact distance (cores' distance less both radii) is > 0. SSVs placed at
+    random and touching, near-touching or overlapping along a random direction."""
+    rng = np.random.default_rng(seed)
+    (c1, u1, v1, e1), (c2, u2, v2, e2) = _core(rng, k1), _core(rng, k2)
+    r1, r2 = rng.uniform(0.01, 1.0, 2)
+    if rng.uniform() < 0.7:  # a random direction, the cores' supports gap + r1 + r2 apart
+        n = rng.normal(size=3)
+        n /= np.linalg.norm(n)
+        c2 = _support(c1, u1, v1, e1, n) + (gap + r1 + r2) * n - _support(np.zeros(3), u2, v2, e2, -n)
+    dist = _rect_distance(c1, u1, v1, e1, c2, u2, v2, e2) - r1 - r2
+    for args in ((c1, u1, v1, e1, r1, c2, u2, v2, e2, r2), (c2, u2, v2, e2, r2, c1, u1, v1, e1, r1)):
+        ca, ua, va, ea, ra, cb, ub, vb, eb, rb = args
+        g = ssv_box_gap(tuple(ca), tuple(ua), tuple(va), ea[0], ea[1], ra, tuple(cb), tuple(ub), tuple(vb), eb[0], eb[1], rb)
+        assert g <= 0.0 or dist > 0.0
+
+
+def _box_depth_lp(c1, E1, h1, c2, E2, h2):
+    """max s such that a point lies s inside both boxes (each face moved in by s): > 0 the boxes
+    overlap, < 0 they are apart (a linear programme)."""
+    from scipy.optimize import linprog
+    A, b = [], []
+    for c, E, h in ((c1, E1, h1), (c2, E2, h2)):
+        for k in range(3):
+            for sign in (1.0, -1.0):  # sign E_k.(p - c) + s <= h_k
+                A.append([*(sign * E[:, k]), 1.0])
+                b.append(h[k] + sign * E[:, k] @ c)
+    res = linprog([0, 0, 0, -1.0], A_ub=A, b_ub=b, bounds=[(None, None)] * 3 + [(None, 1e3)], method="highs")
+    return -res.fun
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["random", "aligned", "edge-parallel"]))
+def test_box_gap_finds_the_boxes_apart_exactly_when_they_are(seed, how):
+    """The 15-axis test against a linear programme on random boxes (some sharing an axis, where the
+    edge-edge axes degenerate): apart (> 0) when the boxes are at least 1e-6 apart, overlapping
+    (<= 0) when they overlap by 1e-6."""
+    rng = np.random.default_rng(seed)
+    E1, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    E2, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    if how == "aligned":
+        E2 = E1[:, rng.permutation(3)]
+    elif how == "edge-parallel":
+        angle = rng.uniform(0, np.pi)
+        E2 = np.stack([E1[:, 0], np.cos(angle) * E1[:, 1] + np.sin(angle) * E1[:, 2],
+                       -np.sin(angle) * E1[:, 1] + np.cos(angle) * E1[:, 2]], 1)
+    E1[:, 2], E2[:, 2] = np.cross(E1[:, 0], E1[:, 1]), np.cross(E2[:, 0], E2[:, 1])  # right-handed
+    h1, h2 = rng.uniform(0.0, 2.0, 3), rng.uniform(0.0, 2.0, 3)
+    c1, c2 = rng.normal(size=3), rng.normal(size=3) * rng.uniform(0.5, 4.0)
+    d = c2 - c1
+    U, V, N = E1.T @ E2[:, 0], E1.T @ E2[:, 1], E1.T @ E2[:, 2]
+    g = box_gap(tuple(E1.T @ d), tuple(U), tuple(V), tuple(N), tuple(h1), tuple(h2))
+    depth = _box_depth_lp(c1, E1, h1, c2, E2, h2)
+    if depth < -1e-6:
+        assert g > 0.0
+    elif depth > 1e-6:
+        assert g <= 0.0
