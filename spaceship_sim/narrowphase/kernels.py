@@ -95,59 +95,57 @@ def stack_pairs_b(sb):
 
 
 @njit(cache=True, _nrt=False)
-def _expand(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
-    """Lazy expansion of node pair (a0, b0) (module docstring): test its child pairs from index j
-    on (B's children outer, A's inner, in node order; a leaf stands in for its own children)
-    until one overlaps; write at (sa, sb, sl)[top] a continuation for the child pairs after it —
-    kept even when none is left, so that the stack holds every pair the witness descends from —
-    and above it the overlapping pair, both at `level`. Returns (new top, whether one
-    overlapped); nothing is written when none does. (Testing first the child pairs whose centres
-    face the other node was measured slower: ordering cost more tests than it saved.)"""
+def _scan_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, lazy):
+    """Test the child pairs of node pair (a0, b0) from index j on (B's children outer, A's inner,
+    in node order; a leaf stands in for its own children) and write the overlapping ones at
+    (sa, sb, sl)[top:], at `level`. Returns (new top, whether one overlapped).
+
+    lazy (_expand, the descent): stop at the first overlapping pair; write a continuation for the
+    child pairs after it — kept even when none is left, so that the stack holds every pair the
+    witness descends from — and the overlapping pair above it (module docstring). Otherwise
+    (_push_children, the exact level) every overlapping pair is written. (Testing first the child
+    pairs whose centres face the other node was measured slower: ordering cost more tests than it
+    saved.)"""
     a_first, na, b_first, nb = a0, 1, b0, 1
     if cca[a0] > 0:
         a_first, na = fca[a0], cca[a0]
     if ccb[b0] > 0:
         b_first, nb = fcb[b0], ccb[b0]
     bi, ai = j // na, j % na
+    hit = False
     while bi < nb:
         b = b_first + bi
         place(VB, np.uint64(b), R, t, r, xb)  # node ids are >= 0: unsigned, numba checks no wraparound
         while ai < na:
             a = a_first + ai
             if overlap(VA, np.uint64(a), VB, np.uint64(b), R, t, r, xb)[0]:
-                sa[top], sb[top], sl[top] = a0, ~((b0 << CONT_BITS) | (bi * na + ai + 1)), level
-                sa[top + 1], sb[top + 1], sl[top + 1] = a, b, level
-                return top + 2, True
+                hit = True
+                if lazy:
+                    sa[top], sb[top], sl[top] = a0, ~((b0 << CONT_BITS) | (bi * na + ai + 1)), level
+                    top += 1
+                sa[top], sb[top], sl[top] = a, b, level
+                top += 1
+                if lazy:
+                    return top, hit
             ai += 1
         ai = 0
         bi += 1
-    return top, False
+    return top, hit
+
+
+@njit(cache=True, _nrt=False)
+def _expand(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
+    """Lazy expansion of node pair (a0, b0) from child-pair index j (_scan_children, lazy):
+    returns (new top, whether a child pair overlapped); nothing is written when none does."""
+    return _scan_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, True)
 
 
 @njit(cache=True, _nrt=False)
 def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
-    """Push onto the stack (sa, sb, sl)[top:] every child pair of node pair (a0, b0) from index j
-    on (_expand's order) whose volumes overlap (volumes.py; a leaf stands in for its own
-    children), at `level`: the whole expansion (j = 0), or a continuation's rest, as the exact
-    level needs it. Returns the new top."""
-    a_first, na, b_first, nb = a0, 1, b0, 1
-    if cca[a0] > 0:
-        a_first, na = fca[a0], cca[a0]
-    if ccb[b0] > 0:
-        b_first, nb = fcb[b0], ccb[b0]
-    bi, ai = j // na, j % na
-    while bi < nb:
-        b = b_first + bi
-        place(VB, np.uint64(b), R, t, r, xb)
-        while ai < na:
-            a = a_first + ai
-            if overlap(VA, np.uint64(a), VB, np.uint64(b), R, t, r, xb)[0]:
-                sa[top], sb[top], sl[top] = a, b, level
-                top += 1
-            ai += 1
-        ai = 0
-        bi += 1
-    return top
+    """Push every overlapping child pair of node pair (a0, b0) from index j on (_scan_children):
+    the whole expansion (j = 0), or a continuation's rest, as the exact level needs it. Returns
+    the new top."""
+    return _scan_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, False)[0]
 
 
 @njit(cache=True)
