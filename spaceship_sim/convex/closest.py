@@ -25,7 +25,12 @@ inlined (fewer copies of their branches to compile).
 
 Guard against cycling (degenerate configurations, round-off at region boundaries): every test
 has a tolerance, and a walk longer than `max_iter` steps falls back to the brute-force search over
-all face pairs (counted in the kernels' return value).
+all face pairs (counted in the kernels' return value). A vertex's or an edge's Voronoi planes pass
+through the feature, so how far the other's closest point lies past one of them shrinks with the gap:
+their tolerance is relative to the gap (TOL_REL of it, at least PLANE_FLOOR * tol, above round-off).
+With the absolute `tol` a nearly touching pair stopped at a vertex whose edge sloped gently down
+towards the other body (slope under tol / gap), reporting them apart when they touched.
+A face's side planes measure distances in its plane, and keep `tol`.
 
 Coherence is state the caller owns: the feature pair found for a body pair, passed back next frame
 (`feats` in `walk_pairs`; `Closest.features` for `closest_features`), e.g. in a dict keyed by
@@ -43,6 +48,7 @@ from .polytope import PolytopeSet
 SEPARATED, PENETRATING, CAPPED = 0, 1, 2
 NO_STEP, LOCAL_MIN, INSIDE = -1, -2, -3
 TOL_REL = 1e-9     # tolerance of every test, relative to the sum of the two bodies' radii
+PLANE_FLOOR = 1e-4  # least Voronoi-plane tolerance of a vertex or an edge, as a fraction of tol
 MAX_ITER = 200     # walk steps before the brute-force fallback
 _V, _E, _F = 0, 1, 2
 # numba options of every kernel: "numpy" error model, no reference counting (module docstring)
@@ -326,14 +332,15 @@ def _highest_face(S, body, q):
 
 
 @njit(inline="always", **_OPTS)
-def _feature_step(S, body, feat, q, where, tol):
+def _feature_step(S, body, feat, q, where, tol, plane_tol):
     """Next feature of `body` given the other body's closest point q (3,), body frame:
-    NO_STEP when q is in feat's Voronoi region, INSIDE when q is inside the body."""
+    NO_STEP when q is in feat's Voronoi region, INSIDE when q is inside the body. plane_tol: the
+    tolerance of a vertex's or an edge's planes (module docstring)."""
     kind, idx = feat % 3, feat // 3
     if kind == _V:
-        return _step_vertex(S, idx, q, tol)
+        return _step_vertex(S, idx, q, plane_tol)
     if kind == _E:
-        return _step_edge(S, idx, q, where, tol)
+        return _step_edge(S, idx, q, where, plane_tol)
     new = _step_face(S, idx, q, where, tol)
     if new != LOCAL_MIN:
         return new
@@ -385,9 +392,10 @@ def _walk(S, a, b, fa, fb, tol, max_iter, R, t, PA, PB, nrm, pts, q):
         d2, wA, wB = _closest_polygons(PA, kA, nrm[0], PB, kB, nrm[1], pts)
         if d2 <= tol * tol:
             return PENETRATING, 0.0, fa, fb, it
-        new = _feature_step(S, a, fa, pts[1], wA, tol)
+        plane_tol = max(TOL_REL * np.sqrt(d2), PLANE_FLOOR * tol)
+        new = _feature_step(S, a, fa, pts[1], wA, tol, plane_tol)
         if new == NO_STEP:
-            new = _feature_step(S, b, fb, _to_body(R, t, pts[0], q), wB, tol)
+            new = _feature_step(S, b, fb, _to_body(R, t, pts[0], q), wB, tol, plane_tol)
             if new == NO_STEP:
                 return SEPARATED, np.sqrt(d2), fa, fb, it
             if new == INSIDE:

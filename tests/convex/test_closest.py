@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 from scipy.optimize import linprog, minimize
 from scipy.spatial.transform import Rotation
 
@@ -223,6 +223,9 @@ def test_walk_pairs_equal_brute_force_at_random_poses(faces, spread, seed):
 
 @settings(max_examples=30, deadline=None)
 @given(FACES, FACES, st.sampled_from([-1e-6, 0.0, 1e-6]), SEEDS)
+@example(200, 20, 0.0, 3762)  # an edge of B's closest vertex sloping ~1e-4 towards A: missed when the
+@example(200, 20, -1e-6, 3762)  # vertex's Voronoi planes had an absolute tolerance (closest.py docstring)
+@example(36, 200, -1e-6, 4291660857)
 def test_touching_barely_apart_and_barely_overlapping(faces_a, faces_b, push, seed):
     """B slid along the closest points' segment until the bodies touch (push 0), stay 1e-6 of the
     gap apart (push < 0) or pass each other's closest points by as much (push > 0), then both
