@@ -90,6 +90,38 @@ def test_exact_verdicts_equal_brute_force(bank, models, seed, all_contacts):
             assert got <= {tuple(x) for x in want.pairs_of(k).tolist()} and len(got) == want.colliding[k]
 
 
+def test_first_contacts_go_depth_first_and_build_less(models, monkeypatch):
+    """First contacts on on-collide trees go on depth-first from a witness whose triangles miss, leaf
+    pair by leaf pair: the same verdicts as testing the whole leaf frontier, the contact found in the
+    witness reported, and never more spheres built (each pair on fresh banks)."""
+    from spaceship_sim.narrowphase import refine
+
+    rng = np.random.default_rng(11)
+    mid = np.zeros(40, np.int64)
+    T = poses(rng, models, mid, 40, reach=0.8)
+    built = {}
+    for limit in (-1, 0):  # depth-first to the end; the whole frontier after the witness
+        monkeypatch.setitem(refine.WITNESSES_BEFORE_FRONTIER, "on-collide", limit)
+        built[limit], verdicts = [], []
+        for i in range(0, 40, 2):
+            bank = OcstBank(models[:1], depth=4)
+            r = refine_frame(bank, mid[:2], T[i:i + 2], np.array([[0, 1]]), deadline=np.inf, min_level=0,
+                             all_contacts=False)
+            built[limit].append(bank.resident_nodes)
+            verdicts.append(bool(r.colliding[0]))
+            if limit == -1 and r.colliding[0]:
+                (na, nb), (ta, tb) = r.sphere_pairs[0][-1], r.tri_pairs[0][0]  # one model: local ids = bank ids
+                for node, tri in ((na, ta), (nb, tb)):
+                    assert bank.child_count[node] == 0
+                    assert tri in bank.tri_idx[bank.tri_ptr[node]:bank.tri_ptr[node + 1]]
+        assert sum(verdicts) >= 5
+        if limit == 0:
+            assert verdicts == first_verdicts
+        first_verdicts = verdicts
+    assert all(a <= b for a, b in zip(built[-1], built[0]))
+    assert sum(built[-1]) < sum(built[0])
+
+
 def test_registered_exact_strategy_answers_like_the_oracle(models):
     rng = np.random.default_rng(2)
     ma, mb = np.array([0, 1, 0, 1]), np.array([0, 1, 1, 0])
