@@ -23,9 +23,12 @@ def test_memory_part_reports_a_footprint_per_render_load(tmp_path, capsys):
     assert "depth 3" in table[0] and "12 frames" in table[0]
     loads = [line.split() for line in table[2:4]]
     assert [row[0] for row in loads] == ["31", "0"] and all(row[-1] in ("met", "missed") for row in loads)
-    single = printed[printed.index("one lamp pair, each on a fresh bank"):].splitlines()[1:5]
+    single = printed[printed.index("one lamp pair, each on a fresh bank"):].splitlines()[1:7]
     assert all("of the full tree" in line for line in single)
     assert "deep contact, then to the triangles" in single[3] and "colliding True" in single[3]
+    assert "deep contact, first only, then to the triangles" in single[5] and "colliding True" in single[5]
+    spheres = [int(line.split(" spheres resident")[0].split()[-1]) for line in single]
+    assert spheres[5] < spheres[3]  # one contact wanted: depth-first from the witness builds less
     rows = list(csv.DictReader(open(out / "ocst_resident.csv")))
     assert len(rows) == 24 and {r["render_ms"] for r in rows} == {"31.0", "0.0"}
     for r in rows:  # every resident sphere has one reason

@@ -131,7 +131,7 @@ def first_frame(triangles: int, skip_prebuilt: bool, depth: int) -> None:
     print(f"first frame, {len(mesh.faces):,}-triangle torus, depth {cfg.collision.tree_depth}:")
     print(f"  ocst: scenario loaded to first frame simulated  {ocst_s:8.2f} s  "
           f"({world.bank.resident_nodes} spheres resident)")
-    first_contact((world.bank, world.bank), mesh)
+    first_contact((world.bank,) * 3, mesh)
     if skip_prebuilt:
         return
     from ..spheretree.build import build_tree
@@ -146,21 +146,23 @@ def first_frame(triangles: int, skip_prebuilt: bool, depth: int) -> None:
 
 def first_contact(banks, mesh, full: int = 0) -> None:
     """What the first contact of two such ships costs, grazing (rims 2.5% of the radius deep) on
-    banks[0] then deep (centres 1.5 radii apart) on banks[1] (the same bank twice: what the deep
-    contact adds), in one plane: min_level 1 forced (the root's children built) under an expired
-    deadline, then the rest of the way to the triangles (all contacts). With `full` (the full
-    tree's spheres), the resident spheres are given as its share too."""
+    banks[0], deep (centres 1.5 radii apart) on banks[1] (the same bank twice: what the deep
+    contact adds), and deep again on banks[2] wanting one intersecting triangle pair only, in one
+    plane: min_level 1 forced (the root's children built) under an expired deadline, then the rest of
+    the way to the triangles. With `full` (the full tree's spheres), the resident spheres are given as
+    its share too."""
     from ..narrowphase import refine_frame
 
-    for bank, (kind, apart) in zip(banks, (("grazing", 1.975), ("deep", 1.5))):
+    contacts = (("grazing contact", 1.975, True), ("deep contact", 1.5, True), ("deep contact, first only", 1.5, False))
+    for bank, (kind, apart, all_contacts) in zip(banks, contacts):
         T = np.tile(np.eye(4), (2, 1, 1))
         T[1, 0, 3] = apart * mesh.bounding_radius
         args = (bank, np.zeros(2, np.int64), T, np.array([[0, 1]]))
         for what, opts in (("level 1 (forced, deadline passed)", dict(deadline=0.0, min_level=1)),
                            ("then to the triangles (no deadline)", dict(deadline=np.inf, min_level=0))):
             t0 = time.perf_counter()
-            r = refine_frame(*args, **opts)
-            print(f"  ocst {kind} contact, {what}: {time.perf_counter() - t0:6.2f} s, level {int(r.level[0])}, "
+            r = refine_frame(*args, **opts, all_contacts=all_contacts)
+            print(f"  ocst {kind}, {what}: {time.perf_counter() - t0:6.2f} s, level {int(r.level[0])}, "
                   f"colliding {bool(r.colliding[0])}, {bank.resident_nodes} spheres resident"
                   + (f" ({bank.resident_nodes / full:.0%} of the full tree)" if full else ""))
 
@@ -255,7 +257,7 @@ def one_pair(cfg) -> None:
 
     mesh, depth = load_model(cfg.ships.user_model), cfg.collision.tree_depth
     print(f"one {cfg.ships.user_model} pair, each on a fresh bank (the footprint of a single contact):")
-    first_contact([OcstBank([mesh], depth=depth) for _ in range(2)], mesh, full_tree_nodes([mesh], depth))
+    first_contact([OcstBank([mesh], depth=depth) for _ in range(3)], mesh, full_tree_nodes([mesh], depth))
 
 
 def _within(rows, cfg) -> float:
