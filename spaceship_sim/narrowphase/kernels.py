@@ -554,58 +554,151 @@ def _sweep(lo_a, hi_a, lo_b, hi_b):
 def exact_pairs(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, rows, ptr, fa, fb, s, e,
                 first):
     """Exact level for active rows s..e whose node pairs are colliding leaves: every triangle
-    pair (one of A's, one of B's, global bank ids) that intersects, each reported once.
-
-    Per row: gather the triangles of colliding leaves that can reach the sphere around the other
-    leaf (volumes.py `enclosing`; each triangle once), move B's into A's frame, pair them by sweep
-    and prune of their boxes, and test the pairs whose boxes overlap (every triangle pair once, where walking the leaf pairs would
-    repeat many). With `first`, only the first intersecting pair of a row is wanted (a yes/no
-    answer, like a boolean collide). Returns (out_ptr (e-s+1,) int64, hit_a, hit_b (h,) int64).
+    pair (one of A's, one of B's, global bank ids) that intersects, each reported once
+    (_test_leaf_pairs over each row's leaf pairs at once). With `first`, only the first
+    intersecting pair of a row is wanted (a yes/no answer, like a boolean collide). Returns
+    (out_ptr (e-s+1,) int64, hit_a, hit_b (h,) int64).
     """
-    Z, One = np.int64(0), np.int64(1)
     out_ptr = np.zeros(e - s + 1, np.int64)
     hits = np.empty((64, 2), np.int64)
-    mark_a = np.zeros(len(tva), np.int64)
-    mark_b = np.zeros(len(tvb), np.int64)
-    moved = np.zeros(len(tvb), np.int64)
-    sel_a = np.empty(len(tva), np.int64)
-    sel_b = np.empty(len(tvb), np.int64)
-    tcb_a = np.empty((len(tvb), 3))  # B's triangle centres in A's frame, filled when first met
-    xa = np.empty((1, 3))  # the sphere around A's leaf
-    xb = np.empty((2, 3))  # ... around B's leaf: row 0 in B's frame, row 1 in A's
+    scratch = _triangle_scratch(tva, tvb)
     h = 0
     for i in range(s, e):
-        r, stamp = rows[i], i + 1
-        na = nb = 0
-        for j in range(ptr[i], ptr[i + 1]):
-            a, b = fa[j], fb[j]
-            rb = enclosing(VB, b, xb)
-            _to_a(R, t, r, xb, Z, xb, One)
-            na = _gather(tpa, tia, tca, tra, a, xb, One, rb, mark_a, stamp, sel_a, na)
-            for q in range(tpb[b], tpb[b + 1]):
-                if moved[tib[q]] != stamp:
-                    _to_a(R, t, r, tcb, tib[q], tcb_a, tib[q])
-                    moved[tib[q]] = stamp
-            ra = enclosing(VA, a, xa)
-            nb = _gather(tpb, tib, tcb_a, trb, b, xa, Z, ra, mark_b, stamp, sel_b, nb)
-        GA = np.empty((na, 3, 3))  # the gathered triangles, in A's frame
-        GB = np.empty((nb, 3, 3))
-        for u in range(na):
-            GA[u] = tva[sel_a[u]]
-        for u in range(nb):
-            Vu, Tu = GB[u], tvb[sel_b[u]]
-            for v in range(3):
-                _to_a(R, t, r, Tu, v, Vu, v)
-        lo_a, hi_a = np.empty((na, 3)), np.empty((na, 3))
-        lo_b, hi_b = np.empty((nb, 3)), np.empty((nb, 3))
-        _boxes(GA, lo_a, hi_a)
-        _boxes(GB, lo_b, hi_b)
-        cand = _sweep(lo_a, hi_a, lo_b, hi_b)
-        if h + len(cand) > len(hits):
-            hits = _grow2(hits, h + len(cand))
-        h = _test_pairs(GA, GB, cand, sel_a, sel_b, hits, h, first)
+        hits, h = _test_leaf_pairs(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, rows[i], fa, fb,
+                                   ptr[i], ptr[i + 1], i + 1, scratch, hits, h, first)
         out_ptr[i - s + 1] = h
     return out_ptr, hits[:h, 0].copy(), hits[:h, 1].copy()
+
+
+@njit(cache=True)
+def _triangle_scratch(tva, tvb):
+    """_test_leaf_pairs' scratch, sized for every triangle: marks and selections of A's and B's,
+    which of B's centres are moved, B's centres in A's frame (filled when first met), and the
+    spheres around A's leaf (1, 3) and B's ((2, 3): row 0 in B's frame, row 1 in A's)."""
+    return (np.zeros(len(tva), np.int64), np.zeros(len(tvb), np.int64), np.zeros(len(tvb), np.int64),
+            np.empty(len(tva), np.int64), np.empty(len(tvb), np.int64), np.empty((len(tvb), 3)),
+            np.empty((1, 3)), np.empty((2, 3)))
+
+
+@njit(cache=True)
+def _test_leaf_pairs(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, r, fa, fb, j0, j1, stamp,
+                     scratch, hits, h, first):
+    """The intersecting triangle pairs below pair row r's colliding leaf pairs (fa[j], fb[j]),
+    j0 <= j < j1, appended to hits from h (global bank ids; only the first with `first`).
+
+    Gather the triangles of the leaves that can reach the sphere around the other leaf (volumes.py
+    `enclosing`; each triangle once), move B's into A's frame, pair them by sweep and prune of
+    their boxes, and test the pairs whose boxes overlap (every triangle pair once, where walking
+    the leaf pairs would repeat many). `stamp` must differ from every earlier call's on the same
+    scratch (_triangle_scratch). Returns (hits, possibly grown, and the new h)."""
+    sel_a, sel_b = scratch[3], scratch[4]
+    na = nb = 0
+    for j in range(j0, j1):
+        na, nb = _gather_pair(VA, tpa, tia, tca, tra, VB, tpb, tib, tcb, trb, R, t, r, fa[j], fb[j], stamp, scratch,
+                              na, nb)
+    GA = np.empty((na, 3, 3))  # the gathered triangles, in A's frame
+    GB = np.empty((nb, 3, 3))
+    for u in range(na):
+        GA[u] = tva[sel_a[u]]
+    for u in range(nb):
+        Vu, Tu = GB[u], tvb[sel_b[u]]
+        for v in range(3):
+            _to_a(R, t, r, Tu, v, Vu, v)
+    lo_a, hi_a = np.empty((na, 3)), np.empty((na, 3))
+    lo_b, hi_b = np.empty((nb, 3)), np.empty((nb, 3))
+    _boxes(GA, lo_a, hi_a)
+    _boxes(GB, lo_b, hi_b)
+    cand = _sweep(lo_a, hi_a, lo_b, hi_b)
+    if h + len(cand) > len(hits):
+        hits = _grow2(hits, h + len(cand))
+    return hits, _test_pairs(GA, GB, cand, sel_a, sel_b, hits, h, first)
+
+
+@njit(cache=True)
+def _gather_pair(VA, tpa, tia, tca, tra, VB, tpb, tib, tcb, trb, R, t, r, a, b, stamp, scratch, na, nb):
+    """Append to the selections of `scratch` (_triangle_scratch) the triangles of leaf a that can
+    reach the sphere around leaf b and those of b that can reach a's, each once per stamp.
+    Returns the new counts (na, nb)."""
+    Z, One = np.int64(0), np.int64(1)
+    mark_a, mark_b, moved, sel_a, sel_b, tcb_a, xa, xb = scratch
+    rb = enclosing(VB, b, xb)
+    _to_a(R, t, r, xb, Z, xb, One)
+    na = _gather(tpa, tia, tca, tra, a, xb, One, rb, mark_a, stamp, sel_a, na)
+    for q in range(tpb[b], tpb[b + 1]):
+        if moved[tib[q]] != stamp:
+            _to_a(R, t, r, tcb, tib[q], tcb_a, tib[q])
+            moved[tib[q]] = stamp
+    ra = enclosing(VA, a, xa)
+    return na, _gather(tpb, tib, tcb_a, trb, b, xa, Z, ra, mark_b, stamp, sel_b, nb)
+
+
+@njit(cache=True)
+def _first_hit_in_leaf_pair(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, r, a, b, stamp, scratch,
+                            GB, lo, hi):
+    """The first intersecting triangle pair (A's, B's global ids) below one colliding leaf pair
+    (a, b) of pair row r, or (-1, -1): _test_leaf_pairs for a single pair, without its sweep and
+    allocations (a leaf's few triangles pair up directly). GB (F_B, 3, 3), lo, hi (F_B, 3): scratch
+    for B's gathered triangles in A's frame and their boxes."""
+    na, nb = _gather_pair(VA, tpa, tia, tca, tra, VB, tpb, tib, tcb, trb, R, t, r, a, b, stamp, scratch, 0, 0)
+    sel_a, sel_b = scratch[3], scratch[4]
+    for v in range(nb):
+        Tv = tvb[sel_b[v]]
+        for k in range(3):
+            _to_a(R, t, r, Tv, k, GB[v], k)
+        for c in range(3):
+            lo[v, c] = min(GB[v, 0, c], GB[v, 1, c], GB[v, 2, c])
+            hi[v, c] = max(GB[v, 0, c], GB[v, 1, c], GB[v, 2, c])
+    for u in range(na):
+        Tu = tva[sel_a[u]]
+        ulo0, uhi0 = min(Tu[0, 0], Tu[1, 0], Tu[2, 0]), max(Tu[0, 0], Tu[1, 0], Tu[2, 0])
+        ulo1, uhi1 = min(Tu[0, 1], Tu[1, 1], Tu[2, 1]), max(Tu[0, 1], Tu[1, 1], Tu[2, 1])
+        ulo2, uhi2 = min(Tu[0, 2], Tu[1, 2], Tu[2, 2]), max(Tu[0, 2], Tu[1, 2], Tu[2, 2])
+        for v in range(nb):
+            if (lo[v, 0] <= uhi0 and ulo0 <= hi[v, 0] and lo[v, 1] <= uhi1 and ulo1 <= hi[v, 1]
+                    and lo[v, 2] <= uhi2 and ulo2 <= hi[v, 2] and intersect_triangle_triangle(Tu, GB[v])):
+                return sel_a[u], sel_b[v]
+    return -1, -1
+
+
+@njit(cache=True)
+def first_contacts(VA, fca, cca, VB, fcb, ccb, R, t, rows, target, sa, sb, sl, height, level, apart, blocked,
+                   tpa, tia, tva, tca, tra, tpb, tib, tvb, tcb, trb, hit, tries):
+    """Depth-first to one intersecting triangle pair, for pair rows rows[i] at their leaves
+    (target[i]: the leaf level). The triangles of the witness, the colliding leaf pair on top of
+    the stack, are tested; where they meet nothing it is popped and the stack descended to the
+    next colliding leaf pair (_descend_row), until a contact — hit[r] = (A's, B's triangle,
+    global ids), hit (k, 2) int64, -1 before — or the stack's end: every colliding leaf pair was
+    tested, apart[r]; or a node whose children are not built yet (on-collide trees): blocked[r],
+    and once they are built and the row descended again (ocst.resume_stacks), a second call goes
+    on from its new witness; or `tries` leaf pairs tested in this call (tries < 0: no limit), the
+    last one left on top. Leaf pairs share triangles, so a row found apart this way tests
+    some triangle pairs more than once (exact_pairs over the whole frontier tests each once), but
+    a contact costs the leaf pairs tried before it, not the frontier."""
+    scratch = _triangle_scratch(tva, tvb)
+    GB, lo, hi = np.empty((len(tvb), 3, 3)), np.empty((len(tvb), 3)), np.empty((len(tvb), 3))
+    xb = np.empty((2, 3))
+    stamp = 0
+    for i in range(len(rows)):
+        r, goal, left = rows[i], target[i], tries
+        blocked[r] = False
+        while height[r] > 0 and hit[r, 0] < 0:
+            top = height[r] - 1
+            if sb[r, top] < 0 or sl[r, top] < goal:  # no witness on top: descend to the next one
+                _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, r, goal, sa, sb, sl, height, level, apart, blocked, xb)
+                if blocked[r]:
+                    break
+                continue
+            if left == 0:
+                break
+            left -= 1
+            stamp += 1
+            hit[r, 0], hit[r, 1] = _first_hit_in_leaf_pair(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb,
+                                                           R, t, r, sa[r, top], sb[r, top], stamp, scratch, GB, lo, hi)
+            if hit[r, 0] < 0:
+                if left == 0:
+                    break  # out of tries: the witness stays on top, the caller tests the whole frontier
+                height[r] = top  # the witness's triangles meet nothing
+        apart[r] |= height[r] == 0
 
 
 @njit(cache=True)

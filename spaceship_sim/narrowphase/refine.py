@@ -23,7 +23,6 @@ separation bound is the best over the stacked pairs (the witness and its ancesto
 """
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -34,8 +33,8 @@ import numpy as np
 from ..clock import WALL
 from .bank import TreeBank, bank_of
 from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, complete_pairs,
-                      count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, search_levels, stack_width,
-                      stacks_csr, summarize_stacks)
+                      count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, first_contacts, search_levels,
+                      stack_width, stacks_csr, summarize_stacks)
 from .ocst import resume_blocked, resume_stacks
 from .volumes import volume_of
 
@@ -44,13 +43,9 @@ EXACT_PROBE = 1         # ... of the exact level: one row's triangle tests can t
 MAX_BATCH = 1 << 16     # pairs per kernel call at most (bounds the scratch arrays)
 FINISH_COST = 6e-8      # [s] per held node pair: time kept back from the deadline for the final
                         # summary (bounds, contacts), measured ~50 ns per pair on a 2-core runner
-# Leaf pairs a first-contact row tries depth-first after its witness before its leaf frontier is
-# tested whole, on prebuilt and on on-collide trees. Prebuilt: none — near-touching rows are mostly
-# apart at the triangles, and the whole frontier tests each triangle pair once where leaf pairs repeat
-# them (2 and 8 tries: 1.2-2x slower on shallow poses, measured at stop 17). On-collide: all — each leaf
-# pair of the frontier is a node pair built; depth-first, a deep lamp contact (depth 5) left a median
-# 5% of the tree resident instead of 22% (max 30% instead of 58%).
-WITNESSES_BEFORE_FRONTIER = {"prebuilt": 0, "on-collide": -1}  # -1: no limit
+# Leaf pairs a first-contact row tries depth-first before its whole leaf frontier is tested (-1: all;
+# _Search._first_contacts says why)
+LEAF_PAIRS_TRIED = {"prebuilt": 4, "on-collide": -1}
 NO_LIMIT = 1 << 62      # a forced level past every tree: each row straight to its deepest sphere level
 
 
@@ -421,7 +416,6 @@ class _Search:
         self.hits = (np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
         self.busy = 0.0  # wall seconds inside kernel batches (FrameNarrowResult.time_in_batches)
         self.prebuilt = isinstance(A, TreeBank) and isinstance(B, TreeBank)  # no node is ever unbuilt
-        self.next_witnesses = WITNESSES_BEFORE_FRONTIER["prebuilt" if self.prebuilt else "on-collide"]
 
     def time_left(self, deadline: float) -> float:
         """The deadline for more work, less the time the summary will take over the held pairs."""
@@ -518,31 +512,39 @@ class _Search:
         self.hits = csr_by_pose_row(found.rows, found.ptr, found.fa, found.fb, len(self.level))
 
     def _first_contacts(self, rows):
-        """Hits (CSR over `rows`) of rows that want one contact each. A contact is likeliest in the
-        witness, the deepest overlap found: its triangles go first. Where they meet nothing, on
-        on-collide trees the witness is popped and the stack descended to the next colliding leaf
-        pair, depth-first, until a contact or the stack's end (the row is then apart: every colliding
-        leaf pair was tested); on prebuilt trees, or past `next_witnesses` tries, the rest of the
-        leaf frontier is tested whole (WITNESSES_BEFORE_FRONTIER says why)."""
-        hits = self._triangles(self.stacks(rows, top_only=True), True)
-        for tries in itertools.count():
-            missed = np.flatnonzero((np.diff(hits[0]) == 0) & (self.height[rows] > 0))
-            if not len(missed):
-                return hits
-            r = rows[missed]
-            if tries == self.next_witnesses:
-                return _merge_hits(hits, missed, self._triangles(self._all_leaves(r), True))
-            self.height[r] -= 1  # the witness's triangles met nothing
-            targets = self.depth[r]
-            self._descend(r, targets)
-            resume_stacks(self.A, self.B, r, targets, self.sa, self.sb, self.height, self.blocked, self._descend)
-            hits = _merge_hits(hits, missed, self._triangles(self.stacks(r, top_only=True), True))
+        """Hits (CSR over `rows`) of rows that want one contact each: depth-first from the witness,
+        the deepest overlap found, leaf pair by leaf pair (kernels.first_contacts), where a contact
+        is likeliest. On prebuilt trees for a few leaf pairs, then the rest of the leaf frontier is
+        tested whole: near-touching rows are mostly apart at the triangles, and the whole frontier
+        tests each triangle pair once where leaf pairs repeat them. On on-collide trees to the end,
+        since every leaf pair of the frontier is a node pair to build."""
+        tries = LEAF_PAIRS_TRIED["prebuilt" if self.prebuilt else "on-collide"]
+        hit = np.full((len(self.level), 2), -1, np.int64)
+        todo = rows
+        while len(todo):
+            first_contacts(*self.tree_args, todo, self.depth[todo], *self.state, *self._triangle_arrays(), hit, tries)
+            todo = todo[self.blocked[todo]]
+            resume_stacks(self.A, self.B, todo, self.depth[todo], self.sa, self.sb, self.height, self.blocked,
+                          self._descend)
+        resume_stacks(self.A, self.B, rows, self.depth[rows], self.sa, self.sb, self.height, self.blocked,
+                      self._descend)  # none blocked now: this touches the nodes the stacks hold
+        got = hit[rows, 0] >= 0
+        ptr = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum(got, out=ptr[1:])
+        hits = ptr, hit[rows[got], 0], hit[rows[got], 1]
+        rest = np.flatnonzero(~got & (self.height[rows] > 0))  # out of tries
+        return _merge_hits(hits, rest, self._triangles(self._all_leaves(rows[rest]), True)) if len(rest) else hits
+
+    def _triangle_arrays(self):
+        """A's and B's triangle arrays (read at each use: an on-collide bank reallocates tri_idx)."""
+        A, B = self.A, self.B
+        return (A.tri_ptr, A.tri_idx, A.tri_verts, A.tri_center, A.tri_radius,
+                B.tri_ptr, B.tri_idx, B.tri_verts, B.tri_center, B.tri_radius)
 
     def _triangles(self, front, first):
-        A, B = self.A, self.B
-        return exact_pairs(self.VA, A.tri_ptr, A.tri_idx, A.tri_verts, A.tri_center,
-                           A.tri_radius, self.VB, B.tri_ptr, B.tri_idx, B.tri_verts, B.tri_center, B.tri_radius,
-                           self.R, self.t, front.rows, front.ptr, front.fa, front.fb, 0, len(front.rows), first)
+        tpa, tia, tva, tca, tra, tpb, tib, tvb, tcb, trb = self._triangle_arrays()
+        return exact_pairs(self.VA, tpa, tia, tva, tca, tra, self.VB, tpb, tib, tvb, tcb, trb, self.R, self.t,
+                           front.rows, front.ptr, front.fa, front.fb, 0, len(front.rows), first)
 
     def _all_leaves(self, rows) -> _Frontier:
         """The whole leaf frontier below each row's stack."""

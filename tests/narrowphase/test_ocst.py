@@ -99,27 +99,25 @@ def test_first_contacts_go_depth_first_and_build_less(models, monkeypatch):
     rng = np.random.default_rng(11)
     mid = np.zeros(40, np.int64)
     T = poses(rng, models, mid, 40, reach=0.8)
-    built = {}
-    for limit in (-1, 0):  # depth-first to the end; the whole frontier after the witness
-        monkeypatch.setitem(refine.WITNESSES_BEFORE_FRONTIER, "on-collide", limit)
-        built[limit], verdicts = [], []
+    built, verdicts = {}, {}
+    for way in ("depth-first", "whole frontier"):
+        if way == "whole frontier":
+            monkeypatch.setitem(refine.LEAF_PAIRS_TRIED, "on-collide", 0)
+        built[way], verdicts[way] = [], []
         for i in range(0, 40, 2):
             bank = OcstBank(models[:1], depth=4)
             r = refine_frame(bank, mid[:2], T[i:i + 2], np.array([[0, 1]]), deadline=np.inf, min_level=0,
                              all_contacts=False)
-            built[limit].append(bank.resident_nodes)
-            verdicts.append(bool(r.colliding[0]))
-            if limit == -1 and r.colliding[0]:
+            built[way].append(bank.resident_nodes)
+            verdicts[way].append(bool(r.colliding[0]))
+            if way == "depth-first" and r.colliding[0]:
                 (na, nb), (ta, tb) = r.sphere_pairs[0][-1], r.tri_pairs[0][0]  # one model: local ids = bank ids
                 for node, tri in ((na, ta), (nb, tb)):
                     assert bank.child_count[node] == 0
                     assert tri in bank.tri_idx[bank.tri_ptr[node]:bank.tri_ptr[node + 1]]
-        assert sum(verdicts) >= 5
-        if limit == 0:
-            assert verdicts == first_verdicts
-        first_verdicts = verdicts
-    assert all(a <= b for a, b in zip(built[-1], built[0]))
-    assert sum(built[-1]) < sum(built[0])
+    assert verdicts["depth-first"] == verdicts["whole frontier"] and sum(verdicts["depth-first"]) >= 5
+    assert all(a <= b for a, b in zip(built["depth-first"], built["whole frontier"]))
+    assert sum(built["depth-first"]) < sum(built["whole frontier"])
 
 
 def test_registered_exact_strategy_answers_like_the_oracle(models):
