@@ -60,7 +60,8 @@ class Hits:
     levels    : (k,) int, the level of each sphere's pair (colour)
     triangles : (t * 3, 3) float64, intersecting triangles' vertices (pairs at the exact level)
     segments  : (s, 2, 3) float64, per colliding pair with sphere pairs: the two surface witness
-                points of the sphere pair that bounds the separation best
+                points of the sphere pair the separation bound comes from (narrow.bound_pairs: the
+                witness or an ancestor), or else of the drawn pair that bounds it best
     labels    : list of (point (3,), text, level): the bound, at the segment's middle (or at the
                 contact point when triangles intersect)
     """
@@ -96,6 +97,9 @@ def hit_geometry(state, R, trees, models, narrow) -> Hits | None:
         if bound == 0.0 or len(nodes) == 0:  # intersecting triangles: the ships touch
             labels.append((np.asarray(narrow.contact_point[k], np.float64), f"{name} touching", level))
             continue
+        bound_pairs = getattr(narrow, "bound_pairs", None)  # the pair the bound comes from, when known
+        if bound_pairs is not None and bound_pairs[k, 0] >= 0:
+            nodes = np.asarray(bound_pairs[k]).reshape(1, 2)
         segment = _witness_segment(state, R, trees, ships, nodes)
         segments.append(segment)
         labels.append((segment.mean(0), f"{name} sep <= {bound:.2f} m", level))

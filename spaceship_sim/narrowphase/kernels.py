@@ -747,7 +747,8 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
         to B's when the roots' centres coincide, +x when the origins coincide too; 0 for rows
         apart)
     ints: level (k,) as reached; root_a, root_b, tri_a, tri_b (k,) each row's root node and first
-        triangle id of A and B; hist (n_levels,) rows not apart per level reached; then the CSR
+        triangle id of A and B; bound_a, bound_b (k,) the node pair the bound comes from (-1 for
+        rows apart or with an empty stack); hist (n_levels,) rows not apart per level reached; then the CSR
         (ptr (k+1,), fa, fb) of each row's tested top-level pairs (stacks_csr, top_only)
     The stack is in A's body frame: pose's Ta (k, 4, 4), ship A's body->world transform, maps it.
     A stack's bottom entry names the root pair — the root itself, or the continuation of its
@@ -768,6 +769,7 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
     point[:] = np.nan
     normal[:] = 0.0
     hist = np.zeros(n_levels, np.int64)
+    bound_a, bound_b = np.full(k, -1, np.int64), np.full(k, -1, np.int64)
     xb = np.empty((2, 3))
     acc = np.empty(6)
     for i in range(k):
@@ -779,9 +781,12 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
         if height[i] == 0:
             continue
         acc[:] = 0.0
-        best = np.inf
+        best, best_j = np.inf, 0
         for j in range(height[i]):  # two loops, not one: shorter bodies, more entries in flight
-            best = min(best, separation(VA, sa[i, j], VB, entry_node_b(sb[i, j]), R, t, i, xb))
+            sep = separation(VA, sa[i, j], VB, entry_node_b(sb[i, j]), R, t, i, xb)
+            if sep < best:
+                best, best_j = sep, j
+        bound_a[i], bound_b[i] = sa[i, best_j], entry_node_b(sb[i, best_j])
         for j in range(height[i]):
             if j == 1:  # the bottom entry names the root pair (docstring): its direction is the normal
                 n0, n1, n2 = acc[3], acc[4], acc[5]
@@ -803,9 +808,9 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
             normal[i, c] = (Ta[i, c, 0] * n0 + Ta[i, c, 1] * n1 + Ta[i, c, 2] * n2) / length
         bound[i] = 0.0 if hit_ptr[i + 1] > hit_ptr[i] else best
     ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), True)
-    ints = np.empty(5 * k + n_levels + k + 1 + 2 * len(fa), np.int64)
+    ints = np.empty(7 * k + n_levels + k + 1 + 2 * len(fa), np.int64)
     o = 0
-    for part in (level, rows[ROOT_A], rows[ROOT_B], rows[TRI_A], rows[TRI_B], hist, ptr, fa, fb):
+    for part in (level, rows[ROOT_A], rows[ROOT_B], rows[TRI_A], rows[TRI_B], bound_a, bound_b, hist, ptr, fa, fb):
         ints[o:o + len(part)] = part
         o += len(part)
     return flags, floats, ints

@@ -74,6 +74,9 @@ class FrameNarrowResult:
     tri_pairs        : list of k (q, 2) int32 arrays: intersecting (face of A, face of B), local
     time_in_batches  : float [s], wall time of time_used spent inside the timed kernel batches (the
                        rest is per-call overhead: set-up, bookkeeping between batches, the summary)
+    bound_pairs      : (k, 2) int64 or None: the colliding sphere pair (node of A, node of B, local)
+                       the separation bound comes from — the witness or one of its ancestors — -1
+                       where none (pairs apart); None from strategies without sphere trees
     """
 
     pairs: np.ndarray
@@ -90,6 +93,7 @@ class FrameNarrowResult:
     _spheres: tuple = field(repr=False)
     _tris: tuple = field(repr=False)
     time_in_batches: float = 0.0
+    bound_pairs: np.ndarray | None = None
 
     # per-pair lists are built only when asked for: most frames never look at them
     @cached_property
@@ -203,7 +207,8 @@ def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowR
         level_histogram=np.bincount(np.zeros(int(colliding.sum()), np.int64), minlength=n_levels),
         distance=np.full(k, np.nan), _spheres=(ptr, roots[0][colliding], roots[1][colliding], roots[0], roots[1]),  # roots: local id 0
         _tris=(np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(k, np.int64),
-               np.zeros(k, np.int64)))
+               np.zeros(k, np.int64)),
+        bound_pairs=np.where(colliding[:, None], 0, -1))
 
 
 @dataclass(frozen=True)
@@ -571,22 +576,26 @@ class _Search:
         n_levels = max(self.A.max_level, self.B.max_level) + 1
         answer = _answer(*summarize_stacks(self.VA, self.VB, self.rows, self.pose, self.state, self.known,
                                            self.hits[0], n_levels), len(pairs), n_levels)
-        colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, hist, top = answer
+        colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, bound_pair, hist, top = \
+            answer
         return FrameNarrowResult(
             pairs=pairs, colliding=colliding, level=level, exact=exact, separation_bound=bound, contact_point=point,
             contact_normal=normal, time_used=self.clock() - start, level_histogram=hist, distance=distance,
-            _spheres=(*top, root_a, root_b), _tris=(*self.hits, tri_a, tri_b), time_in_batches=self.busy)
+            _spheres=(*top, root_a, root_b), _tris=(*self.hits, tri_a, tri_b), time_in_batches=self.busy,
+            bound_pairs=bound_pair)
 
 
 def _answer(flags, floats, ints, k: int, n_levels: int):
     """kernels.summarize_stacks' flat arrays cut into the answer's (C-contiguous views):
-    colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, hist,
-    top (ptr, fa, fb)."""
-    level, root_a, root_b, tri_a, tri_b = ints[:5 * k].reshape(5, k)
-    hist, ptr = ints[5 * k:5 * k + n_levels], ints[5 * k + n_levels:6 * k + n_levels + 1]
-    fa, fb = ints[6 * k + n_levels + 1:].reshape(2, -1)
+    colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b,
+    bound_pair (k, 2), hist, top (ptr, fa, fb)."""
+    level, root_a, root_b, tri_a, tri_b, bound_a, bound_b = ints[:7 * k].reshape(7, k)
+    hist, ptr = ints[7 * k:7 * k + n_levels], ints[7 * k + n_levels:8 * k + n_levels + 1]
+    fa, fb = ints[8 * k + n_levels + 1:].reshape(2, -1)
+    local = np.stack([bound_a - root_a, bound_b - root_b], 1)  # root ids are the models' node offsets
+    bound_pair = np.where(bound_a[:, None] >= 0, local, -1)
     return (flags[:k], flags[k:], floats[:k], floats[k:2 * k], floats[2 * k:5 * k].reshape(k, 3),
-            floats[5 * k:].reshape(k, 3), level, root_a, root_b, tri_a, tri_b, hist, (ptr, fa, fb))
+            floats[5 * k:].reshape(k, 3), level, root_a, root_b, tri_a, tri_b, bound_pair, hist, (ptr, fa, fb))
 
 
 def _apart_distances(detector, ma, mb, Ta, Tb, rows, deadline, clock) -> np.ndarray:

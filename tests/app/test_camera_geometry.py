@@ -144,6 +144,9 @@ def test_hit_geometry_places_colliding_nodes_and_triangles_in_the_world():
     assert np.allclose(hits.segments, [expected_segment])
     (point, text, level), = hits.labels
     assert np.allclose(point, np.mean(expected_segment, 0)) and text == "0-2 sep <= 0.50 m" and level == 2
+    narrow.bound_pairs = np.array([[4, (11 - b)], [-1, -1]])  # the bound from the other pair (an ancestor)
+    other = [R[0] @ t.witness[4] + s.pos[0], R[2] @ t.witness[11 - b] + s.pos[2]]
+    assert np.allclose(geometry.hit_geometry(s, R, trees, [mesh], narrow).segments, [other])
     narrow.separation_bound[0] = 0.0  # intersecting triangles: a label at the contact, no segment
     touching = geometry.hit_geometry(s, R, trees, [mesh], narrow)
     assert len(touching.segments) == 0 and touching.labels[0][1] == "0-2 touching"

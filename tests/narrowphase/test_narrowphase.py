@@ -129,6 +129,22 @@ def test_bound_is_tighter_than_error_sum(trees):
     assert seen > 5
 
 
+@pytest.mark.parametrize("max_level", [0, 1, 2])
+def test_bound_pairs_name_the_overlapping_pair_the_bound_comes_from(trees, max_level):
+    rng = np.random.default_rng(8)
+    bank, model_id, T, pairs = random_scene(trees, rng, 16, ["torus", "ico", "box"])
+    r = refine_frame(bank, model_id, T, pairs, deadline=np.inf, max_level=max_level, exact=False)
+    assert r.colliding.any() and np.all((r.bound_pairs[:, 0] >= 0) == r.colliding)
+    for k in np.flatnonzero(r.colliding):
+        (i, j), (a, b) = pairs[k], r.bound_pairs[k]
+        ta, tb = bank.trees[model_id[i]], bank.trees[model_id[j]]
+        ca, cb = (T[s][:3, :3] @ tree.center[n] + T[s][:3, 3] for s, tree, n in ((i, ta, a), (j, tb, b)))
+        assert np.linalg.norm(ca - cb) <= ta.radius[a] + tb.radius[b] + 1e-9  # the pair overlaps
+        wa, wb = (T[s][:3, :3] @ tree.witness[n] + T[s][:3, 3] for s, tree, n in ((i, ta, a), (j, tb, b)))
+        assert r.separation_bound[k] == pytest.approx(min(ta.error[a] + tb.error[b], np.linalg.norm(wa - wb)),
+                                                      rel=1e-9, abs=1e-12)
+
+
 def random_scene(trees, rng, n, names):
     bank = TreeBank.from_trees([trees[k] for k in names])
     model_id = rng.integers(0, len(names), n)
