@@ -24,6 +24,7 @@ from .tree import SSVBank, build_ssv, load_or_build_ssv
 ALL_CONTACTS_CAP = 64        # triangle pairs stored per row on a first all-contacts pass (rows with more run
 MAX_REMEMBERED_CAP = 4096    # again); a larger count seen is remembered for later calls, up to this
 PARALLEL_MIN_ROWS = 64       # smaller batches run on one thread: waking the pool costs more than they take
+PENDING_ROOM = 16            # a distance row's room for pending node pairs per tree level (doubled when short)
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +58,7 @@ class SSVExact:
         self.bank = SSVBank.from_trees(trees)
         self.depth = int(self.bank.depth.max())
         self.cap = ALL_CONTACTS_CAP
+        self.room = PENDING_ROOM * (self.depth + 2)  # distance's pending pairs (tests set it small)
         self.threads = numba.config.NUMBA_NUM_THREADS if threads is None else max(1, min(int(threads),
                                                                                        numba.config.NUMBA_NUM_THREADS))
 
@@ -116,7 +118,7 @@ class SSVExact:
         k = len(ra)
         none = np.full(k, -1, np.int64)
         with self._pool(k):
-            return distance_pairs(*self.bank.arrays, R, t, ra, rb, chunks(k), self.depth,
+            return distance_pairs(*self.bank.arrays, R, t, ra, rb, chunks(k), self.room,
                                   none if seed_a is None else seed_a, none if seed_b is None else seed_b,
                                   np.full(k, np.inf) if bound is None else bound, float(rel), float(abs_tol),
                                   np.zeros(k) if stop_at is None else stop_at, bool(priority))

@@ -218,15 +218,15 @@ def _heap_pop(key, hx, hy, n):
 
 
 @njit(cache=True)
-def _grow(key, hx, hy):
-    k2, x2, y2 = np.empty(2 * len(key)), np.empty(2 * len(key), np.int64), np.empty(2 * len(key), np.int64)
-    k2[:len(key)], x2[:len(key)], y2[:len(key)] = key, hx, hy
-    return k2, x2, y2
+def _pending(cap):
+    """Room for cap pending node pairs: (key, x, y) of the heap and of the stack."""
+    return (np.empty(cap), np.empty(cap, np.int64), np.empty(cap, np.int64),
+            np.empty(cap), np.empty(cap, np.int64), np.empty(cap, np.int64))
 
 
 @njit(cache=True, parallel=True)
 def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_center, box_half, R, t, root_a, root_b,
-                   bounds, depth, seed_a, seed_b, bound, rel, abs_tol, stop_at, priority):
+                   bounds, room, seed_a, seed_b, bound, rel, abs_tol, stop_at, priority):
     """Closest triangle pair of k ship pairs, within a tolerance.
 
     seed_a, seed_b : (k,) int64 global faces of a triangle pair to start from (-1: none)
@@ -235,6 +235,8 @@ def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_cent
     stop_at        : (k,) float64 [m] >= 0, a row stops at its first triangle pair this close (0: when
                      the ships are found intersecting, nothing can be closer)
     priority       : bool, priority-directed search (else depth-first, nearer pair first)
+    room           : int >= 1, pending node pairs a row has room for at first (doubled while short;
+                     the answers do not depend on it)
     (box_center, box_half: the nodes' boxes, taken with the other node arrays, unused here)
     Returns dist (k,) float64 [m] (0 when the ships intersect; `bound` when nothing closer was
     found), tri (k, 2) int64 global faces (-1 when nothing closer than `bound`), points (k, 2, 3)
@@ -246,24 +248,34 @@ def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_cent
     points = np.full((k, 2, 3), np.nan)
     for c in prange(len(bounds) - 1):
         Vb, out = np.empty((3, 3)), np.empty((2, 3))
+        cap = room
+        key, hx, hy, sk, sx, sy = _pending(cap)
         for i in range(bounds[c], bounds[c + 1]):
-            dist[i] = _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, root_a[i], root_b[i],
-                                    depth, seed_a[i], seed_b[i], bound[i], rel, abs_tol, stop_at[i], priority,
-                                    Vb, out, tri, points)
+            while True:
+                dist[i] = _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, root_a[i],
+                                        root_b[i], seed_a[i], seed_b[i], bound[i], rel, abs_tol, stop_at[i], priority,
+                                        Vb, out, tri, points, key, hx, hy, sk, sx, sy)
+                if dist[i] >= 0.0:
+                    break
+                # the pending pairs overflowed: the row again from scratch with twice the room
+                tri[i, 0], tri[i, 1] = -1, -1
+                points[i] = np.nan
+                cap *= 2
+                key, hx, hy, sk, sx, sy = _pending(cap)
     return dist, tri, points
 
 
 @njit(cache=True)
-def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, ra, rb, depth, sa, sb, bound, rel,
-                  abs_tol, stop_at, priority, Vb, out, tri, points):
+def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, ra, rb, sa, sb, bound, rel,
+                  abs_tol, stop_at, priority, Vb, out, tri, points, key, hx, hy, sk, sx, sy):
     """distance_pairs for row i (scalars: its roots, seed, bound, stop); writes tri[i], points[i],
     returns the distance. Pending pairs whose SSVs overlap (lower bound <= 0, all equally promising)
     go on a stack, worked first and depth first, as a collide query would: where the ships
     intersect that finds a touching triangle pair soonest. The others go on a heap by lower bound
-    (priority) or on the same stack (depth-first). The pending arrays are the row's own: they may grow."""
-    cap = 2 * depth + 4
-    key, hx, hy = np.empty(cap), np.empty(cap, np.int64), np.empty(cap, np.int64)  # heap
-    sk, sx, sy = np.empty(cap), np.empty(cap, np.int64), np.empty(cap, np.int64)  # stack
+    (priority) or on the same stack (depth-first), both in the chunk's arrays (key, hx, hy) and
+    (sk, sx, sy). Returns -1 when they are full (the caller reruns the row with more room): arrays
+    that grew in the loop would cost reference counting on every use, ~20% of the time."""
+    cap = len(key)
     best = bound
     if sa >= 0:
         _triangle_b(tris, R, t, i, sb, Vb)
@@ -313,13 +325,11 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
                 c0, c1, g0, g1 = c1, c0, g1, g0
             if g1 < limit:
                 xx, yy = (c1, y) if split_a else (x, c1)
+                if nh == cap or ns == cap:
+                    return -1.0
                 if g1 > 0.0 and priority:
-                    if nh == len(key):
-                        key, hx, hy = _grow(key, hx, hy)
                     nh = _heap_push(key, hx, hy, nh, g1, xx, yy)
                 else:
-                    if ns == len(sk):
-                        sk, sx, sy = _grow(sk, sx, sy)
                     sk[ns], sx[ns], sy[ns] = g1, xx, yy
                     ns += 1
             if g0 >= limit:
