@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+from numba import njit
 
 from ..narrowphase.exact import ExactAnswer
 from ..narrowphase.kernels import relative_poses
@@ -24,6 +25,7 @@ from .tree import SSVBank, build_ssv, load_or_build_ssv
 ALL_CONTACTS_CAP = 64        # triangle pairs stored per row on a first all-contacts pass (rows with more run
 MAX_REMEMBERED_CAP = 4096    # again); a larger count seen is remembered for later calls, up to this
 PARALLEL_MIN_ROWS = 64       # smaller batches run on one thread: waking the pool costs more than they take
+PENDING_ROOM = 16            # a distance row's room for pending node pairs per tree level (doubled when short)
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,16 +59,23 @@ class SSVExact:
         self.bank = SSVBank.from_trees(trees)
         self.depth = int(self.bank.depth.max())
         self.cap = ALL_CONTACTS_CAP
+        self.room = PENDING_ROOM * (self.depth + 2)  # distance's pending pairs (tests set it small)
         self.threads = numba.config.NUMBA_NUM_THREADS if threads is None else max(1, min(int(threads),
                                                                                        numba.config.NUMBA_NUM_THREADS))
 
     @contextmanager
     def _pool(self, rows: int):
-        """numba's thread count for a batch of `rows` pairs, restored after."""
+        """The chunk bounds for a batch of `rows` pairs, under numba's thread count for it (restored
+        after). A small batch is one chunk, which one thread works: switching numba's thread count
+        there (twice) would cost more than the other threads' idle wake-up (a one-pair call, as a
+        coherent query makes each frame, took ~25 us more)."""
+        if rows < PARALLEL_MIN_ROWS:
+            yield np.array([0, rows], np.int64)
+            return
         before = numba.get_num_threads()
-        numba.set_num_threads(self.threads if rows >= PARALLEL_MIN_ROWS else 1)
+        numba.set_num_threads(self.threads)
         try:
-            yield
+            yield chunks(rows)
         finally:
             numba.set_num_threads(before)
 
@@ -76,7 +85,7 @@ class SSVExact:
         if not (len(ma) == len(mb) == len(Ta) == len(Tb)):
             raise ValueError(f"ma, mb, Ta, Tb must have one row per pair, got {len(ma)}, {len(mb)}, {len(Ta)}, {len(Tb)}")
         n = len(self.trees)
-        if len(ma) and (min(ma.min(), mb.min()) < 0 or max(ma.max(), mb.max()) >= n):
+        if not _in_range(ma, mb, n):
             raise ValueError(f"model indices outside 0..{n - 1}")
         R, t = relative_poses(Ta, Tb)
         off = self.bank.node_offset
@@ -87,9 +96,8 @@ class SSVExact:
         pairs, the exact separation of the pairs found apart (nan for them when not with_distance)."""
         ma, mb, Ta, R, t, ra, rb = self._setup(ma, mb, Ta, Tb)
         def run(rows, cap):
-            with self._pool(len(ra[rows])):
-                return collide_pairs(*self.bank.arrays, R[rows], t[rows], ra[rows], rb[rows], chunks(len(ra[rows])),
-                                     self.depth, cap)
+            with self._pool(len(ra[rows])) as bounds:
+                return collide_pairs(*self.bank.arrays, R[rows], t[rows], ra[rows], rb[rows], bounds, self.depth, cap)
 
         count, hits = run(slice(None), self.cap if all_contacts else 1)
         count = count if all_contacts else np.minimum(count, 1)
@@ -115,8 +123,8 @@ class SSVExact:
                        stop_at=None, priority=False):
         k = len(ra)
         none = np.full(k, -1, np.int64)
-        with self._pool(k):
-            return distance_pairs(*self.bank.arrays, R, t, ra, rb, chunks(k), self.depth,
+        with self._pool(k) as bounds:
+            return distance_pairs(*self.bank.arrays, R, t, ra, rb, bounds, self.room,
                                   none if seed_a is None else seed_a, none if seed_b is None else seed_b,
                                   np.full(k, np.inf) if bound is None else bound, float(rel), float(abs_tol),
                                   np.zeros(k) if stop_at is None else stop_at, bool(priority))
@@ -132,11 +140,9 @@ class SSVExact:
         off_a, off_b = self.bank.tri_offset[ma], self.bank.tri_offset[mb]
         seed_a = seed_b = None
         if seed is not None:
-            seed = np.asarray(seed, np.int64).reshape(-1, 2)
-            ok = (seed >= 0).all(1)
-            seed_a, seed_b = np.where(ok, seed[:, 0] + off_a, -1), np.where(ok, seed[:, 1] + off_b, -1)
+            seed_a, seed_b = _global_seeds(np.asarray(seed, np.int64).reshape(-1, 2), off_a, off_b)
         dist, tri, pts = self._distance_rows(R, t, ra, rb, seed_a, seed_b, rel, abs_tol, priority=priority)
-        return DistanceAnswer(distance=dist, tri=_local(tri, off_a, off_b), points=_world(pts, Ta))
+        return DistanceAnswer(dist, *_local_world(tri, pts, off_a, off_b, Ta))
 
     def closer_than(self, ma, mb, Ta, Tb, d) -> np.ndarray:
         """(k,) bool: the two surfaces come within d [m] (the tolerance query; d scalar or (k,))."""
@@ -146,10 +152,39 @@ class SSVExact:
         return tri[:, 0] >= 0
 
 
-def _local(tri, off_a, off_b):
-    return np.where(tri >= 0, tri - np.stack([off_a, off_b], 1), -1)
+# Argument checks and the conversions in and out of the kernels' global faces and A's frame are numba
+# loops: as numpy expressions they cost ~50 us a call, which a one-pair query each frame (triangle
+# caching) would pay.
+
+@njit(cache=True)
+def _in_range(ma, mb, n):
+    """Every model index of ma, mb (k,) in 0..n-1."""
+    for i in range(len(ma)):
+        if not (0 <= ma[i] < n and 0 <= mb[i] < n):
+            return False
+    return True
 
 
-def _world(points, Ta):
-    """(k, 2, 3) points in A's body frame -> world."""
-    return np.einsum("kij,kpj->kpi", Ta[:, :3, :3], points) + Ta[:, None, :3, 3]
+@njit(cache=True)
+def _global_seeds(seed, off_a, off_b):
+    """Seed faces (k, 2) local to each mesh -> global (seed_a, seed_b), -1 where a row has a face < 0."""
+    sa, sb = np.full(len(seed), -1, np.int64), np.full(len(seed), -1, np.int64)
+    for i in range(len(seed)):
+        if seed[i, 0] >= 0 and seed[i, 1] >= 0:
+            sa[i], sb[i] = seed[i, 0] + off_a[i], seed[i, 1] + off_b[i]
+    return sa, sb
+
+
+@njit(cache=True)
+def _local_world(tri, points, off_a, off_b, Ta):
+    """The kernels' answer for the caller: tri (k, 2) global faces -> local (-1 stays), points
+    (k, 2, 3) in A's body frame -> world (nan stays)."""
+    loc, world = np.full_like(tri, -1), np.empty_like(points)
+    for i in range(len(tri)):
+        if tri[i, 0] >= 0:
+            loc[i, 0], loc[i, 1] = tri[i, 0] - off_a[i], tri[i, 1] - off_b[i]
+        for p in range(2):
+            for r in range(3):
+                world[i, p, r] = Ta[i, r, 0] * points[i, p, 0] + Ta[i, r, 1] * points[i, p, 1] \
+                    + Ta[i, r, 2] * points[i, p, 2] + Ta[i, r, 3]
+    return loc, world

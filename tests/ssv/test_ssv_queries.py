@@ -119,6 +119,20 @@ def test_priority_search_and_triangle_caching_give_the_exact_distance(ssv, model
             assert np.array_equal(got.distance, exact.distance)
 
 
+@SETTINGS
+@given(SEEDS, MODEL, MODEL, st.sampled_from([0.0, 0.1]), st.booleans())
+def test_distance_rows_that_outgrow_their_room_are_rerun_to_the_same_answer(ssv, models, seed, a, b, rel, priority):
+    Ta, Tb = _poses(np.random.default_rng(seed), models, a, b, 4, reach=3.0)
+    want = ssv.distance(*_pair(4, a, b), Ta, Tb, rel=rel, priority=priority)
+    room, ssv.room = ssv.room, 1  # a row overflows at its first pending pair: rerun with 2, 4, ... pairs of room
+    try:
+        got = ssv.distance(*_pair(4, a, b), Ta, Tb, rel=rel, priority=priority)
+    finally:
+        ssv.room = room
+    for x, y in ((got.distance, want.distance), (got.tri, want.tri), (got.points, want.points)):
+        assert np.array_equal(x, y, equal_nan=True)
+
+
 def test_parallel_equals_serial(ssv, models):
     rng = np.random.default_rng(7)
     Ta, Tb = _poses(rng, models, 2, 2, 64)
