@@ -208,7 +208,7 @@ def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowR
         distance=np.full(k, np.nan), _spheres=(ptr, roots[0][colliding], roots[1][colliding], roots[0], roots[1]),  # roots: local id 0
         _tris=(np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(k, np.int64),
                np.zeros(k, np.int64)),
-        bound_pairs=np.where(colliding[:, None], 0, -1))
+        bound_pairs=np.where(colliding[:, None], np.zeros((k, 2), np.int64), -1))  # the roots: local id 0
 
 
 @dataclass(frozen=True)

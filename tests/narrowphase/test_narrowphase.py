@@ -383,7 +383,7 @@ def test_root_level_fallback_equals_compiled_level_0(trees, seed):
     want = refine_frame(bank, model_id, T, pairs, deadline=np.inf, min_level=0, max_level=0)
     got = refine_roots(bank, model_id, T, pairs)
     assert want.colliding.any() and (~want.colliding).any()
-    for name in ("colliding", "level", "exact", "level_histogram"):
+    for name in ("colliding", "level", "exact", "level_histogram", "bound_pairs"):
         assert np.array_equal(getattr(got, name), getattr(want, name)), name
     assert np.allclose(got.separation_bound, want.separation_bound)
     assert np.allclose(got.contact_point, want.contact_point, equal_nan=True)
