@@ -18,7 +18,7 @@ from .config import samples_per_frame
 from .dynamics import accel_bound, contain
 from .narrowphase import refine_roots
 from .narrowphase.exact import exact_frame
-from .response import respond
+from .response import respond, respond_hits
 from .stats import FrameStats, timed
 
 
@@ -59,8 +59,9 @@ def step(world) -> FrameStats:
                 world.broad.invalidate(moved)
         with timed(stats, "t_response", clock):
             changed = collision_response(field, state, narrow, convex, cfg.collision, world.compiled)
-            world.broad.invalidate(changed[changed < state.n])
-        stats.add_detection(narrow, budget, len(changed), lambda: field.radii(state), convex)
+            if len(changed):
+                world.broad.invalidate(changed[changed < state.n])
+        stats.add_detection(narrow, budget, len(changed), field.radii(state), convex)
         if math.isfinite(budget):  # what the narrow phase overran its deadline by
             world.overrun_predictor.record(max(0.0, narrow.time_used - budget))
         world.last_narrow = narrow
@@ -93,9 +94,14 @@ def collision_response(field, state, narrow, convex, collision, compiled: bool) 
     asteroid pairs along their centre lines — applied to the bodies' velocities in place (by the
     numba kernel once compiled); returns the sorted indices of the bodies whose velocity changed."""
     hit = narrow.colliding
+    pos, vel, inv_mass = field.bodies(state)
+    if compiled and not len(convex.hits):  # the usual sample: ship pairs only, one kernel call
+        changed = respond_hits(vel, inv_mass, pos, narrow.pairs, hit, narrow.contact_normal, collision.restitution,
+                               collision.separation_speed)
+        field.set_velocities(state, vel)
+        return changed
     if not hit.any() and not len(convex.hits):
         return np.zeros(0, np.int64)
-    pos, vel, inv_mass = field.bodies(state)
     hits, normals = narrow.pairs[hit], narrow.contact_normal[hit]
     if len(convex.hits):
         hits = np.concatenate([hits, convex.hits])

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field, fields
 
 import numpy as np
+from numba import njit
 
 from .clock import WALL
 
@@ -77,20 +78,19 @@ class FrameStats:
         self.step_min = s.step_min if self.step_min == 0 else min(self.step_min, s.step_min)
         self.step_max = max(self.step_max, s.step_max)
 
-    def add_detection(self, narrow, budget: float, responses: int, radii_of, convex=None) -> None:
+    def add_detection(self, narrow, budget: float, responses: int, radii, convex=None) -> None:
         """Count one sample's collision detection: its narrow-phase answer (FrameNarrowResult),
-        the budget it had [s] (inf: not time-critical), the responses it caused, radii_of() -> the
-        bodies' bounding radii (n,) [m] (separation bounds are also kept relative to them; called
-        only when some pair collides), and the asteroid pairs' answer (convex/field.py) when there
-        are asteroids."""
+        the budget it had [s] (inf: not time-critical), the responses it caused, the bodies'
+        bounding radii (n,) [m] (separation bounds are also kept relative to them), and the
+        asteroid pairs' answer (convex/field.py) when there are asteroids."""
         if convex is not None and len(convex.pairs):
             self.convex_pairs += len(convex.pairs)
             self.convex_colliding += int(np.count_nonzero(convex.colliding))
-        hit = narrow.colliding
+        n_hit, n_exact, bounds, rel, nearest = _tally_verdicts(narrow.colliding, narrow.exact, narrow.separation_bound,
+                                                               narrow.pairs, radii, narrow.distance)
         self.candidate_pairs += len(narrow.pairs)
-        n_hit = int(np.count_nonzero(hit))
         self.colliding_pairs += n_hit
-        self.exact_pairs += int(np.count_nonzero(hit & narrow.exact))
+        self.exact_pairs += n_exact
         self.responses += responses
         if math.isfinite(budget):
             # the frame's budget: what earlier samples used plus what this (later) sample may use
@@ -100,17 +100,14 @@ class FrameStats:
         hist = narrow.level_histogram.tolist()
         self.level_hist = tuple(map(sum, zip(self.level_hist, hist))) if self.level_hist else tuple(hist)
         if n_hit:
-            bounds = narrow.separation_bound[hit]
-            radius = radii_of()[narrow.pairs[hit]].mean(axis=1)  # the pair's mean bounding radius
-            self.sep_bounds = np.concatenate([self.sep_bounds, bounds])
-            self.sep_bounds_rel = np.concatenate([self.sep_bounds_rel, bounds / radius])
+            self.sep_bounds = np.concatenate([self.sep_bounds, bounds]) if len(self.sep_bounds) else bounds
+            self.sep_bounds_rel = np.concatenate([self.sep_bounds_rel, rel]) if len(self.sep_bounds_rel) else rel
             ordered = sorted(self.sep_bounds.tolist())  # a frame's few bounds: faster than numpy's median
             half = len(ordered) // 2
             self.sep_bound_min = ordered[0]
             self.sep_bound_median = ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
-        dist = narrow.distance[~hit & np.isfinite(narrow.distance)]
-        if len(dist):
-            self.distance_min = float(np.nanmin([self.distance_min, dist.min()]))
+        if nearest < math.inf:
+            self.distance_min = nearest if math.isnan(self.distance_min) else min(self.distance_min, nearest)
 
     def row(self, max_level: int) -> dict:
         """Flat dict for frames.csv (level_hist spread into level_<k> columns; no separation
@@ -128,6 +125,29 @@ PER_VERDICT = ("sep_bounds", "sep_bounds_rel")  # FrameStats' arrays, one entry 
 # not in frames.csv: the per-verdict arrays, and an instrument read from the wall clock whatever
 # the world's clock is (a replayed run's frames.csv must equal the recorded one's)
 NOT_IN_CSV = PER_VERDICT + ("t_narrow_batches",)
+
+
+@njit(cache=True)
+def _tally_verdicts(colliding, exact, bound, pairs, radii, distance):
+    """One sample's verdicts in one pass (a sample has a few pairs: numpy's per-call cost would
+    be most of the work): how many collide, how many of those are exact, their separation bounds
+    and those over the pair's mean bounding radius (in pair order), and the smallest finite
+    distance of a pair not colliding (inf: none)."""
+    n_hit, n_exact = 0, 0
+    for i in range(len(colliding)):
+        if colliding[i]:
+            n_hit += 1
+            n_exact += 1 if exact[i] else 0
+    bounds, rel = np.empty(n_hit), np.empty(n_hit)
+    nearest, j = np.inf, 0
+    for i in range(len(colliding)):
+        if colliding[i]:
+            bounds[j] = bound[i]
+            rel[j] = bound[i] / ((radii[pairs[i, 0]] + radii[pairs[i, 1]]) / 2.0)  # as numpy's mean of the two
+            j += 1
+        elif math.isfinite(distance[i]) and distance[i] < nearest:
+            nearest = distance[i]
+    return n_hit, n_exact, bounds, rel, nearest
 
 
 class timed:
