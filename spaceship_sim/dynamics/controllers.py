@@ -103,18 +103,32 @@ class RandomAutopilot:
         self.ships = np.asarray(ships, dtype=np.int64).reshape(-1)
         self.rng = np.random.default_rng(seed)
         self.next_change = np.zeros(len(self.ships))  # [s] simulation time of each ship's next draw
+        self.soonest = -np.inf  # [s] no ship is due before this (the earliest next_change once known)
 
     def update(self, t: float, state: ShipState) -> np.ndarray:
+        if t < self.soonest:  # no ship due (most frames): no array work at all
+            return np.zeros(state.n, bool)
         due = np.flatnonzero(self.next_change <= t)
         if len(due) == 0:
+            self.soonest = float(self.next_change.min()) if len(self.ships) else np.inf
             return np.zeros(state.n, bool)
         c, a, k = self.controls, self.autopilot, len(due)
-        thrust = self.rng.uniform(0.0, a.thrust_fraction_max * c.max_thrust, k)
-        omega = self.rng.uniform(-c.max_angular_rate, c.max_angular_rate, (k, 3))
-        interval = self.rng.uniform(a.change_interval_min, a.change_interval_max, k)
+        # one draw split as three uniform() calls would draw (thrust, omega, interval): the same
+        # numbers from a third of the calls
+        u = self.rng.random(5 * k)
+        thrust = _uniform(u[:k], 0.0, a.thrust_fraction_max * c.max_thrust)
+        omega = _uniform(u[k:4 * k].reshape(k, 3), -c.max_angular_rate, c.max_angular_rate)
+        interval = _uniform(u[4 * k:], a.change_interval_min, a.change_interval_max)
         # from the scheduled time, not from t, so the schedule does not drift with the frame rate
         self.next_change[due] = np.maximum(self.next_change[due] + interval, t)
+        self.soonest = float(self.next_change.min())
         return _set_controls(state, self.ships[due], thrust, omega)
+
+
+def _uniform(u: np.ndarray, low: float, high: float) -> np.ndarray:
+    """Generator.uniform(low, high) from its standard uniform draws u, computed as numpy computes
+    it (low + (high - low) · u), so bit for bit the values uniform() would have returned."""
+    return low + (high - low) * u
 
 
 class ScriptedAutopilot:
@@ -231,7 +245,9 @@ class Controllers:
 
     def update(self, t: float, state: ShipState) -> np.ndarray:
         """Run every controller at simulation time t [s]; (n,) bool mask of changed controls."""
-        changed = self.random.update(t, state) | self.scripted.update(t, state)
+        changed = self.random.update(t, state)  # a fresh mask: or-ed into in place
+        if self.scripted.paths:
+            changed |= self.scripted.update(t, state)
         if self.keyboard is not None:
             changed |= self.keyboard.update(t, state, self.keys)
         return changed

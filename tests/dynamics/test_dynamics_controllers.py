@@ -190,3 +190,19 @@ def test_composed_run_is_deterministic():
         fly(Controllers.from_config(cfg, s.n, user="autopilot"), s, cfg, 5.0, arena=cfg.arena.size)
         hashes.append(s.hash())
     assert hashes[0] == hashes[1]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_autopilot_draws_are_the_three_uniform_calls(seed):
+    """RandomAutopilot splits one rng.random draw where it used to make three uniform() calls:
+    the same numbers bit for bit (thrust, then omega, then interval), and the generator left in
+    the same state."""
+    from spaceship_sim.dynamics.controllers import _uniform
+    k = seed % 4 + 1
+    three, one = np.random.default_rng(seed), np.random.default_rng(seed)
+    want = (three.uniform(0.0, 4.8, k), three.uniform(-1.3, 1.3, (k, 3)), three.uniform(1.0, 3.0, k))
+    u = one.random(5 * k)
+    got = (_uniform(u[:k], 0.0, 4.8), _uniform(u[k:4 * k].reshape(k, 3), -1.3, 1.3), _uniform(u[4 * k:], 1.0, 3.0))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert one.random() == three.random()
