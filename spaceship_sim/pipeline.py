@@ -4,7 +4,9 @@ controllers -> [integrate -> broad phase -> narrow phase within budget -> respon
 detection sample. A frame advances simulation time by `sim.frame_dt`, cut into equal samples
 no longer than `sim.min_temporal_resolution` so collision detection never samples coarser.
 The narrow phase gets what is left of the target frame time after the predicted render time,
-the stages already run and a safety margin, shared out over the frame's remaining samples, less
+the stages already run, those still to come (predicted from recent frames: response, the later
+samples' integration and broad phase, the bookkeeping) and a safety margin, shared out over the
+frame's remaining samples, less
 the predicted overrun: what recent samples spent past their deadline (the refinement checks the
 clock only between batches, and its final summary runs after the last check).
 """
@@ -46,7 +48,8 @@ def step(world) -> FrameStats:
             pairs = np.concatenate([pairs, field.ship_pairs(state, world.compiled)])
         budget = math.inf if not world.time_critical else detection_budget(
             stats.target, stats.render_predicted, spent=clock() - start, margin=cfg.collision.safety_margin,
-            samples_left=n_samples - sample, overrun=world.overrun_predictor.predict())
+            samples_left=n_samples - sample, overrun=world.overrun_predictor.predict(),
+            rest=world.fixed_predictor.predict(n_samples - sample))
         with timed(stats, "t_narrow", clock):
             world.bank.maintain(world.t)  # on-collide trees evict what went unused (prebuilt: nothing)
             deadline = clock() + budget
@@ -69,6 +72,7 @@ def step(world) -> FrameStats:
     stats.sim_time = world.t
     stats.samples = n_samples
     stats.t_other = max(0.0, clock() - start - stats.t_sim)  # the frame's time is all of it, not the stages'
+    world.fixed_predictor.record(stats)
     return stats
 
 
@@ -120,9 +124,11 @@ def centre_line(pos: np.ndarray, pairs: np.ndarray) -> np.ndarray:
 
 
 def detection_budget(target: float, render_predicted: float, spent: float, margin: float, samples_left: int,
-                     overrun: float) -> float:
+                     overrun: float, rest: float = 0.0) -> float:
     """Narrow-phase time for this sample [s]: what is left of the target frame time after the
-    predicted render, the time the frame has spent so far and a safety margin, shared over the
-    samples still to come, less the predicted overrun of the deadline; never negative."""
-    left = target - render_predicted - spent - margin
+    predicted render, the time the frame has spent so far, a safety margin and `rest` — the
+    predicted time of the frame's stages outside the narrow phase still to come after this
+    sample's narrow phase (stats.FixedCost) — shared over the samples still to come, less the
+    predicted overrun of the deadline; never negative."""
+    left = target - render_predicted - spent - margin - rest
     return max(0.0, left / samples_left - overrun)

@@ -185,6 +185,26 @@ class MovingAverage:
         return sum(self.history) / len(self.history) if self.history else self.initial
 
 
+class FixedCost:
+    """Predicts, from the last `k` frames, the time a frame still spends outside the narrow phase
+    after a sample's narrow phase: that sample's response and bookkeeping (t_response, t_other),
+    then every later sample's integration, broad phase, response and bookkeeping. The narrow
+    phase's budget leaves it room, so that a frame whose slack is small still ends on time."""
+
+    def __init__(self, k: int):
+        self.after = MovingAverage(k)   # per sample: response + between the stages [s]
+        self.sample = MovingAverage(k)  # per sample: every stage but controls and the narrow phase [s]
+
+    def record(self, s: FrameStats) -> None:
+        n = max(s.samples, 1)
+        self.after.record((s.t_response + s.t_other) / n)
+        self.sample.record((s.t_integrate + s.t_broad + s.t_response + s.t_other) / n)
+
+    def predict(self, samples_left: int) -> float:
+        """[s] after the narrow phase of the sample with `samples_left` samples to go (itself included)."""
+        return self.after.predict() + (samples_left - 1) * self.sample.predict()
+
+
 class Quantiles:
     """Median, p99 ... of a stream of values in memory that does not grow with their number.
 
