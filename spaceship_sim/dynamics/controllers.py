@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from numba import njit
 
 from ..config import Config
 from ..state import ShipState, quat_to_matrix
@@ -105,8 +106,10 @@ class RandomAutopilot:
         self.next_change = np.zeros(len(self.ships))  # [s] simulation time of each ship's next draw
         self.soonest = -np.inf  # [s] no ship is due before this (the earliest next_change once known)
 
-    def update(self, t: float, state: ShipState) -> np.ndarray:
-        if t < self.soonest:  # no ship due (most frames): no array work at all
+    def update(self, t: float, state: ShipState, compiled: bool = False) -> np.ndarray:
+        """compiled: apply the draws in one numba call (_apply_draws; the same numbers) — False:
+        numpy, which needs no compiling."""
+        if t < self.soonest:  # no ship due (many frames): no array work at all
             return np.zeros(state.n, bool)
         due = np.flatnonzero(self.next_change <= t)
         if len(due) == 0:
@@ -116,6 +119,11 @@ class RandomAutopilot:
         # one draw split as three uniform() calls would draw (thrust, omega, interval): the same
         # numbers from a third of the calls
         u = self.rng.random(5 * k)
+        if compiled:  # a draw is due in most frames: its dozen small numpy calls in one
+            changed, self.soonest = _apply_draws(
+                u, due, self.ships, self.next_change, t, a.thrust_fraction_max * c.max_thrust, c.max_angular_rate,
+                a.change_interval_min, a.change_interval_max, state.thrust, state.omega_cmd)
+            return changed
         thrust = _uniform(u[:k], 0.0, a.thrust_fraction_max * c.max_thrust)
         omega = _uniform(u[k:4 * k].reshape(k, 3), -c.max_angular_rate, c.max_angular_rate)
         interval = _uniform(u[4 * k:], a.change_interval_min, a.change_interval_max)
@@ -123,6 +131,29 @@ class RandomAutopilot:
         self.next_change[due] = np.maximum(self.next_change[due] + interval, t)
         self.soonest = float(self.next_change.min())
         return _set_controls(state, self.ships[due], thrust, omega)
+
+
+@njit(cache=True)
+def _apply_draws(u, due, ships, next_change, t, thrust_max, max_rate, interval_min, interval_max, thrust, omega_cmd):
+    """RandomAutopilot.update's numpy lines after the draw, ship by ship in the same order and with
+    the same operations: controls of ships[due] from the standard uniforms u (5 per ship: thrust,
+    omega, interval blocks), their next draw times; returns (the (n,) mask of ships whose controls
+    changed, the earliest next draw)."""
+    k = len(due)
+    changed = np.zeros(len(thrust), np.bool_)
+    for q in range(k):
+        i, s = due[q], ships[due[q]]
+        new_thrust = 0.0 + (thrust_max - 0.0) * u[q]
+        diff = thrust[s] != new_thrust
+        for c in range(3):
+            w = -max_rate + (max_rate - -max_rate) * u[k + 3 * q + c]
+            diff |= omega_cmd[s, c] != w
+            omega_cmd[s, c] = w
+        thrust[s] = new_thrust
+        changed[s] |= diff
+        interval = interval_min + (interval_max - interval_min) * u[4 * k + q]
+        next_change[i] = max(next_change[i] + interval, t)
+    return changed, next_change.min()
 
 
 def _uniform(u: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -243,9 +274,10 @@ class Controllers:
         others = np.array([i for i in range(n) if i not in taken], dtype=np.int64)
         return cls(n, keyboard, RandomAutopilot(cfg, others, cfg.sim.seed), ScriptedAutopilot(script_cfg))
 
-    def update(self, t: float, state: ShipState) -> np.ndarray:
-        """Run every controller at simulation time t [s]; (n,) bool mask of changed controls."""
-        changed = self.random.update(t, state)  # a fresh mask: or-ed into in place
+    def update(self, t: float, state: ShipState, compiled: bool = False) -> np.ndarray:
+        """Run every controller at simulation time t [s]; (n,) bool mask of changed controls.
+        compiled: the random autopilot's numba kernel (the same controls; False: numpy only)."""
+        changed = self.random.update(t, state, compiled)  # a fresh mask: or-ed into in place
         if self.scripted.paths:
             changed |= self.scripted.update(t, state)
         if self.keyboard is not None:

@@ -90,12 +90,20 @@ def test_unknown_action_is_refused():
 
 # --- random autopilot ----------------------------------------------------------------
 
-def run_random(seed, frames=200):
+def run_random(seed, frames=200, compiled=False):
     cfg = make_cfg()
     s = ShipState.zeros(20)
     pilot = RandomAutopilot(cfg, np.arange(1, 20), seed)
-    masks = [pilot.update(f * DT, s) for f in range(frames)]
+    masks = [pilot.update(f * DT, s, compiled) for f in range(frames)]
     return s, np.array(masks)
+
+
+@pytest.mark.parametrize("seed", [0, 5, 11])
+def test_random_autopilot_kernel_equals_numpy(seed):
+    """The compiled draw (_apply_draws) gives the numpy path's controls and masks bit for bit."""
+    (a, ma), (b, mb) = run_random(seed), run_random(seed, compiled=True)
+    assert a.hash() == b.hash() and np.array_equal(ma, mb)
+    assert ma.any(axis=1).sum() > 10, "draws were due in many frames"
 
 
 def test_random_autopilot_is_deterministic_for_a_seed():
