@@ -45,7 +45,8 @@ def step(world) -> FrameStats:
         with timed(stats, "t_broad", clock):
             bound = accel_bound(state, cfg.controls, world.compiled)
             pairs = world.broad.find_pairs(world.t, state.pos, state.vel, bound)
-            pairs = np.concatenate([pairs, field.ship_pairs(state, world.compiled)])
+            if field.count:  # ship–asteroid pairs
+                pairs = np.concatenate([pairs, field.ship_pairs(state, world.compiled)])
         budget = math.inf if not world.time_critical else detection_budget(
             stats.target, stats.render_predicted, spent=clock() - start, margin=cfg.collision.safety_margin,
             samples_left=n_samples - sample, overrun=world.overrun_predictor.predict(),
@@ -87,7 +88,7 @@ def narrow_phase(world, model_id, T, pairs, n_bodies: int, deadline: float):
                            clock=clock)
     if not world.compiled:
         return refine_roots(world.bank, model_id, T, pairs, clock=clock)
-    pairs = pairs[world.fair.order(pairs, n_bodies)]
+    pairs = world.fair.arrange(pairs, n_bodies)
     narrow = world.narrow(world.bank, model_id, T, pairs, deadline=deadline, clock=clock)
     world.fair.record(narrow.pairs, narrow.level, n_bodies)
     return narrow
