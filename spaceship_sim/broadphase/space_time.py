@@ -113,6 +113,17 @@ def _st_step(t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, co
 
 
 @njit(cache=True)
+def _mark_dirty(ships, dirty):
+    """dirty[ships] = True when every index is in range (returns True); else marks none, False."""
+    for s in ships:
+        if s < 0 or s >= len(dirty):
+            return False
+    for s in ships:
+        dirty[s] = True
+    return True
+
+
+@njit(cache=True)
 def _due_ships(t, accel, a_ref, ship_end, dirty):
     """Ships to re-ball at t: invalidated, horizon ended, or given a larger acceleration bound
     than their ball and predictions assume (which invalidates them). Marks them all dirty."""
@@ -214,8 +225,14 @@ class SpaceTime(BroadPhase):
         return self.ball[:, 3]
 
     def invalidate(self, ships) -> None:
-        if np.size(ships):  # most calls name no ship
-            self.dirty[self._check_ships(ships)] = True
+        if not np.size(ships):  # most calls name no ship
+            return
+        if isinstance(ships, np.ndarray) and ships.dtype == np.int64 and ships.ndim == 1:
+            # the pipeline's indices (from kernels): checked and marked in one call
+            if not _mark_dirty(ships, self.dirty):
+                raise ValueError(f"ship index out of range [0, {self.n})")
+            return
+        self.dirty[self._check_ships(ships)] = True
 
     # --- the frame's work ------------------------------------------------------------------
     def _find_pairs(self, t, pos, vel, accel) -> np.ndarray:
