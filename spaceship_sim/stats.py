@@ -15,6 +15,10 @@ from numba import njit
 from .clock import WALL
 
 
+NO_BOUNDS = np.zeros(0)  # a frame's separation bounds before any: shared, so read-only (add_detection
+NO_BOUNDS.flags.writeable = False  # replaces the arrays, never writes into them)
+
+
 @dataclass
 class FrameStats:
     frame: int = 0                  # frame index
@@ -53,8 +57,8 @@ class FrameStats:
     convex_colliding: int = 0       # of those, pairs found interpenetrating
     # every colliding pair verdict of the frame (all samples), not in frames.csv: its separation
     # bound (m,) float64 [m] and that bound over the pair's mean bounding radius (m,) float64 [-]
-    sep_bounds: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    sep_bounds_rel: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    sep_bounds: np.ndarray = field(default_factory=lambda: NO_BOUNDS, repr=False)
+    sep_bounds_rel: np.ndarray = field(default_factory=lambda: NO_BOUNDS, repr=False)
     # exact separation of the nearest candidate pair found apart [m] (collision.exact_method = "ssv"
     # measures it while time allows); NaN (empty in frames.csv) when none was measured
     distance_min: float = float("nan")
