@@ -105,55 +105,78 @@ class RandomAutopilot:
         self.rng = np.random.default_rng(seed)
         self.next_change = np.zeros(len(self.ships))  # [s] simulation time of each ship's next draw
         self.soonest = -np.inf  # [s] no ship is due before this (the earliest next_change once known)
+        # rng's standard uniforms drawn ahead and consumed in order from u_next: a block of them is
+        # the same sequence as the draws one at a time, and one generator call per block, not per draw
+        self.u, self.u_next = np.zeros(0), 0
 
     def update(self, t: float, state: ShipState, compiled: bool = False) -> np.ndarray:
-        """compiled: apply the draws in one numba call (_apply_draws; the same numbers) — False:
-        numpy, which needs no compiling."""
+        """compiled: find the due ships and apply their draws in one numba call (_apply_due; the
+        same numbers) — False: numpy, which needs no compiling."""
         if t < self.soonest:  # no ship due (many frames): no array work at all
             return np.zeros(state.n, bool)
+        self._draw_ahead(DRAWS * len(self.ships))  # enough for every ship at once
+        c, a = self.controls, self.autopilot
+        limits = (a.thrust_fraction_max * c.max_thrust, c.max_angular_rate, a.change_interval_min,
+                  a.change_interval_max)
+        if compiled:  # a draw is due in most frames: its dozen small numpy calls in one
+            changed, self.soonest, self.u_next = _apply_due(t, self.u, self.u_next, self.ships, self.next_change,
+                                                            *limits, state.thrust, state.omega_cmd)
+            return changed
         due = np.flatnonzero(self.next_change <= t)
         if len(due) == 0:
             self.soonest = float(self.next_change.min()) if len(self.ships) else np.inf
             return np.zeros(state.n, bool)
-        c, a, k = self.controls, self.autopilot, len(due)
-        # one draw split as three uniform() calls would draw (thrust, omega, interval): the same
-        # numbers from a third of the calls
-        u = self.rng.random(5 * k)
-        if compiled:  # a draw is due in most frames: its dozen small numpy calls in one
-            changed, self.soonest = _apply_draws(
-                u, due, self.ships, self.next_change, t, a.thrust_fraction_max * c.max_thrust, c.max_angular_rate,
-                a.change_interval_min, a.change_interval_max, state.thrust, state.omega_cmd)
-            return changed
-        thrust = _uniform(u[:k], 0.0, a.thrust_fraction_max * c.max_thrust)
-        omega = _uniform(u[k:4 * k].reshape(k, 3), -c.max_angular_rate, c.max_angular_rate)
-        interval = _uniform(u[4 * k:], a.change_interval_min, a.change_interval_max)
+        k = len(due)
+        # each ship's 5 uniforms split as three uniform() calls would draw them (thrust, omega, interval)
+        u = self.u[self.u_next:self.u_next + DRAWS * k]
+        self.u_next += DRAWS * k
+        thrust = _uniform(u[:k], 0.0, limits[0])
+        omega = _uniform(u[k:4 * k].reshape(k, 3), -limits[1], limits[1])
+        interval = _uniform(u[4 * k:], limits[2], limits[3])
         # from the scheduled time, not from t, so the schedule does not drift with the frame rate
         self.next_change[due] = np.maximum(self.next_change[due] + interval, t)
         self.soonest = float(self.next_change.min())
         return _set_controls(state, self.ships[due], thrust, omega)
 
+    def _draw_ahead(self, count: int) -> None:
+        """At least `count` uniforms not consumed yet in self.u."""
+        if len(self.u) - self.u_next < count:
+            self.u = np.concatenate([self.u[self.u_next:], self.rng.random(max(DRAW_BLOCK, count))])
+            self.u_next = 0
+
+
+DRAWS = 5  # standard uniforms per ship draw: thrust, omega (3), interval
+DRAW_BLOCK = 4096  # uniforms drawn ahead at a time (RandomAutopilot.u)
+
 
 @njit(cache=True)
-def _apply_draws(u, due, ships, next_change, t, thrust_max, max_rate, interval_min, interval_max, thrust, omega_cmd):
-    """RandomAutopilot.update's numpy lines after the draw, ship by ship in the same order and with
-    the same operations: controls of ships[due] from the standard uniforms u (5 per ship: thrust,
-    omega, interval blocks), their next draw times; returns (the (n,) mask of ships whose controls
-    changed, the earliest next draw)."""
-    k = len(due)
+def _apply_due(t, u, u_next, ships, next_change, thrust_max, max_rate, interval_min, interval_max, thrust, omega_cmd):
+    """RandomAutopilot.update's numpy lines, ship by ship in the same order and with the same
+    operations: the k ships with next_change <= t (in index order) get controls from u[u_next:]
+    (5k uniforms: the thrust block, the omega block, the interval block) and their next draw times;
+    returns (the (n,) mask of ships whose controls changed, the earliest next draw, the new u_next)."""
+    k = 0
+    for i in range(len(next_change)):
+        k += next_change[i] <= t
     changed = np.zeros(len(thrust), np.bool_)
-    for q in range(k):
-        i, s = due[q], ships[due[q]]
-        new_thrust = 0.0 + (thrust_max - 0.0) * u[q]
+    q = 0
+    for i in range(len(next_change)):
+        if next_change[i] > t:
+            continue
+        s = ships[i]
+        new_thrust = 0.0 + (thrust_max - 0.0) * u[u_next + q]
         diff = thrust[s] != new_thrust
         for c in range(3):
-            w = -max_rate + (max_rate - -max_rate) * u[k + 3 * q + c]
+            w = -max_rate + (max_rate - -max_rate) * u[u_next + k + 3 * q + c]
             diff |= omega_cmd[s, c] != w
             omega_cmd[s, c] = w
         thrust[s] = new_thrust
         changed[s] |= diff
-        interval = interval_min + (interval_max - interval_min) * u[4 * k + q]
+        interval = interval_min + (interval_max - interval_min) * u[u_next + 4 * k + q]
         next_change[i] = max(next_change[i] + interval, t)
-    return changed, next_change.min()
+        q += 1
+    soonest = next_change.min() if len(next_change) else np.inf
+    return changed, soonest, u_next + DRAWS * k
 
 
 def _uniform(u: np.ndarray, low: float, high: float) -> np.ndarray:

@@ -98,9 +98,34 @@ def run_random(seed, frames=200, compiled=False):
     return s, np.array(masks)
 
 
+def reference_controls(seed, frames=200):
+    """The autopilot as first written: three uniform() calls on the ships due, frame by frame."""
+    cfg = make_cfg()
+    c, a = cfg.controls, cfg.autopilot
+    rng, next_change = np.random.default_rng(seed), np.zeros(19)
+    thrust, omega = np.zeros(20), np.zeros((20, 3))
+    for f in range(frames):
+        due = np.flatnonzero(next_change <= f * DT)
+        k = len(due)
+        thrust[due + 1] = rng.uniform(0.0, a.thrust_fraction_max * c.max_thrust, k)
+        omega[due + 1] = rng.uniform(-c.max_angular_rate, c.max_angular_rate, (k, 3))
+        next_change[due] = np.maximum(next_change[due] + rng.uniform(a.change_interval_min, a.change_interval_max, k),
+                                      f * DT)
+    return thrust, omega
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_random_autopilot_draws_what_three_uniform_calls_drew(compiled):
+    """Drawing uniforms ahead in blocks changes no control: bit for bit the first version's."""
+    s, _ = run_random(7, compiled=compiled)
+    thrust, omega = reference_controls(7)
+    np.testing.assert_array_equal(s.thrust, thrust)
+    np.testing.assert_array_equal(s.omega_cmd, omega)
+
+
 @pytest.mark.parametrize("seed", [0, 5, 11])
 def test_random_autopilot_kernel_equals_numpy(seed):
-    """The compiled draw (_apply_draws) gives the numpy path's controls and masks bit for bit."""
+    """The compiled draw (_apply_due) gives the numpy path's controls and masks bit for bit."""
     (a, ma), (b, mb) = run_random(seed), run_random(seed, compiled=True)
     assert a.hash() == b.hash() and np.array_equal(ma, mb)
     assert ma.any(axis=1).sum() > 10, "draws were due in many frames"
