@@ -31,7 +31,7 @@ def step(world) -> FrameStats:
     stats = FrameStats(frame=world.frame, target=world.target_frame_time,
                        render_predicted=world.render_predictor.predict())
     with timed(stats, "t_controls", clock):
-        world.broad.invalidate(np.flatnonzero(world.controllers.update(world.t, state, world.compiled)))
+        world.broad.invalidate(world.controllers.update(world.t, state, world.compiled))  # a mask
     n_samples = samples_per_frame(cfg.sim.frame_dt, cfg.sim.min_temporal_resolution)
     field = world.field  # asteroids (convex/field.py), bodies n.. after the ships; NoField when none
     for sample in range(n_samples):

@@ -245,6 +245,9 @@ class SpaceTime(BroadPhase):
     def invalidate(self, ships) -> None:
         if not np.size(ships):  # most calls name no ship
             return
+        if isinstance(ships, np.ndarray) and ships.dtype == np.bool_ and ships.shape == (self.n,):
+            self.dirty |= ships  # a mask (the controllers'): no index to check
+            return
         if isinstance(ships, np.ndarray) and ships.dtype == np.int64 and ships.ndim == 1:
             # the pipeline's indices (from kernels): checked and marked in one call
             if not _mark_dirty(ships, self.dirty):
