@@ -65,7 +65,7 @@ def step(world) -> FrameStats:
             changed = collision_response(field, state, narrow, convex, cfg.collision, world.compiled)
             if len(changed):
                 world.broad.invalidate(changed[changed < state.n])
-        stats.add_detection(narrow, budget, len(changed), field.radii(state), convex)
+        stats.add_detection(narrow, budget, len(changed), field.radii(state), convex, world.compiled)
         if math.isfinite(budget):  # what the narrow phase overran its deadline by
             world.overrun_predictor.record(max(0.0, narrow.time_used - budget))
         world.last_narrow = narrow

@@ -82,16 +82,18 @@ class FrameStats:
         self.step_min = s.step_min if self.step_min == 0 else min(self.step_min, s.step_min)
         self.step_max = max(self.step_max, s.step_max)
 
-    def add_detection(self, narrow, budget: float, responses: int, radii, convex=None) -> None:
+    def add_detection(self, narrow, budget: float, responses: int, radii, convex=None, compiled: bool = False) -> None:
         """Count one sample's collision detection: its narrow-phase answer (FrameNarrowResult),
         the budget it had [s] (inf: not time-critical), the responses it caused, the bodies'
         bounding radii (n,) [m] (separation bounds are also kept relative to them), and the
-        asteroid pairs' answer (convex/field.py) when there are asteroids."""
+        asteroid pairs' answer (convex/field.py) when there are asteroids. compiled: tally the
+        verdicts with the numba kernel (the same numbers; False: numpy, which needs no compiling)."""
         if convex is not None and len(convex.pairs):
             self.convex_pairs += len(convex.pairs)
             self.convex_colliding += int(np.count_nonzero(convex.colliding))
-        n_hit, n_exact, bounds, rel, nearest = _tally_verdicts(narrow.colliding, narrow.exact, narrow.separation_bound,
-                                                               narrow.pairs, radii, narrow.distance)
+        tally = _tally_verdicts if compiled else tally_verdicts_numpy
+        n_hit, n_exact, bounds, rel, nearest = tally(narrow.colliding, narrow.exact, narrow.separation_bound,
+                                                     narrow.pairs, radii, narrow.distance)
         self.candidate_pairs += len(narrow.pairs)
         self.colliding_pairs += n_hit
         self.exact_pairs += n_exact
@@ -129,6 +131,17 @@ PER_VERDICT = ("sep_bounds", "sep_bounds_rel")  # FrameStats' arrays, one entry 
 # not in frames.csv: the per-verdict arrays, and an instrument read from the wall clock whatever
 # the world's clock is (a replayed run's frames.csv must equal the recorded one's)
 NOT_IN_CSV = PER_VERDICT + ("t_narrow_batches",)
+
+
+def tally_verdicts_numpy(colliding, exact, bound, pairs, radii, distance):
+    """_tally_verdicts in numpy: the reference the kernel is tested against, and what runs before
+    numba has compiled it."""
+    hit = np.asarray(colliding, bool)
+    bounds = bound[hit]
+    rel = bounds / radii[pairs[hit]].mean(axis=1)
+    dist = distance[~hit & np.isfinite(distance)]
+    return (int(np.count_nonzero(hit)), int(np.count_nonzero(hit & exact)), bounds, rel,
+            float(dist.min()) if len(dist) else math.inf)
 
 
 @njit(cache=True)
