@@ -4,7 +4,9 @@ controllers -> [integrate -> broad phase -> narrow phase within budget -> respon
 detection sample. A frame advances simulation time by `sim.frame_dt`, cut into equal samples
 no longer than `sim.min_temporal_resolution` so collision detection never samples coarser.
 The narrow phase gets what is left of the target frame time after the predicted render time,
-the stages already run and a safety margin, shared out over the frame's remaining samples, less
+the stages already run, those still to come (predicted from recent frames: response, the later
+samples' integration and broad phase, the bookkeeping) and a safety margin, shared out over the
+frame's remaining samples, less
 the predicted overrun: what recent samples spent past their deadline (the refinement checks the
 clock only between batches, and its final summary runs after the last check).
 """
@@ -18,7 +20,7 @@ from .config import samples_per_frame
 from .dynamics import accel_bound, contain
 from .narrowphase import refine_roots
 from .narrowphase.exact import exact_frame
-from .response import respond
+from .response import respond, respond_hits
 from .stats import FrameStats, timed
 
 
@@ -29,7 +31,7 @@ def step(world) -> FrameStats:
     stats = FrameStats(frame=world.frame, target=world.target_frame_time,
                        render_predicted=world.render_predictor.predict())
     with timed(stats, "t_controls", clock):
-        world.broad.invalidate(np.flatnonzero(world.controllers.update(world.t, state)))
+        world.broad.invalidate(world.controllers.update(world.t, state, world.compiled))  # a mask
     n_samples = samples_per_frame(cfg.sim.frame_dt, cfg.sim.min_temporal_resolution)
     field = world.field  # asteroids (convex/field.py), bodies n.. after the ships; NoField when none
     for sample in range(n_samples):
@@ -43,10 +45,12 @@ def step(world) -> FrameStats:
         with timed(stats, "t_broad", clock):
             bound = accel_bound(state, cfg.controls, world.compiled)
             pairs = world.broad.find_pairs(world.t, state.pos, state.vel, bound)
-            pairs = np.concatenate([pairs, field.ship_pairs(state, world.compiled)])
+            if field.count:  # ship–asteroid pairs
+                pairs = np.concatenate([pairs, field.ship_pairs(state, world.compiled)])
         budget = math.inf if not world.time_critical else detection_budget(
             stats.target, stats.render_predicted, spent=clock() - start, margin=cfg.collision.safety_margin,
-            samples_left=n_samples - sample, overrun=world.overrun_predictor.predict())
+            samples_left=n_samples - sample, overrun=world.overrun_predictor.predict(),
+            rest=world.fixed_predictor.predict(n_samples - sample))
         with timed(stats, "t_narrow", clock):
             world.bank.maintain(world.t)  # on-collide trees evict what went unused (prebuilt: nothing)
             deadline = clock() + budget
@@ -59,8 +63,9 @@ def step(world) -> FrameStats:
                 world.broad.invalidate(moved)
         with timed(stats, "t_response", clock):
             changed = collision_response(field, state, narrow, convex, cfg.collision, world.compiled)
-            world.broad.invalidate(changed[changed < state.n])
-        stats.add_detection(narrow, budget, len(changed), lambda: field.radii(state), convex)
+            if len(changed):
+                world.broad.invalidate(changed[changed < state.n])
+        stats.add_detection(narrow, budget, len(changed), field.radii(state), convex, world.compiled)
         if math.isfinite(budget):  # what the narrow phase overran its deadline by
             world.overrun_predictor.record(max(0.0, narrow.time_used - budget))
         world.last_narrow = narrow
@@ -68,6 +73,7 @@ def step(world) -> FrameStats:
     stats.sim_time = world.t
     stats.samples = n_samples
     stats.t_other = max(0.0, clock() - start - stats.t_sim)  # the frame's time is all of it, not the stages'
+    world.fixed_predictor.record(stats)
     return stats
 
 
@@ -82,7 +88,7 @@ def narrow_phase(world, model_id, T, pairs, n_bodies: int, deadline: float):
                            clock=clock)
     if not world.compiled:
         return refine_roots(world.bank, model_id, T, pairs, clock=clock)
-    pairs = pairs[world.fair.order(pairs, n_bodies)]
+    pairs = world.fair.arrange(pairs, n_bodies)
     narrow = world.narrow(world.bank, model_id, T, pairs, deadline=deadline, clock=clock)
     world.fair.record(narrow.pairs, narrow.level, n_bodies)
     return narrow
@@ -93,9 +99,14 @@ def collision_response(field, state, narrow, convex, collision, compiled: bool) 
     asteroid pairs along their centre lines — applied to the bodies' velocities in place (by the
     numba kernel once compiled); returns the sorted indices of the bodies whose velocity changed."""
     hit = narrow.colliding
+    pos, vel, inv_mass = field.bodies(state)
+    if compiled and not len(convex.hits):  # the usual sample: ship pairs only, one kernel call
+        changed = respond_hits(vel, inv_mass, pos, narrow.pairs, hit, narrow.contact_normal, collision.restitution,
+                               collision.separation_speed)
+        field.set_velocities(state, vel)
+        return changed
     if not hit.any() and not len(convex.hits):
         return np.zeros(0, np.int64)
-    pos, vel, inv_mass = field.bodies(state)
     hits, normals = narrow.pairs[hit], narrow.contact_normal[hit]
     if len(convex.hits):
         hits = np.concatenate([hits, convex.hits])
@@ -114,9 +125,11 @@ def centre_line(pos: np.ndarray, pairs: np.ndarray) -> np.ndarray:
 
 
 def detection_budget(target: float, render_predicted: float, spent: float, margin: float, samples_left: int,
-                     overrun: float) -> float:
+                     overrun: float, rest: float = 0.0) -> float:
     """Narrow-phase time for this sample [s]: what is left of the target frame time after the
-    predicted render, the time the frame has spent so far and a safety margin, shared over the
-    samples still to come, less the predicted overrun of the deadline; never negative."""
-    left = target - render_predicted - spent - margin
+    predicted render, the time the frame has spent so far, a safety margin and `rest` — the
+    predicted time of the frame's stages outside the narrow phase still to come after this
+    sample's narrow phase (stats.FixedCost) — shared over the samples still to come, less the
+    predicted overrun of the deadline; never negative."""
+    left = target - render_predicted - spent - margin - rest
     return max(0.0, left / samples_left - overrun)

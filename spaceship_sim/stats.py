@@ -10,8 +10,13 @@ import math
 from dataclasses import dataclass, field, fields
 
 import numpy as np
+from numba import njit
 
 from .clock import WALL
+
+
+NO_BOUNDS = np.zeros(0)  # a frame's separation bounds before any: shared, so read-only (add_detection
+NO_BOUNDS.flags.writeable = False  # replaces the arrays, never writes into them)
 
 
 @dataclass
@@ -52,8 +57,8 @@ class FrameStats:
     convex_colliding: int = 0       # of those, pairs found interpenetrating
     # every colliding pair verdict of the frame (all samples), not in frames.csv: its separation
     # bound (m,) float64 [m] and that bound over the pair's mean bounding radius (m,) float64 [-]
-    sep_bounds: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    sep_bounds_rel: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    sep_bounds: np.ndarray = field(default_factory=lambda: NO_BOUNDS, repr=False)
+    sep_bounds_rel: np.ndarray = field(default_factory=lambda: NO_BOUNDS, repr=False)
     # exact separation of the nearest candidate pair found apart [m] (collision.exact_method = "ssv"
     # measures it while time allows); NaN (empty in frames.csv) when none was measured
     distance_min: float = float("nan")
@@ -77,20 +82,21 @@ class FrameStats:
         self.step_min = s.step_min if self.step_min == 0 else min(self.step_min, s.step_min)
         self.step_max = max(self.step_max, s.step_max)
 
-    def add_detection(self, narrow, budget: float, responses: int, radii_of, convex=None) -> None:
+    def add_detection(self, narrow, budget: float, responses: int, radii, convex=None, compiled: bool = False) -> None:
         """Count one sample's collision detection: its narrow-phase answer (FrameNarrowResult),
-        the budget it had [s] (inf: not time-critical), the responses it caused, radii_of() -> the
-        bodies' bounding radii (n,) [m] (separation bounds are also kept relative to them; called
-        only when some pair collides), and the asteroid pairs' answer (convex/field.py) when there
-        are asteroids."""
+        the budget it had [s] (inf: not time-critical), the responses it caused, the bodies'
+        bounding radii (n,) [m] (separation bounds are also kept relative to them), and the
+        asteroid pairs' answer (convex/field.py) when there are asteroids. compiled: tally the
+        verdicts with the numba kernel (the same numbers; False: numpy, which needs no compiling)."""
         if convex is not None and len(convex.pairs):
             self.convex_pairs += len(convex.pairs)
             self.convex_colliding += int(np.count_nonzero(convex.colliding))
-        hit = narrow.colliding
+        tally = _tally_verdicts if compiled else tally_verdicts_numpy
+        n_hit, n_exact, bounds, rel, nearest = tally(narrow.colliding, narrow.exact, narrow.separation_bound,
+                                                     narrow.pairs, radii, narrow.distance)
         self.candidate_pairs += len(narrow.pairs)
-        n_hit = int(np.count_nonzero(hit))
         self.colliding_pairs += n_hit
-        self.exact_pairs += int(np.count_nonzero(hit & narrow.exact))
+        self.exact_pairs += n_exact
         self.responses += responses
         if math.isfinite(budget):
             # the frame's budget: what earlier samples used plus what this (later) sample may use
@@ -100,17 +106,14 @@ class FrameStats:
         hist = narrow.level_histogram.tolist()
         self.level_hist = tuple(map(sum, zip(self.level_hist, hist))) if self.level_hist else tuple(hist)
         if n_hit:
-            bounds = narrow.separation_bound[hit]
-            radius = radii_of()[narrow.pairs[hit]].mean(axis=1)  # the pair's mean bounding radius
-            self.sep_bounds = np.concatenate([self.sep_bounds, bounds])
-            self.sep_bounds_rel = np.concatenate([self.sep_bounds_rel, bounds / radius])
+            self.sep_bounds = np.concatenate([self.sep_bounds, bounds]) if len(self.sep_bounds) else bounds
+            self.sep_bounds_rel = np.concatenate([self.sep_bounds_rel, rel]) if len(self.sep_bounds_rel) else rel
             ordered = sorted(self.sep_bounds.tolist())  # a frame's few bounds: faster than numpy's median
             half = len(ordered) // 2
             self.sep_bound_min = ordered[0]
             self.sep_bound_median = ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
-        dist = narrow.distance[~hit & np.isfinite(narrow.distance)]
-        if len(dist):
-            self.distance_min = float(np.nanmin([self.distance_min, dist.min()]))
+        if nearest < math.inf:
+            self.distance_min = nearest if math.isnan(self.distance_min) else min(self.distance_min, nearest)
 
     def row(self, max_level: int) -> dict:
         """Flat dict for frames.csv (level_hist spread into level_<k> columns; no separation
@@ -128,6 +131,40 @@ PER_VERDICT = ("sep_bounds", "sep_bounds_rel")  # FrameStats' arrays, one entry 
 # not in frames.csv: the per-verdict arrays, and an instrument read from the wall clock whatever
 # the world's clock is (a replayed run's frames.csv must equal the recorded one's)
 NOT_IN_CSV = PER_VERDICT + ("t_narrow_batches",)
+
+
+def tally_verdicts_numpy(colliding, exact, bound, pairs, radii, distance):
+    """_tally_verdicts in numpy: the reference the kernel is tested against, and what runs before
+    numba has compiled it."""
+    hit = np.asarray(colliding, bool)
+    bounds = bound[hit]
+    rel = bounds / radii[pairs[hit]].mean(axis=1)
+    dist = distance[~hit & np.isfinite(distance)]
+    return (int(np.count_nonzero(hit)), int(np.count_nonzero(hit & exact)), bounds, rel,
+            float(dist.min()) if len(dist) else math.inf)
+
+
+@njit(cache=True)
+def _tally_verdicts(colliding, exact, bound, pairs, radii, distance):
+    """One sample's verdicts in one pass (a sample has a few pairs: numpy's per-call cost would
+    be most of the work): how many collide, how many of those are exact, their separation bounds
+    and those over the pair's mean bounding radius (in pair order), and the smallest finite
+    distance of a pair not colliding (inf: none)."""
+    n_hit, n_exact = 0, 0
+    for i in range(len(colliding)):
+        if colliding[i]:
+            n_hit += 1
+            n_exact += 1 if exact[i] else 0
+    bounds, rel = np.empty(n_hit), np.empty(n_hit)
+    nearest, j = np.inf, 0
+    for i in range(len(colliding)):
+        if colliding[i]:
+            bounds[j] = bound[i]
+            rel[j] = bound[i] / ((radii[pairs[i, 0]] + radii[pairs[i, 1]]) / 2.0)  # as numpy's mean of the two
+            j += 1
+        elif math.isfinite(distance[i]) and distance[i] < nearest:
+            nearest = distance[i]
+    return n_hit, n_exact, bounds, rel, nearest
 
 
 class timed:
@@ -163,6 +200,26 @@ class MovingAverage:
 
     def predict(self) -> float:
         return sum(self.history) / len(self.history) if self.history else self.initial
+
+
+class FixedCost:
+    """Predicts, from the last `k` frames, the time a frame still spends outside the narrow phase
+    after a sample's narrow phase: that sample's response and bookkeeping (t_response, t_other),
+    then every later sample's integration, broad phase, response and bookkeeping. The narrow
+    phase's budget leaves it room, so that a frame whose slack is small still ends on time."""
+
+    def __init__(self, k: int):
+        self.after = MovingAverage(k)   # per sample: response + between the stages [s]
+        self.sample = MovingAverage(k)  # per sample: every stage but controls and the narrow phase [s]
+
+    def record(self, s: FrameStats) -> None:
+        n = max(s.samples, 1)
+        self.after.record((s.t_response + s.t_other) / n)
+        self.sample.record((s.t_integrate + s.t_broad + s.t_response + s.t_other) / n)
+
+    def predict(self, samples_left: int) -> float:
+        """[s] after the narrow phase of the sample with `samples_left` samples to go (itself included)."""
+        return self.after.predict() + (samples_left - 1) * self.sample.predict()
 
 
 class Quantiles:

@@ -31,7 +31,7 @@ from .narrowphase.ocst import OcstBank, OcstTreeView, warm_up_bank
 from .progress import slow_notice, to_stderr
 from .response import respond
 from .spheretree import load_or_build
-from .stats import FrameStats, MovingAverage
+from .stats import FixedCost, FrameStats, MovingAverage
 
 COMPILING = "compiling numba kernels (first start only; later starts load them from the cache): "
 
@@ -160,6 +160,8 @@ class World:
         self.render_predictor = MovingAverage(cfg.collision.render_average_frames)
         # what the narrow phase overruns its deadline by (work past the last clock check)
         self.overrun_predictor = MovingAverage(cfg.collision.render_average_frames)
+        # the frame's stages outside the narrow phase, still to come after a sample's narrow phase
+        self.fixed_predictor = FixedCost(cfg.collision.render_average_frames)
         self.t, self.frame = 0.0, 0
         self.last_stats: FrameStats | None = None
         self.last_narrow = None

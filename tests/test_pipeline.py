@@ -41,6 +41,21 @@ def test_detection_budget_leaves_room_for_render_margin_and_predicted_overrun():
     assert detection_budget(0.033, 0.020, 0.004, 0.001, 2, overrun=0.003) == pytest.approx(share - 0.003)
     assert detection_budget(0.033, 0.040, 0.0, 0.001, 1, 0.0) == 0, "a render over target leaves nothing"
     assert detection_budget(0.033, 0.0, 0.0, 0.0, 1, overrun=0.05) == 0
+    # the stages still to come after this sample's narrow phase come off before the share
+    assert detection_budget(0.033, 0.020, 0.004, 0.001, 2, 0.0, rest=0.002) == pytest.approx(share - 0.001)
+    assert detection_budget(0.033, 0.031, 0.0005, 0.0, 1, 0.0, rest=0.002) == 0
+
+
+def test_fixed_cost_predicts_the_stages_after_the_narrow_phase():
+    """FixedCost: per sample, response and bookkeeping after the narrow phase, and every later
+    sample's fixed stages (not controls, not the narrow phase) — from the frames recorded."""
+    from spaceship_sim.stats import FixedCost, FrameStats
+    fixed = FixedCost(2)
+    assert fixed.predict(2) == 0.0, "nothing recorded: nothing predicted"
+    fixed.record(FrameStats(samples=2, t_controls=9.0, t_integrate=0.2, t_broad=0.4, t_narrow=9.0,
+                            t_response=0.6, t_other=0.2))
+    assert fixed.predict(1) == pytest.approx(0.4)        # (0.6 + 0.2) / 2
+    assert fixed.predict(2) == pytest.approx(0.4 + 0.7)  # and one whole sample: 1.4 / 2
 
 
 def test_world_predicts_narrow_phase_overrun_from_time_critical_samples():

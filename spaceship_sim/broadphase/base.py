@@ -66,7 +66,7 @@ def warm_up(cls) -> None:
     vel, acc = np.ones((4, 3)), np.ones(4)
     bp = cls(radius, min_resolution=0.01)
     for k in range(3):
-        bp.invalidate([k])
+        bp.invalidate(np.array([k], np.int64))  # as the pipeline's kernels give them
         bp.find_pairs(0.01 * k, pos + 0.01 * k * vel, vel, acc)
 
 

@@ -74,13 +74,15 @@ def grid_remove(ships, home, outside, heads, link):
 
 @njit(cache=True)
 def grid_query(ships, ball, rmax, origin, h, dims, batch, heads, link, out_a, out_b):
-    """Pairs of query ship i (from `ships`, all gridded, batch[i] set) with every gridded ship j
-    whose ball meets i's; a pair of two query ships only from the smaller one, so each pair
-    once. Writes the first len(out_a) pairs (min, max) into out_a, out_b and returns how many
-    there are. rmax >= every gridded ball radius.
+    """Pairs of query ship i (from `ships`, all gridded) with every gridded ship j whose ball
+    meets i's; a pair of two query ships only from the smaller one, so each pair once (batch:
+    (n,) bool all False, marks the query ships meanwhile). Writes the first len(out_a) pairs
+    (min, max) into out_a, out_b and returns how many there are. rmax >= every gridded ball radius.
     One loop body for both ways of finding candidates (cells' lists, or all ships when the
     cells would outnumber them): numba compiles a helper called from two loops ~2× slower."""
     n, cnt, cap = len(batch), 0, len(out_a)
+    for i in ships:
+        batch[i] = True
     for i in ships:
         cx, cy, cz, ri = ball[i, 0], ball[i, 1], ball[i, 2], ball[i, 3]
         reach = ri + rmax
@@ -110,6 +112,8 @@ def grid_query(ships, ball, rmax, origin, h, dims, batch, heads, link, out_a, ou
                             j = j + 1 if j + 1 < n else -1
                         else:
                             j = link[j, NEXT]
+    for i in ships:
+        batch[i] = False
     return cnt
 
 
@@ -137,9 +141,10 @@ class ShipGrid:
         self.h_want = None  # 2 × the largest radius at the last rebuild [m]
         self.rebuilds = 0
 
-    def move(self, ships, ball) -> None:
-        """These ships' balls changed (every ship's ball must be set before the first call)."""
-        self.rmax = float(ball[:, 3].max()) if len(ball) else 0.0
+    def move(self, ships, ball, rmax=None) -> None:
+        """These ships' balls changed (every ship's ball must be set before the first call); rmax:
+        the largest ball radius when the caller has it (None: computed here)."""
+        self.rmax = float(ball[:, 3].max() if rmax is None else rmax) if len(ball) else 0.0
         want = max(2.0 * self.rmax, MIN_CELL)
         if self.h_want is None or not 0.5 * self.h_want <= want <= 2.0 * self.h_want:
             self._rebuild(ball, want)
@@ -173,7 +178,6 @@ class ShipGrid:
     def pairs(self, ships, ball):
         """(a, b) int64 arrays, a < b: every pair of a query ship with a ship whose ball meets its
         ball, each pair once (call `move` for the query ships first)."""
-        self.batch[ships] = True
         cap = 8 * len(ships) + 256
         while True:
             out_a, out_b = np.empty(cap, np.int64), np.empty(cap, np.int64)
@@ -182,5 +186,4 @@ class ShipGrid:
             if cnt <= cap:
                 break
             cap = cnt
-        self.batch[ships] = False
         return out_a[:cnt], out_b[:cnt]

@@ -51,7 +51,7 @@ import numpy as np
 from numba import njit
 
 from .base import BroadPhase, overlap_sphere_sphere, pairs_from_ids
-from .pair_schedule import N_DUE, SIZE, PairSchedule, heap_push, heap_remove, make_due
+from .pair_schedule import N_DUE, SIZE, PairSchedule, drop_pairs, heap_push, heap_remove, make_due
 from .ship_grid import ShipGrid
 
 T0, U0, PERIOD, LEAD = 0, 1, 2, 3  # cycle[]: u(t) = U0 + (t - T0) / PERIOD; ends come after LEAD
@@ -110,6 +110,35 @@ def _st_step(t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, co
             wake[p] = t + _wake_delay(pos, vel, accel, radius, i, j)
             counts[SIZE] = heap_push(heap, hpos, wake, counts[SIZE], p)
     return m, k
+
+
+@njit(cache=True)
+def _mark_dirty(ships, dirty):
+    """dirty[ships] = True when every index is in range (returns True); else marks none, False."""
+    for s in ships:
+        if s < 0 or s >= len(dirty):
+            return False
+    for s in ships:
+        dirty[s] = True
+    return True
+
+
+@njit(cache=True)
+def _st_pairs(t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, counts, buf, out):
+    """_st_step, then its overlapping pairs as pairs_from_ids gives them: (pairs examined, (k, 2)
+    int32 pairs sorted), in one call (a frame calls it every sample: each call costs ~10 µs)."""
+    m, k = _st_step(t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, counts, buf, out)
+    return m, pairs_from_ids(pa, pb, out[:k], len(radius))
+
+
+@njit(cache=True)
+def _balls_and_drop(ships, t, cycle, phase, pos, vel, accel, radius, ball, ship_end, a_ref, dirty, pa, pb, head,
+                    nxt, prv, wake, heap, hpos, due, dpos, free, counts):
+    """_new_balls for these ships, then their scheduled pairs dropped (drop_pairs), in one call;
+    returns the largest ball radius of all ships (ShipGrid.move's rmax)."""
+    _new_balls(ships, t, cycle, phase, pos, vel, accel, radius, ball, ship_end, a_ref, dirty)
+    drop_pairs(ships, pa, pb, head, nxt, prv, wake, heap, hpos, due, dpos, free, counts)
+    return ball[:, 3].max() if len(ball) else 0.0
 
 
 @njit(cache=True)
@@ -214,8 +243,17 @@ class SpaceTime(BroadPhase):
         return self.ball[:, 3]
 
     def invalidate(self, ships) -> None:
-        if np.size(ships):  # most calls name no ship
-            self.dirty[self._check_ships(ships)] = True
+        if not np.size(ships):  # most calls name no ship
+            return
+        if isinstance(ships, np.ndarray) and ships.dtype == np.bool_ and ships.shape == (self.n,):
+            self.dirty |= ships  # a mask (the controllers'): no index to check
+            return
+        if isinstance(ships, np.ndarray) and ships.dtype == np.int64 and ships.ndim == 1:
+            # the pipeline's indices (from kernels): checked and marked in one call
+            if not _mark_dirty(ships, self.dirty):
+                raise ValueError(f"ship index out of range [0, {self.n})")
+            return
+        self.dirty[self._check_ships(ships)] = True
 
     # --- the frame's work ------------------------------------------------------------------
     def _find_pairs(self, t, pos, vel, accel) -> np.ndarray:
@@ -224,9 +262,8 @@ class SpaceTime(BroadPhase):
         due = _due_ships(t, accel, self.a_ref, self.ship_end, self.dirty)
         added = self._reball(t, due, pos, vel, accel) if len(due) else 0
         s = self.schedule
-        m, k = _st_step(t, pos, vel, self.a_ref, self.radius, s.pa, s.pb, s.wake, s.heap, s.hpos, s.due, s.dpos,
-                        s.counts, s.buf, s.out)
-        pairs = pairs_from_ids(s.pa, s.pb, s.out[:k], self.n)
+        m, pairs = _st_pairs(t, pos, vel, self.a_ref, self.radius, s.pa, s.pb, s.wake, s.heap, s.hpos, s.due, s.dpos,
+                             s.counts, s.buf, s.out)
         self.last_stats = {"pairs_examined": int(m), "pairs_scheduled": s.size, "pairs_found": len(pairs),
                            "pairs_added": int(added), "ships_reballed": len(due), "horizon": self.horizon}
         return pairs
@@ -249,18 +286,24 @@ class SpaceTime(BroadPhase):
         partners found again, due at once. Returns how many pairs were scheduled."""
         if self.grid.h_want is None:
             self._first_phases(t, ships, pos, vel, accel)
-        self._new_balls(t, ships, pos, vel, accel)
-        self.schedule.drop(ships)
+        self._set_lead(t)
+        s = self.schedule
+        rmax = _balls_and_drop(ships, t, self.cycle, self.phase, pos, vel, accel, self.radius, self.ball,
+                               self.ship_end, self.a_ref, self.dirty, s.pa, s.pb, s.head, s.nxt, s.prv, s.wake,
+                               s.heap, s.hpos, s.due, s.dpos, s.free, s.counts)
         rebuilds = self.grid.rebuilds
-        self.grid.move(ships, self.ball)
+        self.grid.move(ships, self.ball, rmax)
         a, b = self.grid.pairs(ships, self.ball)
         self.schedule.add(a, b)
         if self.grid.rebuilds != rebuilds or self.calls % self.rephase_calls == 0:
             self._rephase()
         return len(a)
 
-    def _new_balls(self, t, ships, pos, vel, accel):
+    def _set_lead(self, t):
         self.cycle[LEAD] = t + self.call_dt  # ends at least one call spacing away: not due again at once
+
+    def _new_balls(self, t, ships, pos, vel, accel):
+        self._set_lead(t)
         _new_balls(ships, t, self.cycle, self.phase, pos, vel, accel, self.radius, self.ball, self.ship_end,
                    self.a_ref, self.dirty)
 

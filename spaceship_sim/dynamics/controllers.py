@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from numba import njit
 
 from ..config import Config
 from ..state import ShipState, quat_to_matrix
@@ -103,18 +104,85 @@ class RandomAutopilot:
         self.ships = np.asarray(ships, dtype=np.int64).reshape(-1)
         self.rng = np.random.default_rng(seed)
         self.next_change = np.zeros(len(self.ships))  # [s] simulation time of each ship's next draw
+        self.soonest = -np.inf  # [s] no ship is due before this (the earliest next_change once known)
+        # rng's standard uniforms drawn ahead and consumed in order from u_next: a block of them is
+        # the same sequence as the draws one at a time, and one generator call per block, not per draw
+        self.u, self.u_next = np.zeros(0), 0
 
-    def update(self, t: float, state: ShipState) -> np.ndarray:
+    def update(self, t: float, state: ShipState, compiled: bool = False) -> np.ndarray:
+        """compiled: find the due ships and apply their draws in one numba call (_apply_due; the
+        same numbers) — False: numpy, which needs no compiling."""
+        if t < self.soonest:  # no ship due (many frames): no array work at all
+            return np.zeros(state.n, bool)
+        self._draw_ahead(DRAWS * len(self.ships))  # enough for every ship at once
+        c, a = self.controls, self.autopilot
+        limits = (a.thrust_fraction_max * c.max_thrust, c.max_angular_rate, a.change_interval_min,
+                  a.change_interval_max)
+        if compiled:  # a draw is due in most frames: its dozen small numpy calls in one
+            changed, self.soonest, self.u_next = _apply_due(t, self.u, self.u_next, self.ships, self.next_change,
+                                                            *limits, state.thrust, state.omega_cmd)
+            return changed
         due = np.flatnonzero(self.next_change <= t)
         if len(due) == 0:
+            self.soonest = float(self.next_change.min()) if len(self.ships) else np.inf
             return np.zeros(state.n, bool)
-        c, a, k = self.controls, self.autopilot, len(due)
-        thrust = self.rng.uniform(0.0, a.thrust_fraction_max * c.max_thrust, k)
-        omega = self.rng.uniform(-c.max_angular_rate, c.max_angular_rate, (k, 3))
-        interval = self.rng.uniform(a.change_interval_min, a.change_interval_max, k)
+        k = len(due)
+        # each ship's 5 uniforms split as three uniform() calls would draw them (thrust, omega, interval)
+        u = self.u[self.u_next:self.u_next + DRAWS * k]
+        self.u_next += DRAWS * k
+        thrust = _uniform(u[:k], 0.0, limits[0])
+        omega = _uniform(u[k:4 * k].reshape(k, 3), -limits[1], limits[1])
+        interval = _uniform(u[4 * k:], limits[2], limits[3])
         # from the scheduled time, not from t, so the schedule does not drift with the frame rate
         self.next_change[due] = np.maximum(self.next_change[due] + interval, t)
+        self.soonest = float(self.next_change.min())
         return _set_controls(state, self.ships[due], thrust, omega)
+
+    def _draw_ahead(self, count: int) -> None:
+        """At least `count` uniforms not consumed yet in self.u."""
+        if len(self.u) - self.u_next < count:
+            self.u = np.concatenate([self.u[self.u_next:], self.rng.random(max(DRAW_BLOCK, count))])
+            self.u_next = 0
+
+
+DRAWS = 5  # standard uniforms per ship draw: thrust, omega (3), interval
+DRAW_BLOCK = 4096  # uniforms drawn ahead at a time (RandomAutopilot.u)
+
+
+@njit(cache=True)
+def _apply_due(t, u, u_next, ships, next_change, thrust_max, max_rate, interval_min, interval_max, thrust, omega_cmd):
+    """RandomAutopilot.update's numpy lines, ship by ship in the same order and with the same
+    operations: the k ships with next_change <= t (in index order) get controls from u[u_next:]
+    (5k uniforms: the thrust block, the omega block, the interval block) and their next draw times;
+    returns (the (n,) mask of ships whose controls changed, the earliest next draw, the new u_next)."""
+    k = 0
+    for i in range(len(next_change)):
+        k += next_change[i] <= t
+    changed = np.zeros(len(thrust), np.bool_)
+    q = 0
+    for i in range(len(next_change)):
+        if next_change[i] > t:
+            continue
+        s = ships[i]
+        new_thrust = 0.0 + (thrust_max - 0.0) * u[u_next + q]
+        diff = thrust[s] != new_thrust
+        for c in range(3):
+            w = -max_rate + (max_rate - -max_rate) * u[u_next + k + 3 * q + c]
+            diff |= omega_cmd[s, c] != w
+            omega_cmd[s, c] = w
+        thrust[s] = new_thrust
+        changed[s] |= diff
+        interval = interval_min + (interval_max - interval_min) * u[u_next + 4 * k + q]
+        next_change[i] = max(next_change[i] + interval, t)
+        q += 1
+    soonest = next_change.min() if len(next_change) else np.inf
+    return changed, soonest, u_next + DRAWS * k
+
+
+def _uniform(u: np.ndarray, low: float, high: float) -> np.ndarray:
+    """Generator.uniform(low, high) from its standard uniform draws u, computed as numpy computes
+    it (low + (high - low) · u), so bit for bit the values uniform() would have returned."""
+    return low + (high - low) * u
 
 
 class ScriptedAutopilot:
@@ -229,9 +297,12 @@ class Controllers:
         others = np.array([i for i in range(n) if i not in taken], dtype=np.int64)
         return cls(n, keyboard, RandomAutopilot(cfg, others, cfg.sim.seed), ScriptedAutopilot(script_cfg))
 
-    def update(self, t: float, state: ShipState) -> np.ndarray:
-        """Run every controller at simulation time t [s]; (n,) bool mask of changed controls."""
-        changed = self.random.update(t, state) | self.scripted.update(t, state)
+    def update(self, t: float, state: ShipState, compiled: bool = False) -> np.ndarray:
+        """Run every controller at simulation time t [s]; (n,) bool mask of changed controls.
+        compiled: the random autopilot's numba kernel (the same controls; False: numpy only)."""
+        changed = self.random.update(t, state, compiled)  # a fresh mask: or-ed into in place
+        if self.scripted.paths:
+            changed |= self.scripted.update(t, state)
         if self.keyboard is not None:
             changed |= self.keyboard.update(t, state, self.keys)
         return changed

@@ -34,6 +34,7 @@ plain numpy reference vectorised over the ships still integrating; tests compare
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 
 import numba
@@ -85,6 +86,9 @@ class Integrator:
         # first attempt at the largest step: rejections shrink it within a call
         self.h = np.full(self.n, cfg.integrator.max_step)
         self._counts = _Counts.empty(self.n)  # the kernels' per-ship outputs: every entry rewritten each call
+        i, c = cfg.integrator, cfg.controls  # (a frozen config: read once, not every call)
+        self._params = (c.drag, c.rotation_time_constant, i.tolerance, i.min_step, i.max_step, int(i.max_substeps))
+        self._checked = ()  # the state arrays last found fit for the kernels (_check_contiguous)
 
     def step(self, state: ShipState, dt: float) -> StepStats:
         """Advance every ship of `state` in place by `dt` [s] of simulation time."""
@@ -92,21 +96,19 @@ class Integrator:
             raise ValueError(f"state has {state.n} ships, integrator was made for {self.n}")
         if not dt > 0:
             raise ValueError(f"dt must be > 0, got {dt}")
-        i, c = self.cfg.integrator, self.cfg.controls
-        params = (float(dt), c.drag, c.rotation_time_constant, i.tolerance, i.min_step, i.max_step,
-                  int(i.max_substeps))
+        params = (float(dt), *self._params)
         if self.backend == "numba":
-            counts = self._counts
-            _check_contiguous(state)
-            arrays = (state.pos, state.vel, state.quat, state.omega, state.thrust, state.omega_cmd, self.h, *params,
-                      *counts.arrays())
+            ship = (state.pos, state.vel, state.quat, state.omega, state.thrust, state.omega_cmd)
+            if len(ship) != len(self._checked) or not all(map(operator.is_, ship, self._checked)):
+                _check_contiguous(state)  # arrays keep their layout: checked once per array, not per call
+                self._checked = ship
+            arrays = (*ship, self.h, *params, *self._counts.arrays())
             if self.n >= PARALLEL_MIN_SHIPS:
                 # dynamic chunks: a thread whose core is busy elsewhere does not hold up the others
                 with numba.parallel_chunksize(PARALLEL_CHUNK):
-                    _heun_adaptive_parallel(*arrays)
-            else:  # waking the thread team costs more than it saves on a small batch
-                _heun_adaptive_serial(*arrays)
-            return StepStats(*_tally(*counts.arrays()))
+                    return StepStats(*_heun_adaptive_parallel(*arrays))
+            # waking the thread team costs more than it saves on a small batch
+            return StepStats(*_heun_adaptive_serial(*arrays))
         counts = _Counts.empty(self.n)
         _heun_adaptive_numpy(state, self.h, *params, counts)
         return counts.stats()
@@ -207,10 +209,12 @@ def _heun_adaptive_parallel(pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt,
                             cap, n_acc, n_rej, capped, h_min, h_max, h_sum):
     """Advance every ship by dt in place (see the module docstring for the algorithm), ships spread
     over threads. pos, vel, omega, omega_cmd: (n, 3); quat: (n, 4); thrust, h_mem: (n,) float64;
-    n_acc, n_rej, capped: (n,) int64 and h_min, h_max, h_sum: (n,) float64 are outputs."""
+    n_acc, n_rej, capped: (n,) int64 and h_min, h_max, h_sum: (n,) float64 are outputs. Returns
+    StepStats' fields (_tally: in the same call, one dispatch a step)."""
     for i in prange(pos.shape[0]):
         _advance_ship(i, pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi, cap,
                       n_acc, n_rej, capped, h_min, h_max, h_sum)
+    return _tally(n_acc, n_rej, capped, h_min, h_max, h_sum)
 
 
 @njit(cache=True, error_model="numpy")
@@ -220,6 +224,7 @@ def _heun_adaptive_serial(pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, d
     for i in range(pos.shape[0]):
         _advance_ship(i, pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi, cap,
                       n_acc, n_rej, capped, h_min, h_max, h_sum)
+    return _tally(n_acc, n_rej, capped, h_min, h_max, h_sum)
 
 
 @njit(cache=True, error_model="numpy")

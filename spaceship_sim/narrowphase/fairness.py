@@ -33,6 +33,11 @@ class FairOrder:
         """Permutation of `pairs`: least served first, else the given order."""
         return np.argsort(self.service(pairs, n), kind="stable")
 
+    def arrange(self, pairs: np.ndarray, n: int) -> np.ndarray:
+        """pairs[order(pairs, n)] as a new C-contiguous (k, 2) int64 array, in one kernel call
+        (what refine_frame takes as it is: a frame's per-call costs are most of its work)."""
+        return _arrange(np.asarray(pairs), n, self.keys, self.served)
+
     def record(self, pairs: np.ndarray, levels: np.ndarray, n: int) -> None:
         """After a sample: the level each pair reached (pairs not reported are forgotten)."""
         self.keys, self.served = _record(np.asarray(pairs), np.asarray(levels, np.int64), n, self.keys, self.served)
@@ -50,6 +55,15 @@ def _service(pairs, n, keys, served):
     out = np.empty(len(pairs), np.int64)
     for i in range(len(pairs)):
         out[i] = _lookup(keys, served, np.int64(pairs[i, 0]) * n + pairs[i, 1])
+    return out
+
+
+@njit(cache=True)
+def _arrange(pairs, n, keys, served):
+    by_service = np.argsort(_service(pairs, n, keys, served), kind="mergesort")  # stable, as order()'s
+    out = np.empty((len(pairs), 2), np.int64)
+    for i in range(len(pairs)):
+        out[i, 0], out[i, 1] = pairs[by_service[i], 0], pairs[by_service[i], 1]
     return out
 
 

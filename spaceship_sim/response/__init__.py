@@ -1,3 +1,3 @@
-from .impulse import respond
+from .impulse import respond, respond_hits
 
-__all__ = ["respond"]
+__all__ = ["respond", "respond_hits"]

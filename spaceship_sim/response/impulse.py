@@ -16,6 +16,8 @@ Parting along the centre line ends any contact, since the bounding spheres then 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -44,25 +46,59 @@ def respond(vel: np.ndarray, inv_mass: np.ndarray, pairs: np.ndarray, normal: np
                            float(separation_speed))
 
 
+def respond_hits(vel: np.ndarray, inv_mass: np.ndarray, pos: np.ndarray, pairs: np.ndarray, hit: np.ndarray,
+                 normal: np.ndarray, restitution: float, separation_speed: float) -> np.ndarray:
+    """respond(vel, inv_mass, pairs[hit], normal[hit], restitution, centre lines from pos, separation_speed)
+    in one kernel call, bit for bit: the pipeline's response to a sample's colliding pairs. A frame
+    has a few colliding pairs, where the half-dozen numpy calls that select them and build their
+    centre lines cost far more than the impulses (pos (n, 3) [m]; hit (k,) bool; the rest as respond's)."""
+    return _respond_hits_kernel(vel, inv_mass, pos, pairs, hit, normal, float(restitution), float(separation_speed))
+
+
 @njit(cache=True)
 def _respond_kernel(vel, inv_mass, pairs, normal, restitution, line, separation_speed):
     """respond_reference's loop; rows of `line` all zero skip the centre-line impulse. Returns the
     sorted indices of the ships whose velocity changed."""
     moved = np.zeros(len(vel), np.bool_)
     for i in range(len(pairs)):
-        a, b = pairs[i, 0], pairs[i, 1]
-        if inv_mass[a] + inv_mass[b] == 0.0:
-            continue  # two immovable ships
-        u = _closing_nb(vel, a, b, normal, i)
-        if u < 0.0:  # converging along the contact normal: Hubbard's impulse
-            _impulse_nb(vel, inv_mass, a, b, normal, i, -(1.0 + restitution) * u)
-            moved[a] = moved[b] = True
-        if line[i, 0] != 0.0 or line[i, 1] != 0.0 or line[i, 2] != 0.0:
-            u = _closing_nb(vel, a, b, line, i)
-            if u < separation_speed:  # centres part too slowly: push them apart up to that speed
-                _impulse_nb(vel, inv_mass, a, b, line, i, separation_speed - u)
-                moved[a] = moved[b] = True
+        _respond_pair(vel, inv_mass, pairs[i, 0], pairs[i, 1], normal, i, line, i, restitution, separation_speed,
+                      moved)
     return np.flatnonzero(moved)
+
+
+@njit(cache=True)
+def _respond_hits_kernel(vel, inv_mass, pos, pairs, hit, normal, restitution, separation_speed):
+    """respond_hits: the rows of `pairs` where `hit`, in order, each with its centre line computed
+    as pipeline.centre_line does (the same operations in the same order)."""
+    moved = np.zeros(len(vel), np.bool_)
+    line = np.zeros((1, 3))
+    for i in range(len(pairs)):
+        if hit[i]:
+            a, b = pairs[i, 0], pairs[i, 1]
+            for c in range(3):
+                line[0, c] = pos[b, c] - pos[a, c]
+            length = math.sqrt(line[0, 0] * line[0, 0] + line[0, 1] * line[0, 1] + line[0, 2] * line[0, 2])
+            for c in range(3):
+                line[0, c] = line[0, c] / length if length > 0.0 else 0.0
+            _respond_pair(vel, inv_mass, a, b, normal, i, line, 0, restitution, separation_speed, moved)
+    return np.flatnonzero(moved)
+
+
+@njit(cache=True)
+def _respond_pair(vel, inv_mass, a, b, normal, i, line, j, restitution, separation_speed, moved):
+    """One pair (a, b) of respond_reference's loop: contact normal normal[i], centre line line[j]
+    (all zero: no centre-line impulse); marks the ships it moves in `moved`."""
+    if inv_mass[a] + inv_mass[b] == 0.0:
+        return  # two immovable ships
+    u = _closing_nb(vel, a, b, normal, i)
+    if u < 0.0:  # converging along the contact normal: Hubbard's impulse
+        _impulse_nb(vel, inv_mass, a, b, normal, i, -(1.0 + restitution) * u)
+        moved[a] = moved[b] = True
+    if line[j, 0] != 0.0 or line[j, 1] != 0.0 or line[j, 2] != 0.0:
+        u = _closing_nb(vel, a, b, line, j)
+        if u < separation_speed:  # centres part too slowly: push them apart up to that speed
+            _impulse_nb(vel, inv_mass, a, b, line, j, separation_speed - u)
+            moved[a] = moved[b] = True
 
 
 @njit(cache=True)

@@ -207,3 +207,20 @@ def test_pair_schedule_matches_model(ops, seed):
         assert_schedule_consistent(s, model, n)
         model = shuffle_schedule(s, rng)
         assert_schedule_consistent(s, model, n)
+
+
+def test_invalidate_checks_kernel_indices_as_any_other():
+    """int64 index arrays (the pipeline's, checked and marked in one compiled call) are refused
+    out of range without marking any ship, as lists and masks are."""
+    import pytest
+
+    from spaceship_sim.broadphase.space_time import SpaceTime
+    st = SpaceTime(np.ones(4), min_resolution=0.01)
+    for bad in (np.array([1, 4], np.int64), np.array([-1], np.int64), [1, 4]):
+        with pytest.raises(ValueError, match="out of range"):
+            st.invalidate(bad)
+        assert not st.dirty.any()
+    st.invalidate(np.array([3, 1], np.int64))
+    assert st.dirty.tolist() == [False, True, False, True]
+    st.invalidate(np.array([True, False, False, False]))
+    assert st.dirty.tolist() == [True, True, False, True]

@@ -90,12 +90,45 @@ def test_unknown_action_is_refused():
 
 # --- random autopilot ----------------------------------------------------------------
 
-def run_random(seed, frames=200):
+def run_random(seed, frames=200, compiled=False):
     cfg = make_cfg()
     s = ShipState.zeros(20)
     pilot = RandomAutopilot(cfg, np.arange(1, 20), seed)
-    masks = [pilot.update(f * DT, s) for f in range(frames)]
+    masks = [pilot.update(f * DT, s, compiled) for f in range(frames)]
     return s, np.array(masks)
+
+
+def reference_controls(seed, frames=200):
+    """The autopilot as first written: three uniform() calls on the ships due, frame by frame."""
+    cfg = make_cfg()
+    c, a = cfg.controls, cfg.autopilot
+    rng, next_change = np.random.default_rng(seed), np.zeros(19)
+    thrust, omega = np.zeros(20), np.zeros((20, 3))
+    for f in range(frames):
+        due = np.flatnonzero(next_change <= f * DT)
+        k = len(due)
+        thrust[due + 1] = rng.uniform(0.0, a.thrust_fraction_max * c.max_thrust, k)
+        omega[due + 1] = rng.uniform(-c.max_angular_rate, c.max_angular_rate, (k, 3))
+        next_change[due] = np.maximum(next_change[due] + rng.uniform(a.change_interval_min, a.change_interval_max, k),
+                                      f * DT)
+    return thrust, omega
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_random_autopilot_draws_what_three_uniform_calls_drew(compiled):
+    """Drawing uniforms ahead in blocks changes no control: bit for bit the first version's."""
+    s, _ = run_random(7, compiled=compiled)
+    thrust, omega = reference_controls(7)
+    np.testing.assert_array_equal(s.thrust, thrust)
+    np.testing.assert_array_equal(s.omega_cmd, omega)
+
+
+@pytest.mark.parametrize("seed", [0, 5, 11])
+def test_random_autopilot_kernel_equals_numpy(seed):
+    """The compiled draw (_apply_due) gives the numpy path's controls and masks bit for bit."""
+    (a, ma), (b, mb) = run_random(seed), run_random(seed, compiled=True)
+    assert a.hash() == b.hash() and np.array_equal(ma, mb)
+    assert ma.any(axis=1).sum() > 10, "draws were due in many frames"
 
 
 def test_random_autopilot_is_deterministic_for_a_seed():
@@ -190,3 +223,19 @@ def test_composed_run_is_deterministic():
         fly(Controllers.from_config(cfg, s.n, user="autopilot"), s, cfg, 5.0, arena=cfg.arena.size)
         hashes.append(s.hash())
     assert hashes[0] == hashes[1]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_autopilot_draws_are_the_three_uniform_calls(seed):
+    """RandomAutopilot splits one rng.random draw where it used to make three uniform() calls:
+    the same numbers bit for bit (thrust, then omega, then interval), and the generator left in
+    the same state."""
+    from spaceship_sim.dynamics.controllers import _uniform
+    k = seed % 4 + 1
+    three, one = np.random.default_rng(seed), np.random.default_rng(seed)
+    want = (three.uniform(0.0, 4.8, k), three.uniform(-1.3, 1.3, (k, 3)), three.uniform(1.0, 3.0, k))
+    u = one.random(5 * k)
+    got = (_uniform(u[:k], 0.0, 4.8), _uniform(u[k:4 * k].reshape(k, 3), -1.3, 1.3), _uniform(u[4 * k:], 1.0, 3.0))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert one.random() == three.random()

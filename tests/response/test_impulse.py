@@ -100,3 +100,27 @@ def test_kernel_equals_the_numpy_reference(seed, with_line):
     want = respond_reference(slow, inv, pairs, normal, e, line, speed)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_respond_hits_equals_respond_on_the_selected_pairs(seed):
+    """The pipeline's one-call response gives, bit for bit, what respond gives for the colliding
+    rows with pipeline.centre_line's centre lines (some centres coincident, some ships immovable)."""
+    from spaceship_sim.pipeline import centre_line
+    from spaceship_sim.response import respond_hits
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(2, 8)), int(rng.integers(0, 12))
+    pos = rng.normal(0, 5, (n, 3))
+    pos[rng.random(n) < 0.2] = pos[0]  # coincident centres: a zero centre line
+    vel = rng.normal(0, 10, (n, 3))
+    inv = np.where(rng.random(n) < 0.2, 0.0, rng.uniform(0.01, 2, n))
+    pairs = np.array([rng.choice(n, 2, replace=False) for _ in range(k)], np.int64).reshape(-1, 2)
+    normal = np.array([unit(v) for v in rng.normal(size=(k, 3))]).reshape(-1, 3)
+    hit = rng.random(k) < 0.6
+    e, speed = float(rng.uniform(0, 1)), float(rng.uniform(0, 3))
+    fast, slow = vel.copy(), vel.copy()
+    got = respond_hits(fast, inv, pos, pairs, hit, normal, e, speed)
+    want = respond(slow, inv, pairs[hit], normal[hit], e, centre_line(pos, pairs[hit]), speed)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(fast, slow)
