@@ -481,13 +481,20 @@ def tunnel() -> dict:
     """configs/tunnel.toml with --pause-on-catch: the frame at which the app pauses, what the
     overlay says, and where the drawn catch (the fighter's hull at the sample's end, its path, the
     hit face hull) changes pixels against the same paused frame drawn without it."""
+    import dataclasses
+
     from spaceship_sim.app.app import App, open_window
     from spaceship_sim.app.overlay_model import panel_rects
     from spaceship_sim.app.swept import SWEPT_FACE_COLOR, crossing_lines
     from spaceship_sim.config import load_config
     from spaceship_sim.world import World
 
-    world = World.from_config(load_config(REPO / "configs" / "tunnel.toml"), notify=None)
+    # exact-only: the swept test looks at pairs the narrow phase finds apart, and a time-critical
+    # frame's budget depends on how long this machine takes to render (a busy core left the pair at
+    # level 1, "maybe colliding", and nothing to catch)
+    cfg = load_config(REPO / "configs" / "tunnel.toml")
+    cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, time_critical=False))
+    world = World.from_config(cfg, notify=None)
     window, ctx = open_window(SIZE, headless=True, caption="test")
     app = App(window, ctx, world, mode="demo", pace=False, pause_on_catch=True)
     x, y, w, h = panel_rects(*SIZE)["Collisions"]
