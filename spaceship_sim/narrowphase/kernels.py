@@ -645,9 +645,7 @@ def _first_hit_in_leaf_pair(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb,
         Tv = tvb[sel_b[v]]
         for k in range(3):
             _to_a(R, t, r, Tv, k, GB[v], k)
-        for c in range(3):
-            lo[v, c] = min(GB[v, 0, c], GB[v, 1, c], GB[v, 2, c])
-            hi[v, c] = max(GB[v, 0, c], GB[v, 1, c], GB[v, 2, c])
+    _boxes(GB[:nb], lo, hi)
     for u in range(na):
         Tu = tva[sel_a[u]]
         ulo0, uhi0 = min(Tu[0, 0], Tu[1, 0], Tu[2, 0]), max(Tu[0, 0], Tu[1, 0], Tu[2, 0])
