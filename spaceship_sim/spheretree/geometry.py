@@ -50,7 +50,12 @@ def _mesh_query(points, tris, lo, hi, pseudo, signed):
 def closest_on_mesh(px, py, pz, tris, lo, hi, pseudo, signed, hint, blocks):
     """`_mesh_query` for one point, starting from triangle `hint`, over the triangle blocks
     `blocks` (ascending; leaving out only blocks farther than the point's closest triangle gives the
-    same answer as all of them): (dist, qx, qy, qz, side, tri)."""
+    same answer as all of them): (dist, qx, qy, qz, side, tri).
+
+    The answer is the triangle of least (squared distance, index), whatever the hint and the blocks:
+    triangles sharing the closest point (an edge or vertex) tie to within an ulp, and the winner's
+    point and side must not depend on the search order (callers compare runs bit for bit). Blocks are
+    skipped only when clearly farther (a 1e-9 relative margin covers the box bound's rounding)."""
     qx, qy, qz, reg = closest_point_triangle(px, py, pz, tris[hint])
     best = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
     bt, bx, by, bz, br = hint, qx, qy, qz, reg
@@ -59,12 +64,12 @@ def closest_on_mesh(px, py, pz, tris, lo, hi, pseudo, signed, hint, blocks):
         ex = max(lo[blk, 0] - px, 0.0, px - hi[blk, 0])
         ey = max(lo[blk, 1] - py, 0.0, py - hi[blk, 1])
         ez = max(lo[blk, 2] - pz, 0.0, pz - hi[blk, 2])
-        if ex * ex + ey * ey + ez * ez >= best:
+        if (ex * ex + ey * ey + ez * ez) * (1.0 - 1e-9) > best:
             continue
         for j in range(blk * 8, min(tris.shape[0], blk * 8 + 8)):
             qx, qy, qz, reg = closest_point_triangle(px, py, pz, tris[j])
             d2 = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
-            if d2 < best:
+            if d2 < best or (d2 == best and j < bt):
                 best, bt, bx, by, bz, br = d2, j, qx, qy, qz, reg
     side = 1.0
     if signed:

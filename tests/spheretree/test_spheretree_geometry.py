@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from spaceship_sim.spheretree.finish import error_bounds, error_bounds_numpy
@@ -98,6 +98,8 @@ def test_error_bounds_bound_dense_samples(shapes, seed):
 @settings(max_examples=15, deadline=None)
 @given(seed=seeds, name=st.sampled_from(["notched", "torus", "ico"]), closed=st.booleans(),
        chunk=st.sampled_from([1, 7, 64]))
+@example(seed=600, name="notched", closed=False, chunk=1)  # two triangles tied at 1 ulp: search order chose
+@example(seed=600, name="notched", closed=True, chunk=1)   # (fixed: closest_on_mesh breaks ties by index)
 def test_error_bounds_kernel_equals_the_numpy_rounds(shapes, seed, name, closed, chunk):
     """The numba kernel (sphere by sphere, blocks near the sphere only) gives the numpy reference's
     bounds (all spheres' rounds at once) bit for bit, open and closed, small and large spheres."""
