@@ -724,18 +724,20 @@ def _grow2(arr, need):
 @njit(cache=True)
 def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
     """The frame's answer per pair row i from its stack, sa[i, :height[i]] and sb[i, :height[i]]
-    (rows, pose, state and known as search_levels'), in three new flat arrays, one per dtype
-    (each array handed to Python costs ~1 µs; refine._answer cuts them up). The stack's colliding
-    node pairs are its entries' pairs (entry_node_b): the witness, and per level above it the
+    (rows, pose, state and known as search_levels'), as the answer's own new arrays: each one handed
+    to Python costs ~1 µs back to back, and cutting views out of a few flat ones in numpy cost more
+    (measured ~2.5x, in a frame after a render, where every Python-level call runs from cold
+    caches). The stack's colliding node pairs are its entries' pairs (entry_node_b): the witness, and per level above it the
     pair its continuation comes from — the witness's ancestors, root pair included, each kept
     by its continuation (_expand) — not every overlapping sibling met on the way, as before lazy
     testing: those stay untested. So the bound is the min over fewer pairs (looser, still valid),
     and the contact comes from one chain of pairs, not a spread of them.
 
-    flags (2k,) bool: colliding (not found apart), exact (found apart or triangles tested)
-    floats (8k,): bound (k,), the min over those pairs of the volume's separation bound
+    Returns, each (k,) unless noted:
+    colliding, exact bool: not found apart; found apart or triangles tested
+    bound: the min over those pairs of the volume's separation bound
         (volumes.py; any overlapping pair gives a valid one), 0 for rows with intersecting
-        triangles (hit_ptr, CSR over the rows), +inf for rows apart; distance (k,), known's, 0 for
+        triangles (hit_ptr, CSR over the rows), +inf for rows apart; distance: known's, 0 for
         colliding rows whose triangles were tested; point (k, 3) world, mean over those pairs of
         their contact points (nan for rows apart); normal (k, 3) world, unit, the root pair's
         direction from A toward B (volumes.py `contact`), as the exact strategies report it
@@ -744,10 +746,10 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
         mean over every overlapping sibling, before lazy testing, averaged that out (A's origin
         to B's when the roots' centres coincide, +x when the origins coincide too; 0 for rows
         apart)
-    ints: level (k,) as reached; root_a, root_b, tri_a, tri_b (k,) each row's root node and first
-        triangle id of A and B; bound_a, bound_b (k,) the node pair the bound comes from (-1 for
-        rows apart or with an empty stack); hist (n_levels,) rows not apart per level reached; then the CSR
-        (ptr (k+1,), fa, fb) of each row's tested top-level pairs (stacks_csr, top_only)
+    level as reached; root_a, root_b, tri_a, tri_b: each row's root node and first triangle id of
+        A and B; bound_pair (k, 2): the node pair the bound comes from, local to each model (-1
+        for rows apart or with an empty stack); hist (n_levels,): rows not apart per level reached;
+        then the CSR (ptr (k+1,), fa, fb) of each row's tested top-level pairs (stacks_csr, top_only)
     The stack is in A's body frame: pose's Ta (k, 4, 4), ship A's body->world transform, maps it.
     A stack's bottom entry names the root pair — the root itself, or the continuation of its
     child pairs, which stays until the search backtracks into it, and then the stack is empty
@@ -757,17 +759,14 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
     sa, sb, sl, height, level, apart, _ = state
     tested = known[0]
     k = len(height)
-    flags, floats = np.empty(2 * k, np.bool_), np.empty(8 * k)
+    colliding, exact = np.empty(k, np.bool_), np.empty(k, np.bool_)
     for i in range(k):
-        flags[i], flags[k + i] = not apart[i], apart[i] or tested[i]
-    bound, distance = floats[:k], floats[k:2 * k]
-    point, normal = floats[2 * k:5 * k].reshape((k, 3)), floats[5 * k:].reshape((k, 3))
-    bound[:] = np.inf
-    distance[:] = known[1]
-    point[:] = np.nan
-    normal[:] = 0.0
+        colliding[i], exact[i] = not apart[i], apart[i] or tested[i]
+    bound, distance = np.full(k, np.inf), known[1].copy()
+    point, normal = np.full((k, 3), np.nan), np.zeros((k, 3))
     hist = np.zeros(n_levels, np.int64)
-    bound_a, bound_b = np.full(k, -1, np.int64), np.full(k, -1, np.int64)
+    root_a, root_b = rows[ROOT_A].copy(), rows[ROOT_B].copy()
+    bound_pair = np.full((k, 2), -1, np.int64)
     xb = np.empty((2, 3))
     acc = np.empty(6)
     for i in range(k):
@@ -784,7 +783,7 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
             sep = separation(VA, sa[i, j], VB, entry_node_b(sb[i, j]), R, t, i, xb)
             if sep < best:
                 best, best_j = sep, j
-        bound_a[i], bound_b[i] = sa[i, best_j], entry_node_b(sb[i, best_j])
+        bound_pair[i, 0], bound_pair[i, 1] = sa[i, best_j] - root_a[i], entry_node_b(sb[i, best_j]) - root_b[i]
         for j in range(height[i]):
             if j == 1:  # the bottom entry names the root pair (docstring): its direction is the normal
                 n0, n1, n2 = acc[3], acc[4], acc[5]
@@ -806,12 +805,8 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
             normal[i, c] = (Ta[i, c, 0] * n0 + Ta[i, c, 1] * n1 + Ta[i, c, 2] * n2) / length
         bound[i] = 0.0 if hit_ptr[i + 1] > hit_ptr[i] else best
     ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), True)
-    ints = np.empty(7 * k + n_levels + k + 1 + 2 * len(fa), np.int64)
-    o = 0
-    for part in (level, rows[ROOT_A], rows[ROOT_B], rows[TRI_A], rows[TRI_B], bound_a, bound_b, hist, ptr, fa, fb):
-        ints[o:o + len(part)] = part
-        o += len(part)
-    return flags, floats, ints
+    return (colliding, exact, bound, distance, point, normal, level.copy(), root_a, root_b, rows[TRI_A].copy(),
+            rows[TRI_B].copy(), bound_pair, hist, ptr, fa, fb)
 
 
 @njit(cache=True)

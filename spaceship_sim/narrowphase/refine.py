@@ -333,25 +333,40 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, mi
 
 
 class _Buffers:
-    """Scratch for the search's stacks, reused from call to call: a fresh multi-megabyte array
-    costs a page fault for every page the search touches, on every call (measured: 2 ms for the
-    stacks of 1,000 pairs, twice the search itself). take(n) gives three int64 arrays of n entries
-    that no other call holds (a nested or concurrent call gets others) until give_back. Other
-    scratch plugs in with make(n) -> a buffer, size(buffer) -> its capacity and views(buffer, n)
-    -> what take hands out (_ROWS)."""
+    """Scratch reused from call to call: a fresh multi-megabyte array costs a page fault for every
+    page the search touches, on every call (measured: 2 ms for the stacks of 1,000 pairs, twice the
+    search itself). make(capacity) -> a scratch object with `.capacity` and `.views(*shape)`;
+    take(need, *shape) gives (scratch, scratch.views(*shape)) from one that no other call holds (a
+    nested or concurrent call gets another) until give_back."""
 
-    def __init__(self, make=lambda n: np.empty((3, n), np.int64), size=lambda b: b.shape[1],
-                 views=lambda b, n: tuple(b[i, :n] for i in range(3))):
-        self._free, self._make, self._size, self._views = [], make, size, views
+    def __init__(self, make):
+        self._free, self._make = [], make
 
-    def take(self, n: int):
-        buffer = self._free.pop() if self._free else None
-        if buffer is None or self._size(buffer) < n:
-            buffer = self._make(n)
-        return buffer, self._views(buffer, n)
+    def take(self, need: int, *shape):
+        scratch = self._free.pop() if self._free else None
+        if scratch is None or scratch.capacity < need:
+            scratch = self._make(need)
+        return scratch, scratch.views(*shape)
 
     def give_back(self, held) -> None:
         self._free.append(held[0])
+
+
+class _StackScratch:
+    """The search's stacks: three int64 arrays of `capacity` entries (flat (3, capacity));
+    views(k, width) -> (sa, sb, sl), each (k, width) C-contiguous, made once per shape (on a frame
+    of tens of pairs, slicing and reshaping them on every call cost a fifth of the call's set-up)."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.flat = np.empty((3, capacity), np.int64)
+        self._views = {}
+
+    def views(self, k: int, width: int) -> tuple:
+        got = self._views.get((k, width))
+        if got is None:
+            got = self._views[k, width] = tuple(self.flat[i, :k * width].reshape(k, width) for i in range(3))
+        return got
 
 
 class _RowScratch:
@@ -384,8 +399,8 @@ class _RowScratch:
         return got
 
 
-_STACKS = _Buffers()
-_ROWS = _Buffers(_RowScratch, lambda scratch: scratch.capacity, _RowScratch.views)
+_STACKS = _Buffers(_StackScratch)
+_ROWS = _Buffers(_RowScratch)
 
 
 class _Search:
@@ -402,13 +417,14 @@ class _Search:
     def __init__(self, A, B, model_id, T, pairs, max_level, clock):
         self.A, self.B, self.clock = A, B, clock
         k = len(pairs)
-        volume_of(A, B)  # both banks' nodes must be the same kind of volume
+        if A is not B:
+            volume_of(A, B)  # both banks' nodes must be the same kind of volume
         self.VA, self.VB = A.nodes, B.nodes
         deepest = max(A.max_level, B.max_level) - 1  # of any model: the stacks are sized before the rows
         width = stack_width(A, B, deepest if max_level is None else min(deepest, max(int(max_level), 0)))
-        self._buffer = _STACKS.take(k * width)
-        self.sa, self.sb, self.sl = (b.reshape(k, width) for b in self._buffer[1])
-        self._scratch = _ROWS.take(k)
+        self._buffer = _STACKS.take(k * width, k, width)
+        self.sa, self.sb, self.sl = self._buffer[1]
+        self._scratch = _ROWS.take(k, k)
         vars(self).update(self._scratch[1])  # rows, ma, mb, depth, cap, height, level, ..., distance
         self.pose = self.Ta, self.Tb, self.R, self.t
         self.state = self.sa, self.sb, self.sl, self.height, self.level, self.apart, self.blocked
@@ -574,28 +590,14 @@ class _Search:
         the normal is the root pair's; the witness is the pair reported and drawn
         (kernels.summarize_stacks)."""
         n_levels = max(self.A.max_level, self.B.max_level) + 1
-        answer = _answer(*summarize_stacks(self.VA, self.VB, self.rows, self.pose, self.state, self.known,
-                                           self.hits[0], n_levels), len(pairs), n_levels)
-        colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, bound_pair, hist, top = \
-            answer
+        colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, bound_pair, hist, \
+            ptr, fa, fb = summarize_stacks(self.VA, self.VB, self.rows, self.pose, self.state, self.known,
+                                           self.hits[0], n_levels)
         return FrameNarrowResult(
             pairs=pairs, colliding=colliding, level=level, exact=exact, separation_bound=bound, contact_point=point,
             contact_normal=normal, time_used=self.clock() - start, level_histogram=hist, distance=distance,
-            _spheres=(*top, root_a, root_b), _tris=(*self.hits, tri_a, tri_b), time_in_batches=self.busy,
+            _spheres=(ptr, fa, fb, root_a, root_b), _tris=(*self.hits, tri_a, tri_b), time_in_batches=self.busy,
             bound_pairs=bound_pair)
-
-
-def _answer(flags, floats, ints, k: int, n_levels: int):
-    """kernels.summarize_stacks' flat arrays cut into the answer's (C-contiguous views):
-    colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b,
-    bound_pair (k, 2), hist, top (ptr, fa, fb)."""
-    level, root_a, root_b, tri_a, tri_b, bound_a, bound_b = ints[:7 * k].reshape(7, k)
-    hist, ptr = ints[7 * k:7 * k + n_levels], ints[7 * k + n_levels:8 * k + n_levels + 1]
-    fa, fb = ints[8 * k + n_levels + 1:].reshape(2, -1)
-    local = np.stack([bound_a - root_a, bound_b - root_b], 1)  # root ids are the models' node offsets
-    bound_pair = np.where(bound_a[:, None] >= 0, local, -1)
-    return (flags[:k], flags[k:], floats[:k], floats[k:2 * k], floats[2 * k:5 * k].reshape(k, 3),
-            floats[5 * k:].reshape(k, 3), level, root_a, root_b, tri_a, tri_b, bound_pair, hist, (ptr, fa, fb))
 
 
 def _apart_distances(detector, ma, mb, Ta, Tb, rows, deadline, clock) -> np.ndarray:

@@ -292,12 +292,14 @@ def test_reused_stack_scratch_never_changes_an_answer(trees):
     pool = refine_module._STACKS
     pool._free.clear()
     fresh = answer()
-    pool._free[:] = [np.full((3, 1 << 16), 7, np.int64)]  # stale node ids in every slot
+    stale = refine_module._StackScratch(1 << 16)
+    stale.flat[:] = 7  # stale node ids in every slot
+    pool._free[:] = [stale]
     for got, want in zip(answer(), fresh):
         np.testing.assert_array_equal(np.concatenate(got) if isinstance(got, list) else got,
                                       np.concatenate(want) if isinstance(want, list) else want)
-    first, second = pool.take(10), pool.take(10)
-    assert not np.shares_memory(first[0], second[0])
+    first, second = pool.take(10, 5, 2), pool.take(10, 5, 2)
+    assert not np.shares_memory(first[0].flat, second[0].flat)
     pool.give_back(first), pool.give_back(second)
 
 
