@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import InputError
+from ..sorting import argsort_stable
 
 EMPTY_PAIRS = np.zeros((0, 2), np.int32)
 
@@ -51,7 +52,7 @@ def pairs_from_ids(pa, pb, ids, n):
     keys = np.empty(len(ids), np.int64)
     for i in range(len(ids)):
         keys[i] = np.int64(pa[ids[i]]) * n + pb[ids[i]]
-    keys.sort()
+    keys = keys[argsort_stable(keys)]
     pairs = np.empty((len(ids), 2), np.int32)
     for i in range(len(ids)):
         pairs[i, 0], pairs[i, 1] = keys[i] // n, keys[i] % n

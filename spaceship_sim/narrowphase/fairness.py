@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..sorting import argsort_stable
+
 
 class FairOrder:
     """Per ship pair (a, b) of n ships: levels reached, summed over its samples so far, kept as
@@ -60,7 +62,7 @@ def _service(pairs, n, keys, served):
 
 @njit(cache=True)
 def _arrange(pairs, n, keys, served):
-    by_service = np.argsort(_service(pairs, n, keys, served), kind="mergesort")  # stable, as order()'s
+    by_service = argsort_stable(_service(pairs, n, keys, served))  # stable, as order()'s
     out = np.empty((len(pairs), 2), np.int64)
     for i in range(len(pairs)):
         out[i, 0], out[i, 1] = pairs[by_service[i], 0], pairs[by_service[i], 1]
@@ -73,5 +75,5 @@ def _record(pairs, levels, n, keys, served):
     for i in range(len(pairs)):
         new_keys[i] = np.int64(pairs[i, 0]) * n + pairs[i, 1]
     new_served = _service(pairs, n, keys, served) + levels
-    by_key = np.argsort(new_keys)
+    by_key = argsort_stable(new_keys)
     return new_keys[by_key], new_served[by_key]

@@ -49,6 +49,7 @@ import numpy as np
 from numba import njit
 
 from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
+from ..sorting import argsort_stable
 from .volumes import contact, dist2 as _dist2, enclosing, overlap, place, separation, to_a as _to_a
 
 
@@ -538,8 +539,8 @@ def _sweep(lo_a, hi_a, lo_b, hi_b):
     """(m, 2) index pairs (u, v) whose boxes a[u] and b[v] overlap, each once: sorted along x,
     every overlapping pair has exactly one box starting inside the other's x-range (ties go to
     the first pass)."""
-    oa = np.argsort(lo_a[:, 0].copy())  # contiguous: the same argsort compilation as elsewhere
-    ob = np.argsort(lo_b[:, 0].copy())
+    oa = argsort_stable(lo_a[:, 0].copy())  # contiguous: one compilation
+    ob = argsort_stable(lo_b[:, 0].copy())
     none = np.empty((0, 2), np.int64)
     no, yes, zero, one = np.bool_(False), np.bool_(True), np.int64(0), np.int64(1)
     m = _starts_within(lo_a, hi_a, oa, lo_b, hi_b, ob, no, none, zero, zero)
