@@ -73,6 +73,27 @@ def grid_remove(ships, home, outside, heads, link):
 
 
 @njit(cache=True)
+def crowded(n_outside, n):
+    """More ships outside the grid's box than a rebuild tolerates."""
+    return n_outside > n // 16 + 8
+
+
+@njit(cache=True)
+def cells_fit(rmax, h_want):
+    """The cells still suit the largest ball radius: 2 rmax within [h_want / 2, 2 h_want]."""
+    want = max(2.0 * rmax, MIN_CELL)
+    return 0.5 * h_want <= want <= 2.0 * h_want
+
+
+@njit(cache=True)
+def grid_move(ships, ball, origin, h, dims, n_outside, home, outside, heads, link):
+    """These ships re-filed in the cells of their new ball centres; returns the new count of
+    ships outside the box."""
+    n_outside -= grid_remove(ships, home, outside, heads, link)
+    return n_outside + grid_insert(ships, ball, origin, h, dims, home, outside, heads, link)
+
+
+@njit(cache=True)
 def grid_query(ships, ball, rmax, origin, h, dims, batch, heads, link, out_a, out_b):
     """Pairs of query ship i (from `ships`, all gridded) with every gridded ship j whose ball
     meets i's; a pair of two query ships only from the smaller one, so each pair once (batch:
@@ -140,23 +161,24 @@ class ShipGrid:
         self.batch = np.zeros(n, np.bool_)
         self.h_want = None  # 2 × the largest radius at the last rebuild [m]
         self.rebuilds = 0
+        self.out_a, self.out_b = np.empty(8 * n + 256, np.int64), np.empty(8 * n + 256, np.int64)  # query room
 
     def move(self, ships, ball, rmax=None) -> None:
         """These ships' balls changed (every ship's ball must be set before the first call); rmax:
         the largest ball radius when the caller has it (None: computed here)."""
         self.rmax = float(ball[:, 3].max() if rmax is None else rmax) if len(ball) else 0.0
-        want = max(2.0 * self.rmax, MIN_CELL)
-        if self.h_want is None or not 0.5 * self.h_want <= want <= 2.0 * self.h_want:
-            self._rebuild(ball, want)
+        if self.h_want is None or not cells_fit(self.rmax, self.h_want):
+            self.rebuild(ball)
             return
-        self.n_outside -= grid_remove(ships, self.home, self.outside, self.heads, self.link)
-        self.n_outside += grid_insert(ships, ball, self.origin, self.h, self.dims, self.home, self.outside,
-                                      self.heads, self.link)
-        if self.n_outside > self.n // 16 + 8:
-            self._rebuild(ball, want)
+        self.n_outside = grid_move(ships, ball, self.origin, self.h, self.dims, self.n_outside, self.home,
+                                   self.outside, self.heads, self.link)
+        if crowded(self.n_outside, self.n):
+            self.rebuild(ball)
 
-    def _rebuild(self, ball, want) -> None:
-        """New box around the centres (with room to move) and cell size; every ship inserted."""
+    def rebuild(self, ball) -> None:
+        """New box around the centres (with room to move) and cell size (from self.rmax); every
+        ship inserted."""
+        want = max(2.0 * self.rmax, MIN_CELL)
         lo = np.array([ball[:, a].min() for a in range(3)])  # per column: ~10× faster than axis=0
         extent = np.array([ball[:, a].max() for a in range(3)]) - lo
         margin = 0.125 * extent + want
@@ -186,4 +208,6 @@ class ShipGrid:
             if cnt <= cap:
                 break
             cap = cnt
+        if cnt > len(self.out_a):  # room for the next queries of the compiled path (SpaceTime._reball)
+            self.out_a, self.out_b = np.empty(2 * cnt, np.int64), np.empty(2 * cnt, np.int64)
         return out_a[:cnt], out_b[:cnt]

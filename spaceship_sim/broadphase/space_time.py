@@ -51,10 +51,12 @@ import numpy as np
 from numba import njit
 
 from .base import BroadPhase, overlap_sphere_sphere, pairs_from_ids
-from .pair_schedule import N_DUE, SIZE, PairSchedule, drop_pairs, heap_push, heap_remove, make_due
-from .ship_grid import ShipGrid
+from .pair_schedule import N_DUE, N_FREE, SIZE, TOP, PairSchedule, add_pairs, drop_pairs, heap_push, heap_remove, \
+    make_due
+from .ship_grid import ShipGrid, cells_fit, crowded, grid_move, grid_query
 
 T0, U0, PERIOD, LEAD = 0, 1, 2, 3  # cycle[]: u(t) = U0 + (t - T0) / PERIOD; ends come after LEAD
+SCHEDULED, REGRID, NO_ROOM = 0, 1, 2  # how far _reball_kernel got (SpaceTime._reball finishes the rest)
 BALL_SLACK = 1e-9  # reach balls grow by this × (radius + |centre|): rounding must never make one too small
 
 
@@ -139,6 +141,31 @@ def _balls_and_drop(ships, t, cycle, phase, pos, vel, accel, radius, ball, ship_
     _new_balls(ships, t, cycle, phase, pos, vel, accel, radius, ball, ship_end, a_ref, dirty)
     drop_pairs(ships, pa, pb, head, nxt, prv, wake, heap, hpos, due, dpos, free, counts)
     return ball[:, 3].max() if len(ball) else 0.0
+
+
+@njit(cache=True)
+def _reball_kernel(ships, t, cycle, phase, pos, vel, accel, radius, ball, ship_end, a_ref, dirty, pa, pb, head,
+                   nxt, prv, wake, heap, hpos, due, dpos, free, counts, origin, h, dims, h_want, n_outside, home,
+                   outside, heads, link, batch, out_a, out_b):
+    """SpaceTime._reball in one call (a frame re-balls some ships every sample; each call from
+    Python costs ~10-30 µs in a frame): _balls_and_drop, the ships re-filed in the grid
+    (ShipGrid.move), their new partners (ShipGrid.pairs, into out_a, out_b) scheduled
+    (PairSchedule.add). Stops early where Python must go on: REGRID when the grid needs a rebuild
+    (the cells no longer suit the balls: nothing re-filed; or too many ships left the box: re-filed),
+    NO_ROOM when the partners overflow out_a or the schedule (found, nothing scheduled).
+    Returns (status, rmax, n_outside, partners found)."""
+    rmax = _balls_and_drop(ships, t, cycle, phase, pos, vel, accel, radius, ball, ship_end, a_ref, dirty, pa, pb,
+                           head, nxt, prv, wake, heap, hpos, due, dpos, free, counts)
+    if not cells_fit(rmax, h_want):
+        return REGRID, rmax, n_outside, 0
+    n_outside = grid_move(ships, ball, origin, h, dims, n_outside, home, outside, heads, link)
+    if crowded(n_outside, len(ball)):
+        return REGRID, rmax, n_outside, 0
+    found = grid_query(ships, ball, rmax, origin, h, dims, batch, heads, link, out_a, out_b)
+    if found > len(out_a) or found > len(pa) - counts[TOP] + counts[N_FREE]:
+        return NO_ROOM, rmax, n_outside, found
+    add_pairs(out_a[:found], out_b[:found], pa, pb, head, nxt, prv, wake, due, dpos, free, counts)
+    return SCHEDULED, rmax, n_outside, found
 
 
 @njit(cache=True)
@@ -284,20 +311,25 @@ class SpaceTime(BroadPhase):
     def _reball(self, t, ships, pos, vel, accel) -> int:
         """New reach balls for these ships from the current state; their pairs dropped, their
         partners found again, due at once. Returns how many pairs were scheduled."""
-        if self.grid.h_want is None:
+        g, s = self.grid, self.schedule
+        if g.h_want is None:
             self._first_phases(t, ships, pos, vel, accel)
         self._set_lead(t)
-        s = self.schedule
-        rmax = _balls_and_drop(ships, t, self.cycle, self.phase, pos, vel, accel, self.radius, self.ball,
-                               self.ship_end, self.a_ref, self.dirty, s.pa, s.pb, s.head, s.nxt, s.prv, s.wake,
-                               s.heap, s.hpos, s.due, s.dpos, s.free, s.counts)
-        rebuilds = self.grid.rebuilds
-        self.grid.move(ships, self.ball, rmax)
-        a, b = self.grid.pairs(ships, self.ball)
-        self.schedule.add(a, b)
-        if self.grid.rebuilds != rebuilds or self.calls % self.rephase_calls == 0:
+        rebuilds = g.rebuilds
+        status, g.rmax, g.n_outside, found = _reball_kernel(
+            ships, t, self.cycle, self.phase, pos, vel, accel, self.radius, self.ball, self.ship_end, self.a_ref,
+            self.dirty, s.pa, s.pb, s.head, s.nxt, s.prv, s.wake, s.heap, s.hpos, s.due, s.dpos, s.free, s.counts,
+            g.origin, g.h, g.dims, g.h_want, g.n_outside, g.home, g.outside, g.heads, g.link, g.batch, g.out_a,
+            g.out_b)
+        if status != SCHEDULED:  # the rest as the kernel would have done it, with a new grid or more room
+            if status == REGRID:
+                g.rebuild(self.ball)
+            a, b = g.pairs(ships, self.ball)
+            s.add(a, b)
+            found = len(a)
+        if g.rebuilds != rebuilds or self.calls % self.rephase_calls == 0:
             self._rephase()
-        return len(a)
+        return found
 
     def _set_lead(self, t):
         self.cycle[LEAD] = t + self.call_dt  # ends at least one call spacing away: not due again at once
