@@ -25,6 +25,7 @@ def random_frames(n: int, seed: int = 0) -> list[FrameStats]:
                        level_hist=tuple(int(x) for x in rng.multinomial(hits, [0.2] * 5)),
                        sep_bound_min=float(bounds.min()) if hits else math.nan, sep_bounds=bounds,
                        sep_bounds_rel=bounds / rng.uniform(1, 5, hits))
+        s.render_predicted = rng.uniform(0.02, 0.034)
         s.finish(rng.uniform(0.02, 0.034))
         frames.append(s)
     return frames
@@ -34,12 +35,14 @@ def reference_summary(frames: list[FrameStats], skip: int) -> dict:
     """summary.json's figures computed from every frame held at once (numpy)."""
     fs = frames[skip:]
     out = {}
-    for attr in ["frame_time", "t_narrow", "render_actual", "slack"]:
+    for attr in ["frame_time", "t_sim", "t_narrow", "render_actual", "slack"]:
         v = np.array([getattr(s, attr) for s in fs]) * 1e3
         out[f"{attr}_ms"] = {"median": np.median(v), "p99": np.percentile(v, 99), "max": v.max()}
     b = np.array([s.sep_bound_min for s in fs if not math.isnan(s.sep_bound_min)])
     out["separation_bound_m"] = {"median": np.median(b), "p99": np.percentile(b, 99), "max": b.max()}
     out["frames_over_target"] = sum(s.overrun for s in fs)
+    out["frames_over_target_render_late"] = sum(s.overrun and s.frame_time - s.render_actual <= s.target -
+                                                s.render_predicted for s in fs)
     out["candidate_pairs_mean"] = np.mean([s.candidate_pairs for s in fs])
     out["colliding_pairs_total"] = sum(s.colliding_pairs for s in fs)
     out["exact_pairs_total"] = sum(s.exact_pairs for s in fs)
@@ -59,10 +62,12 @@ def test_run_summary_matches_figures_from_every_frame():
         acc.add(s)
     got, want = acc.to_dict(), reference_summary(frames, skip=5)
     assert got["frames"] == 3000 and got["frames_summarized"] == 2995 and got["warmup_frames_skipped"] == 5
-    for key in ["frame_time_ms", "t_narrow_ms", "render_actual_ms", "slack_ms", "separation_bound_m"]:
+    for key in ["frame_time_ms", "t_sim_ms", "t_narrow_ms", "render_actual_ms", "slack_ms", "separation_bound_m"]:
         for fig in ("median", "p99", "max"):
             assert got[key][fig] == pytest.approx(want[key][fig], rel=Quantiles.RESOLUTION, abs=1e-9), (key, fig)
-    for key in ["frames_over_target", "colliding_pairs_total", "exact_pairs_total", "level_histogram"]:
+    assert 0 < want["frames_over_target_render_late"] < want["frames_over_target"]  # both kinds drawn
+    for key in ["frames_over_target", "frames_over_target_render_late", "colliding_pairs_total", "exact_pairs_total",
+                "level_histogram"]:
         assert got[key] == want[key], key
     assert got["candidate_pairs_mean"] == pytest.approx(want["candidate_pairs_mean"])
     accuracy = got["accuracy"]  # over every colliding verdict, not per frame

@@ -32,14 +32,16 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         w.writerows(rows)
 
 
-SUMMARY_TIMES = ["frame_time", *[a for a, _, _ in STAGES], "budget", "detection_used", "slack"]
+SUMMARY_TIMES = ["frame_time", "t_sim", *[a for a, _, _ in STAGES], "budget", "detection_used", "slack"]
 
 
 class RunSummary:
     """summary.json's figures, taken in frame by frame in memory that does not grow with the
     number of frames: medians, p99s and maxima of the times (stats.Quantiles, within 0.1%), frames
-    over target, pair totals, the level histogram and the frames' smallest separation bounds, and
-    the accuracy over every colliding pair verdict (stats.Accuracy). The first `skip` frames
+    over target — and of those, the ones whose simulation fitted the slack its predicted render
+    left (t_sim <= target - render_predicted: lost to a render that ran longer than predicted, not
+    to the simulation) — pair totals, the level histogram and the frames' smallest separation
+    bounds, and the accuracy over every colliding pair verdict (stats.Accuracy). The first `skip` frames
     (numba compile, caches) are left out unless the run has no others."""
 
     def __init__(self, n_frames: int, skip: int, max_level: int):
@@ -50,7 +52,7 @@ class RunSummary:
         self.accuracy = Accuracy()
         self.accuracy.level_hist = np.zeros(max_level + 1, np.int64)
         self.target_ms = math.nan
-        self.over = self.candidate_pairs = self.colliding_pairs = self.exact_pairs = 0
+        self.over = self.over_render_late = self.candidate_pairs = self.colliding_pairs = self.exact_pairs = 0
 
     def add(self, s) -> None:
         self.frames += 1
@@ -64,6 +66,7 @@ class RunSummary:
             self.sep_bound.add(s.sep_bound_min)
         self.accuracy.add(s)
         self.over += s.overrun
+        self.over_render_late += s.overrun and s.t_sim <= s.target - s.render_predicted
         self.candidate_pairs += s.candidate_pairs
         self.colliding_pairs += s.colliding_pairs
         self.exact_pairs += s.exact_pairs
@@ -73,6 +76,7 @@ class RunSummary:
         out = {"frames": self.frames, "frames_summarized": n, "warmup_frames_skipped": self.skip}
         out.update({f"{attr}_ms": q.figures() for attr, q in self.times.items()})
         out.update(target_ms=self.target_ms, frames_over_target=self.over, frames_within_target=n - self.over,
+                   frames_over_target_render_late=self.over_render_late,
                    fraction_within_target=1.0 - self.over / n,
                    candidate_pairs_mean=self.candidate_pairs / n, colliding_pairs_total=self.colliding_pairs,
                    exact_pairs_total=self.exact_pairs, level_histogram=self.accuracy.level_hist.tolist(),
