@@ -38,14 +38,15 @@ SUMMARY_TIMES = ["frame_time", "t_sim", *[a for a, _, _ in STAGES], "budget", "d
 class RunSummary:
     """summary.json's figures, taken in frame by frame in memory that does not grow with the
     number of frames: medians, p99s and maxima of the times (stats.Quantiles, within 0.1%), frames
-    over target — and of those, the ones whose simulation fitted the slack its predicted render
-    left (t_sim <= target - render_predicted: lost to a render that ran longer than predicted, not
-    to the simulation) — pair totals, the level histogram and the frames' smallest separation
+    over target — and of those, with a stand-in render of `render_nominal` seconds, the ones that
+    only the render's running long put there (t_sim + render_nominal <= target: a late wake-up of
+    the stand-in, not the simulation) — pair totals, the level histogram and the frames' smallest separation
     bounds, and the accuracy over every colliding pair verdict (stats.Accuracy). The first `skip` frames
     (numba compile, caches) are left out unless the run has no others."""
 
-    def __init__(self, n_frames: int, skip: int, max_level: int):
+    def __init__(self, n_frames: int, skip: int, max_level: int, render_nominal: float | None = None):
         self.skip = skip if n_frames > skip else 0
+        self.render_nominal = render_nominal
         self.frames = 0
         self.times = {a: Quantiles() for a in SUMMARY_TIMES}  # [ms]
         self.sep_bound = Quantiles()  # frames' smallest separation bound [m]
@@ -66,7 +67,8 @@ class RunSummary:
             self.sep_bound.add(s.sep_bound_min)
         self.accuracy.add(s)
         self.over += s.overrun
-        self.over_render_late += s.overrun and s.t_sim <= s.target - s.render_predicted
+        if self.render_nominal is not None:
+            self.over_render_late += s.overrun and s.t_sim + self.render_nominal <= s.target
         self.candidate_pairs += s.candidate_pairs
         self.colliding_pairs += s.colliding_pairs
         self.exact_pairs += s.exact_pairs
@@ -76,7 +78,7 @@ class RunSummary:
         out = {"frames": self.frames, "frames_summarized": n, "warmup_frames_skipped": self.skip}
         out.update({f"{attr}_ms": q.figures() for attr, q in self.times.items()})
         out.update(target_ms=self.target_ms, frames_over_target=self.over, frames_within_target=n - self.over,
-                   frames_over_target_render_late=self.over_render_late,
+                   frames_over_target_render_late=self.over_render_late if self.render_nominal is not None else None,
                    fraction_within_target=1.0 - self.over / n,
                    candidate_pairs_mean=self.candidate_pairs / n, colliding_pairs_total=self.colliding_pairs,
                    exact_pairs_total=self.exact_pairs, level_histogram=self.accuracy.level_hist.tolist(),
@@ -221,11 +223,12 @@ class FrameLog:
     of frames: each frame's row goes straight to frames.csv in a `.partial-*` folder inside `out`;
     summary.json and profile.png come from bounded accumulators (RunSummary, ProfileColumns).
     `commit` writes those two and moves all three into `out` together; `discard` (or a failure)
-    leaves `out` as it was. out=None: no files, only the summary."""
+    leaves `out` as it was. out=None: no files, only the summary. render_nominal: the stand-in
+    render's time [s], if any (RunSummary)."""
 
-    def __init__(self, out: Path | None, n_frames: int, skip: int, max_level: int):
+    def __init__(self, out: Path | None, n_frames: int, skip: int, max_level: int, render_nominal: float | None = None):
         self.out, self.max_level = out, max_level
-        self.summary = RunSummary(n_frames, skip, max_level)
+        self.summary = RunSummary(n_frames, skip, max_level, render_nominal)
         self.profile = ProfileColumns(n_frames, max_level)
         self.rss_mb: dict[str, float] = {}
         self.csv_file = self.tmp = None
