@@ -215,8 +215,8 @@ def _one_load(cfg, frames: int, render_s: float, evict_after: list[float], clock
         full = full_tree_nodes(world.models, c.collision.tree_depth)
         ratio = np.array([r["resident"] for r in run_rows]) / full
         print(f"{head}, ocst, evict after {evict:g} s: resident / full ({full:,} spheres) max {ratio.max():.1%}, "
-              f"median {np.median(ratio):.1%}; groups built {world.bank.built_groups}, evicted "
-              f"{world.bank.evicted_groups}; {_run_summary(run_rows, cfg)}")
+              f"median {np.median(ratio):.1%}; spheres built {world.bank.built_spheres}, evicted "
+              f"{world.bank.evicted_spheres}; {_run_summary(run_rows, cfg)}")
         summaries.append(dict(render_ms=1e3 * render_s, evict_after_s=evict, ratio=ratio,
                               **_footprint(run_rows, ref_rows, cfg, full)))
         rows += [dict(r, render_ms=1e3 * render_s, evict_after_s=evict, full=full) for r in run_rows]
