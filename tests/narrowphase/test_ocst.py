@@ -301,3 +301,47 @@ def test_resident_reasons_account_for_every_sphere(models):
     assert bank.resident_reasons() == dict(used, in_use=0, kept=used["in_use"])
     bank.maintain(2.0)
     assert bank.resident_reasons() == {"roots": 1, "in_use": 0, "kept": 0, "never_used": 0}
+
+
+def test_octants_are_built_only_where_a_pair_needs_them(models):
+    """Octants built one at a time: on fresh banks, each pair's verdict equals brute force and
+    coverage holds (pending octants excused), while occupied siblings of built children stay
+    pending — spheres a whole group would have built. Pending bits are left only on occupied
+    octants of a node once one of its octants is built (empty ones are struck)."""
+    lamp = models[:1]
+    rng = np.random.default_rng(8)
+    mid = np.zeros(2, np.int64)
+    saved = 0
+    for _ in range(12):
+        bank = OcstBank(lamp, depth=4)
+        T = poses(rng, lamp, mid, 2, reach=0.9)
+        for all_contacts in (False, True):
+            r = refine_frame(bank, mid, T, np.array([[0, 1]]), deadline=np.inf, min_level=0,
+                             all_contacts=all_contacts)
+            want = BruteForceExact(lamp).collide(mid[:1], mid[1:], T[:1], T[1:])
+            assert r.exact[0] and r.colliding[0] == want.colliding[0]
+            check_coverage(bank, rng)
+        nodes = bank.built_nodes()
+        inner = nodes[bank.child_count[nodes] > 0]
+        kids = bank.first_child[inner][:, None] + np.arange(8)[None]
+        grown = ~np.isnan(bank.radius[kids]).all(axis=1)  # nodes with a child built
+        saved += sum(bin(int(p)).count("1") for p in bank.pending[inner[grown]])
+        origin, side = bank._cube[0]
+        for p in inner[grown]:  # every pending octant of a grown node is occupied
+            size = side / 2 ** (bank.level[p] + 1)
+            ids = bank.tri_idx[bank.tri_ptr[p]:bank.tri_ptr[p + 1]]
+            for j in range(8):
+                if bank.pending[p] >> j & 1:
+                    lo = origin + (2 * bank.cell[p] + [j >> 2, j >> 1 & 1, j & 1]) * size
+                    assert _meets_box(bank.tri_verts[ids], lo, lo + size)
+    assert saved > 0
+
+
+def _meets_box(tris, lo, hi):
+    """Whether a triangle of tris (n, 3, 3) meets the cube [lo, hi] (the octree's own SAT test)."""
+    from spaceship_sim.geometry.triangles import triangle_meets_box
+
+    c, half = (lo + hi) / 2, float((hi - lo)[0]) / 2
+    v, e = np.empty((3, 3)), np.empty((3, 3))
+    tris = np.ascontiguousarray(tris)
+    return any(triangle_meets_box(tris, i, c[0], c[1], c[2], half, v, e) for i in range(len(tris)))
