@@ -486,6 +486,8 @@ class _Search:
             if not self.prebuilt and resume_stacks(self.A, self.B, batch[0, :n], batch[1, :n], self.sa, self.sb,
                                               self.height, self.blocked, self._descend):
                 leaves = count_leaves(self.rows, self.level, self.apart)  # on-collide trees: rows went on
+                if not more and plan[0] >= 0:  # the kernel ended level plan[0] before they reached it
+                    plan[1], plan[2], more = 0, 0, True  # (every forced row blocked): scan it again
             if n:  # a call that deepened nothing only set the search up: overhead, as root_stacks was
                 self.busy += time.perf_counter() - t0
             return n, more, leaves

@@ -345,3 +345,18 @@ def _meets_box(tris, lo, hi):
     v, e = np.empty((3, 3)), np.empty((3, 3))
     tris = np.ascontiguousarray(tris)
     return any(triangle_meets_box(tris, i, c[0], c[1], c[2], half, v, e) for i in range(len(tris)))
+
+
+def test_a_generous_deadline_refines_as_far_as_no_deadline(models):
+    """Rows that the forced levels leave waiting for octants, all of them, are resumed after the
+    kernel has ended its level: the search must go on from there (it used to stop, every row at
+    min_level, well before the deadline)."""
+    rng = np.random.default_rng(12)
+    mid = np.zeros(8, np.int64)
+    T = poses(rng, models, mid, 8, reach=0.6)
+    pairs = np.arange(8).reshape(-1, 2)
+    clock = TickClock(1e-6)
+    r = refine_frame(OcstBank(models[:1], depth=DEPTH), mid, T, pairs, deadline=clock() + 10.0, min_level=1,
+                     clock=clock)
+    free = refine_frame(OcstBank(models[:1], depth=DEPTH), mid, T, pairs, deadline=np.inf, min_level=0)
+    assert r.exact.all() and np.array_equal(r.level, free.level) and np.array_equal(r.colliding, free.colliding)
