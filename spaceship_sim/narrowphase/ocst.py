@@ -154,7 +154,7 @@ class OcstBank:
     @property
     def resident_nodes(self) -> int:
         """Spheres held now, roots included (a slot holds one when its cell radius is a number)."""
-        return int(np.count_nonzero(self.cell_radius == self.cell_radius))
+        return len(self.built_nodes())
 
     def resident_reasons(self) -> dict:
         """Why each resident sphere is held, as counts summing to resident_nodes. "roots": always.
@@ -205,24 +205,23 @@ class OcstBank:
     def _open(self, nodes):
         """Give interior nodes (below their model's depth) a block of children slots, every octant
         pending; leaves get none."""
-        for p in nodes:
-            if self.level[p] >= self.depth[self.model[p]]:
-                self.first_child[p], self.child_count[p], self.pending[p] = -1, 0, 0
-                continue
-            block = heapq.heappop(self._free)
-            self._block_parent[block] = p
-            start = self._block_start(block)
-            self.first_child[p], self.child_count[p], self.pending[p] = start, 8, ALL_PENDING
-            self.tri_ptr[start:start + _BLOCK] = 0  # empty lists until children are built
+        leaf = self.level[nodes] >= self.depth[self.model[nodes]]
+        self.first_child[nodes[leaf]], self.child_count[nodes[leaf]], self.pending[nodes[leaf]] = -1, 0, 0
+        inner = nodes[~leaf]
+        blocks = np.array([heapq.heappop(self._free) for _ in inner], np.int64)
+        self._block_parent[blocks] = inner
+        starts = self.n_models + 1 + _BLOCK * blocks
+        self.first_child[inner], self.child_count[inner], self.pending[inner] = starts, 8, ALL_PENDING
+        self.tri_ptr[(starts[:, None] + np.arange(_BLOCK)).ravel()] = 0  # empty lists until children are built
 
     def build(self, nodes) -> None:
         """Build the octants the kernels asked for (want bits) of `nodes` (global slots, repeats
         allowed): each wanted octant becomes a sphere, or is known empty."""
         nodes = np.unique(np.asarray(nodes, np.int64))
         nodes = nodes[self.want[nodes] != 0]
-        for m in np.unique(self.model[nodes]):
-            for k in np.unique(self.level[nodes[self.model[nodes] == m]]):
-                self._grow(int(m), int(k), nodes[(self.model[nodes] == m) & (self.level[nodes] == k)])
+        key = self.model[nodes] * 64 + self.level[nodes]  # levels < 64
+        for k in np.unique(key):
+            self._grow(int(k // 64), int(k % 64), nodes[key == k])
         self.want[nodes] = 0
 
     def _grow(self, m, k, parents):
@@ -354,8 +353,11 @@ class OcstBank:
         self.evicted_spheres += len(dead)
 
     def built_nodes(self) -> np.ndarray:
-        """Global slots of every resident node (roots first)."""
-        return np.flatnonzero(self.cell_radius == self.cell_radius).astype(np.int64)
+        """Global slots of every resident node (roots first): the roots, then the built slots of
+        the blocks in use (fewer to look at than every slot)."""
+        used = np.flatnonzero(self._block_parent >= 0)
+        kids = (self._block_start(0) + _BLOCK * used[:, None] + np.arange(8)[None]).ravel()
+        return np.concatenate([np.arange(self.n_models), kids[self.cell_radius[kids] == self.cell_radius[kids]]])
 
 
 class OcstTreeView:
@@ -423,9 +425,7 @@ def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> bool
     resumed = len(stuck) > 0
     while len(stuck):
         r = rows[stuck]
-        for bank, s in ((A, sa), (B, sb)):
-            if isinstance(bank, OcstBank):
-                bank.build(s[r, height[r] - 1])
+        _build(A, B, sa[r, height[r] - 1], sb[r, height[r] - 1])
         descend(r, targets[stuck])
         stuck = stuck[blocked[r]]
     held = np.arange(sa.shape[1])[None] < height[rows][:, None]
@@ -444,9 +444,7 @@ def resume_blocked(A, B, piece, complete):
     while blocked.any():
         idx = np.flatnonzero(blocked)
         ptr_i, fa_i, fb_i = _rows_of(ptr, (fa, fb), idx)
-        for bank, col in ((A, fa_i), (B, fb_i)):
-            if isinstance(bank, OcstBank):
-                bank.build(col)
+        _build(A, B, fa_i, fb_i)
         again = complete(idx, ptr_i, fa_i, fb_i)
         ptr, fa, fb = _replace_rows(ptr, (fa, fb), idx, again[0], again[1:3])
         blocked = np.zeros(len(blocked), bool)
@@ -455,6 +453,17 @@ def resume_blocked(A, B, piece, complete):
         if isinstance(bank, OcstBank):
             bank.touch(col)
     return ptr, fa, fb
+
+
+def _build(A, B, nodes_a, nodes_b) -> None:
+    """Build the octants blocked pairs want at their nodes of A and of B, one call per bank (a
+    frame's pairs are mostly within one bank: one build, not two)."""
+    if A is B and isinstance(A, OcstBank):
+        A.build(np.concatenate([nodes_a, nodes_b]))
+        return
+    for bank, nodes in ((A, nodes_a), (B, nodes_b)):
+        if isinstance(bank, OcstBank):
+            bank.build(nodes)
 
 
 def _rows_of(ptr, cols, idx):
