@@ -319,14 +319,9 @@ class OcstBank:
         self.now = float(now)
         kids = self.built_nodes()[self.n_models:]
         self._evict(kids[self.stamp[kids] < self.now - self.evict_after])
-        if self.resident_nodes <= self.max_nodes:
-            return
-        kids = self.built_nodes()[self.n_models:]
-        for s in kids[np.lexsort((-self.level[kids], self.stamp[kids]))]:
-            if self.resident_nodes <= self.max_nodes:
-                break
-            if self.cell_radius[s] == self.cell_radius[s]:  # not already gone with an ancestor
-                self._evict(np.array([s]))
+        while (excess := self.resident_nodes - self.max_nodes) > 0:  # each round frees >= excess
+            kids = self.built_nodes()[self.n_models:]
+            self._evict(kids[np.lexsort((-self.level[kids], self.stamp[kids]))[:excess]])
 
     def _evict(self, nodes) -> None:
         """Free resident nodes (global slots, not roots) and everything below them; each one's
