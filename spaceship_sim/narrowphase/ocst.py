@@ -234,9 +234,8 @@ class OcstBank:
         pair_cell = np.repeat(np.arange(len(parents)), [len(x) for x in lists])
         tris = self.tri_verts[self.tri_offset[m]:self.tri_offset[m + 1]]
         cells, owner, pt, pc = occupied_children(tris, pair_tri, pair_cell, self.cell[parents], origin, size)
-        octant = (cells - 2 * self.cell[parents][owner]) @ _BITS
-        occupied = np.zeros(len(parents), np.int64)
-        np.bitwise_or.at(occupied, owner, 1 << octant)
+        octant = (cells & 1) @ _BITS  # a child's cell is 2 x its parent's + its octant's (x, y, z)
+        occupied = np.bincount(owner, 1 << octant, len(parents)).astype(np.int64)  # one row per octant
         pend, want = self.pending[parents][owner] >> octant & 1, self.want[parents][owner] >> octant & 1
         new = (pend & want).astype(bool)
         live = new | (pend == 0)  # built after this call
@@ -254,35 +253,36 @@ class OcstBank:
 
     def _store_lists(self, parents, owner, octant, live, new, pt, pc):
         """Rewrite the triangle lists of the blocks of `parents` that got new children: every
-        built child's list, in octant order (children rows: owner, octant, live, new; pt, pc the
-        triangles meeting each child, occupied_children's)."""
+        built child's list, in octant order, the blocks one after another in one region of
+        tri_idx (children rows: owner, octant, live, new; pt, pc the triangles meeting each
+        child, occupied_children's)."""
+        grown = np.bincount(owner[new], minlength=len(parents)) > 0
         order = np.argsort(pc, kind="stable")  # triangle lists grouped by child, children by parent and octant
         pt, pc = pt[order] + self.tri_offset[self.model[parents[0]]], pc[order]
-        keep = live[pc]
-        pt, pc = pt[keep], pc[keep]
-        counts = np.bincount(pc, minlength=len(owner))
-        for j in np.unique(owner[new]):
-            start = int(self.first_child[parents[j]])
-            lo, hi = np.searchsorted(owner, j), np.searchsorted(owner, j, side="right")  # j's children rows
-            per_octant = np.zeros(8, np.int64)
-            per_octant[octant[lo:hi]] = counts[lo:hi]
-            block = (start - self.n_models - 1) // _BLOCK
-            t0 = self._store_tris(block, pt[np.searchsorted(pc, lo):np.searchsorted(pc, hi)])
-            self.tri_ptr[start:start + _BLOCK] = t0 + np.concatenate([[0], np.cumsum(per_octant)])
+        keep = live[pc] & grown[owner[pc]]
+        per = np.zeros((len(parents), 8), np.int64)  # list length per parent and octant
+        per[owner, octant] = np.bincount(pc[keep], minlength=len(owner))
+        per = per[grown]
+        starts = self.first_child[parents[grown]]
+        blocks = (starts - self.n_models - 1) // _BLOCK
+        t0 = self._store_tris(blocks, pt[keep])
+        ptr = t0 + np.cumsum(np.concatenate([[0], per.ravel()]))[:-1].reshape(-1, 8)  # each list's start
+        self.tri_ptr[(starts[:, None] + np.arange(8)).ravel()] = ptr.ravel()
+        self.tri_ptr[starts + 8] = ptr[:, 7] + per[:, 7]  # the last child's end
+        self._block_tris[blocks] = np.stack([ptr[:, 0], ptr[:, 7] + per[:, 7]], 1)
 
     def _block_start(self, block) -> int:
         return self.n_models + 1 + _BLOCK * int(block)
 
-    def _store_tris(self, block, ids) -> int:
-        """Copy ids into tri_idx (compacting or growing it when full) as the block's region;
-        returns their start (the block's earlier region, if any, is left for _compact)."""
+    def _store_tris(self, blocks, ids) -> int:
+        """Copy ids into tri_idx (compacting or growing it when full) as the new region of
+        `blocks`; returns its start (their earlier regions, if any, are left for _compact)."""
+        self._block_tris[blocks] = 0  # replaced: not live
         if self._tri_top + len(ids) > len(self.tri_idx):
-            self._block_tris[block] = 0  # the old region is replaced: not live
             self._compact(len(ids))
         t0 = self._tri_top
         self.tri_idx[t0:t0 + len(ids)] = ids
         self._tri_top += len(ids)
-        self._block_tris[block] = t0, self._tri_top
         return t0
 
     def _compact(self, extra):
@@ -306,10 +306,10 @@ class OcstBank:
     # --- use and eviction ------------------------------------------------------------
     def touch(self, nodes) -> None:
         """Stamp nodes (global slots) and their ancestors with the current time."""
-        nodes = np.unique(np.asarray(nodes, np.int64))
-        while len(nodes):
+        nodes = np.asarray(nodes, np.int64)
+        while len(nodes):  # repeats are harmless, and cheaper than sorting them out level by level
             self.stamp[nodes] = self.touched[nodes] = self.now
-            nodes = np.unique(self.parent[nodes])
+            nodes = self.parent[nodes]
             nodes = nodes[nodes >= 0]
 
     def maintain(self, now: float) -> None:
