@@ -49,7 +49,7 @@ def register(sub) -> None:
     p.add_argument("--out", type=output_folder, default="runs/ocst", help="folder for the csv and the plot")
     p.add_argument("--evict-after", default="",
                    help="eviction times to compare in the lamps run [s, comma-separated] (default: the config's)")
-    p.add_argument("--max-nodes", type=integer(1, 100_000_000), default=None,
+    p.add_argument("--max-nodes", type=integer(16, 10_000_000), default=None,
                    help="cap on resident spheres in the lamps run's ocst runs (default: the config's "
                         "collision.ocst_max_nodes)")
     p.add_argument("--part", choices=("first-frame", "memory", "both"), default="both",
