@@ -307,9 +307,10 @@ def descend_stacks(VA, fca, cca, VB, fcb, ccb, R, t, cells, rows, s, e, target, 
     stack_width.
 
     On-collide trees (ocst.py): a row whose top entry, a tested pair below the target level,
-    has a node with children not built yet (child_count < 0) stops there with blocked[r] = True
-    and level[r] = the deepest level seen; once they are built, a second call resumes it where
-    it stopped. (A continuation's parent was expanded, so its children are built.)
+    needs octants not built yet (_needs_children: their want bits set) stops there with
+    blocked[r] = True and level[r] = the deepest level seen; once they are built, a second call
+    resumes it where it stopped. (A continuation's parent pair was expanded, so every octant it
+    needs is built.)
     """
     xb = np.empty((2, 3))
     for i in range(s, e):
@@ -497,7 +498,7 @@ def complete_pairs(VA, fca, cca, VB, fcb, ccb, R, t, cells, rows, ptr, fa, fb, s
     continuations resumed to their end): the breadth-first frontier at the leaves, which the
     exact level's triangle tests need whole.
     Returns CSR (out_ptr (e-s+1,), out_a, out_b) int64 and blocked (e-s,) bool: the row met
-    pairs whose children are not built yet (child_count < 0); they are output with its leaf
+    pairs that need octants not built yet (_needs_children); they are output with its leaf
     pairs, so that the output, once they are built, is the row's stack to resume from."""
     size, _ = _stack_capacity(cca, ccb, ptr, s, e, np.int64(64))  # tree depth < 64
     sa, sb, sl = np.empty(size, np.int64), np.empty(size, np.int64), np.zeros(size, np.int64)
