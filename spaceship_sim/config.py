@@ -126,10 +126,10 @@ class CollisionConfig:
     tree_method: str = _f("medial", "sphere-tree builder [-]", choices=TREE_METHODS)
     tree_branching: int = _f(8, "children per sphere-tree node [-]", lo=2, hi=64)
     tree_depth: int = _f(3, "sphere-tree levels below the root [-]", lo=1, hi=6)
-    ocst_evict_after: float = _f(2.0, "tree_method ocst: a node group unused for this long is evicted [s, "
+    ocst_evict_after: float = _f(2.0, "tree_method ocst: a sphere unused for this long is evicted [s, "
                                  "simulation time]", lo=0.0, lo_open=True, hi=1e6)
     ocst_max_nodes: int = _f(100_000, "tree_method ocst: resident spheres of all models above which the least "
-                             "recently used groups are evicted [spheres]", lo=16, hi=10_000_000)
+                             "recently used spheres are evicted [spheres]", lo=16, hi=10_000_000)
     time_critical: bool = _f(True, "refine only as deep as the frame budget allows (else always exact) [-]")
     min_level: int = _f(1, "every colliding pair is refined at least to this level (at most tree_depth + 1, "
                           "the exact level) [-]", lo=0)

@@ -35,3 +35,17 @@ def test_memory_part_reports_a_footprint_per_render_load(tmp_path, capsys):
         parts = sum(int(r[k]) for k in ("roots", "in_use", "kept", "never_used"))
         assert parts == int(r["resident"]) <= int(r["full"])
     assert (out / "ocst_resident.png").stat().st_size > 0
+
+
+def test_max_nodes_caps_the_ocst_runs(tmp_path, capsys):
+    """--max-nodes reaches the on-collide banks: each maintain brings them back under the cap (the
+    spheres a sample builds after it may exceed the cap until the next)."""
+    out = tmp_path / "o"
+    args = build_parser().parse_args(["bench", "ocst", "--part", "memory", "--frames", "12", "--render-ms", "0",
+                                      "--depth", "3", "--evict-after", "2", "--max-nodes", "16", "--out", str(out)])
+    assert args.max_nodes == 16
+    assert bench_ocst.run(args, clock=TickClock(1e-5)) == 0
+    assert "ocst, evict after 2 s, cap 16:" in capsys.readouterr().out
+    rows = list(csv.DictReader(open(out / "ocst_resident.csv")))
+    assert max(int(r["resident"]) for r in rows) > 16  # samples build past the cap ...
+    assert min(int(r["resident"]) for r in rows[1:]) < max(int(r["resident"]) for r in rows)  # ... maintain trims

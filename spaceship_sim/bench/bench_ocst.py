@@ -16,7 +16,8 @@
    largest and the median ratio, the frame times and the levels reached, then the footprint
    section: per load, resident % of the full tree, the mean share of each reason, frames
    within target for ocst and the reference, and whether the 25% goal is met.
---depth sets the trees' depth for both parts (default: the config's).
+--depth sets the trees' depth for both parts (default: the config's); --max-nodes the cap on resident
+spheres of the memory run's ocst runs (the least recently used evicted above it; default the config's).
 """
 from __future__ import annotations
 
@@ -48,6 +49,9 @@ def register(sub) -> None:
     p.add_argument("--out", type=output_folder, default="runs/ocst", help="folder for the csv and the plot")
     p.add_argument("--evict-after", default="",
                    help="eviction times to compare in the lamps run [s, comma-separated] (default: the config's)")
+    p.add_argument("--max-nodes", type=integer(16, 10_000_000), default=None,
+                   help="cap on resident spheres in the lamps run's ocst runs (default: the config's "
+                        "collision.ocst_max_nodes)")
     p.add_argument("--part", choices=("first-frame", "memory", "both"), default="both",
                    help="first frame on the big mesh, resident spheres over the lamps run, or both")
     p.add_argument("--skip-prebuilt", action="store_true",
@@ -63,6 +67,8 @@ def run(args, clock=WALL) -> int:
     if args.part != "memory":
         first_frame(args.triangles, args.skip_prebuilt, cfg.collision.tree_depth)
     if args.part != "first-frame":
+        if args.max_nodes is not None:
+            cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, ocst_max_nodes=args.max_nodes))
         resident_over_run(cfg, args.frames, [ms / 1e3 for ms in args.render_ms], evict, out, clock)
     return 0
 
@@ -214,9 +220,10 @@ def _one_load(cfg, frames: int, render_s: float, evict_after: list[float], clock
         run_rows, world = _lamps_run(c, frames, render_s, clock)
         full = full_tree_nodes(world.models, c.collision.tree_depth)
         ratio = np.array([r["resident"] for r in run_rows]) / full
-        print(f"{head}, ocst, evict after {evict:g} s: resident / full ({full:,} spheres) max {ratio.max():.1%}, "
-              f"median {np.median(ratio):.1%}; groups built {world.bank.built_groups}, evicted "
-              f"{world.bank.evicted_groups}; {_run_summary(run_rows, cfg)}")
+        print(f"{head}, ocst, evict after {evict:g} s, cap {c.collision.ocst_max_nodes:,}: resident / full "
+              f"({full:,} spheres) max {ratio.max():.1%}, "
+              f"median {np.median(ratio):.1%}; spheres built {world.bank.built_spheres}, evicted "
+              f"{world.bank.evicted_spheres}; {_run_summary(run_rows, cfg)}")
         summaries.append(dict(render_ms=1e3 * render_s, evict_after_s=evict, ratio=ratio,
                               **_footprint(run_rows, ref_rows, cfg, full)))
         rows += [dict(r, render_ms=1e3 * render_s, evict_after_s=evict, full=full) for r in run_rows]

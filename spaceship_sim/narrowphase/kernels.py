@@ -149,6 +149,65 @@ def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb
     return _scan_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, False)[0]
 
 
+# On-collide trees (ocst.py) build a node's children one octant at a time, as pairs need them. A
+# pair's `cells` = (cells_a, cells_b), per bank (cell centre (N, 3), cell radius (N,), pending (N,),
+# want (N,)): the sphere circumscribing each resident node's octree cell (a root's: its bounding
+# cube's), the octants (bit j = 4x + 2y + z) of each node not built yet, and those a pair asked for.
+# A prebuilt bank's pending bits are all 0 (refine.py passes zeros), so none of this runs for it.
+OCTANT_SLACK = 1e-9  # an octant's cell sphere is grown by this, relative, to hold its cell whatever the rounding
+
+
+@njit(cache=True, _nrt=False)
+def _potential_child(cells, fc, cc, n, j):
+    """(x, y, z, radius, exists), in n's frame, of what stands for child j of node n in a pair test:
+    the cell sphere of pending octant j (from n's own: half its radius, centre a quarter of the
+    cell's side off n's along each axis), or of the child built in octant slot j, or, for a leaf
+    (j = 0 only), n's own; exists is False for an empty octant."""
+    C, rad, pend = cells[0], cells[1], cells[2]
+    if cc[n] == 0:
+        return C[n, 0], C[n, 1], C[n, 2], rad[n], j == 0
+    if (pend[n] >> j) & 1:
+        off = rad[n] / (2.0 * np.sqrt(3.0))  # the cell's side is 2 r / sqrt(3)
+        return (C[n, 0] + (off if j & 4 else -off), C[n, 1] + (off if j & 2 else -off),
+                C[n, 2] + (off if j & 1 else -off), 0.5 * rad[n] * (1.0 + OCTANT_SLACK), True)
+    s = fc[n] + j
+    return C[s, 0], C[s, 1], C[s, 2], rad[s], j < cc[n] and rad[s] == rad[s]  # nan: no child there
+
+
+@njit(cache=True, _nrt=False)
+def _needs_children(cells, fca, cca, a, fcb, ccb, b, R, t, r):
+    """Whether expanding node pair (a, b) must wait for children not built yet: a pending octant
+    of either node whose cell sphere overlaps one of the other node's potential children
+    (_potential_child). Those octants are ORed into the banks' want bits (ocst.py builds them).
+    Cell spheres suffice: a point where the ships meet lies in a cell of each at every level, so
+    the pair of cells holding it always overlaps; an octant that overlaps nothing of the other
+    node cannot hold such a point, and the child pairs it would make are never needed."""
+    la, lb = cells
+    pa, pb = la[2][a], lb[2][b]
+    if pa == 0 and pb == 0:
+        return False
+    wa, wb = np.int64(0), np.int64(0)
+    for i in range(8):
+        y0, y1, y2, rb, ok_b = _potential_child(lb, fcb, ccb, b, i)
+        if not ok_b:
+            continue
+        x = R[r, 0, 0] * y0 + R[r, 0, 1] * y1 + R[r, 0, 2] * y2 + t[r, 0]  # B's frame -> A's
+        y = R[r, 1, 0] * y0 + R[r, 1, 1] * y1 + R[r, 1, 2] * y2 + t[r, 1]
+        z = R[r, 2, 0] * y0 + R[r, 2, 1] * y1 + R[r, 2, 2] * y2 + t[r, 2]
+        vb = (pb >> i) & 1 if ccb[b] > 0 else 0
+        for j in range(8):
+            va = (pa >> j) & 1 if cca[a] > 0 else 0
+            if va == 0 and vb == 0:
+                continue  # two built children: the expansion's own test
+            x0, x1, x2, ra, ok_a = _potential_child(la, fca, cca, a, j)
+            if ok_a and (x0 - x) ** 2 + (x1 - y) ** 2 + (x2 - z) ** 2 <= (ra + rb) ** 2:
+                wa |= va << j
+                wb |= vb << i
+    la[3][a] |= wa
+    lb[3][b] |= wb
+    return wa != 0 or wb != 0
+
+
 @njit(cache=True)
 def _start_rows(banks, frame, rows, pose):
     """A frame's pair rows set up from its own arrays, so that Python gathers nothing per row:
@@ -227,7 +286,7 @@ def stack_width(bank_a, bank_b, depth: int) -> int:
 
 
 @njit(cache=True)
-def descend_stacks(VA, fca, cca, VB, fcb, ccb, R, t, rows, s, e, target, sa, sb, sl, height, level, apart,
+def descend_stacks(VA, fca, cca, VB, fcb, ccb, R, t, cells, rows, s, e, target, sa, sb, sl, height, level, apart,
                    blocked):
     """Depth-first search, in place, for pair rows rows[s:e], of one colliding node pair at
     level target[i].
@@ -249,18 +308,19 @@ def descend_stacks(VA, fca, cca, VB, fcb, ccb, R, t, rows, s, e, target, sa, sb,
     stack_width.
 
     On-collide trees (ocst.py): a row whose top entry, a tested pair below the target level,
-    has a node with children not built yet (child_count < 0) stops there with blocked[r] = True
-    and level[r] = the deepest level seen; once they are built, a second call resumes it where
-    it stopped. (A continuation's parent was expanded, so its children are built.)
+    needs octants not built yet (_needs_children: their want bits set) stops there with
+    blocked[r] = True and level[r] = the deepest level seen; once they are built, a second call
+    resumes it where it stopped. (A continuation's parent pair was expanded, so every octant it
+    needs is built.)
     """
     xb = np.empty((2, 3))
     for i in range(s, e):
-        _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, rows[i], target[i], sa, sb, sl, height, level, apart,
+        _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, rows[i], target[i], sa, sb, sl, height, level, apart,
                      blocked, xb)
 
 
 @njit(cache=True, _nrt=False)
-def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, r, target, sa, sb, sl, height, level, apart, blocked, xb):
+def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, r, target, sa, sb, sl, height, level, apart, blocked, xb):
     """descend_stacks for pair row r toward level `target`."""
     A, B, L = sa[r], sb[r], sl[r]
     top = height[r]
@@ -274,7 +334,7 @@ def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, r, target, sa, sb, sl, height
                                A, B, L, top, xb)
         elif L[top - 1] >= target:
             break
-        elif cca[A[top - 1]] < 0 or ccb[b] < 0:
+        elif _needs_children(cells, fca, cca, A[top - 1], fcb, ccb, b, R, t, r):
             blocked[r] = True
             break
         else:
@@ -321,7 +381,7 @@ def search_levels(VA, VB, banks, frame, rows, pose, state, known, plan, forced, 
     Returns (rows deepened, more, leaves): more is False when no row can go deeper; leaves counts
     the rows that may go on to the exact level (at their leaves, not apart).
     """
-    fca, cca, fcb, ccb = banks[:4]
+    fca, cca, fcb, ccb, cells = banks[:5]
     R, t = pose[2], pose[3]
     sa, sb, sl, height, level, apart, blocked = state
     cap = rows[CAP]
@@ -329,7 +389,7 @@ def search_levels(VA, VB, banks, frame, rows, pose, state, known, plan, forced, 
     xb = np.empty((2, 3))
     n = 0
     if plan[0] < 0:  # set-up and forced pass
-        bad = _start_rows(banks[4:], frame, rows, pose)
+        bad = _start_rows(banks[5:], frame, rows, pose)
         if bad:
             plan[0] = bad
             return n, False, 0
@@ -343,7 +403,7 @@ def search_levels(VA, VB, banks, frame, rows, pose, state, known, plan, forced, 
             target = min(cap[r], forced)
             first = max(first, target)
             if not apart[r] and target > 0:
-                _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, r, target, sa, sb, sl, height, level, apart,
+                _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, r, target, sa, sb, sl, height, level, apart,
                              blocked, xb)
                 batch[0, n], batch[1, n] = r, target
                 n += 1
@@ -362,7 +422,8 @@ def search_levels(VA, VB, banks, frame, rows, pose, state, known, plan, forced, 
             continue
         if new_level or done == budget:
             break
-        _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, i, L + 1, sa, sb, sl, height, level, apart, blocked, xb)
+        _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, i, L + 1, sa, sb, sl, height, level, apart, blocked,
+                     xb)
         batch[0, n], batch[1, n] = i, L + 1
         n += 1
         done += 1
@@ -433,12 +494,12 @@ def csr_by_pose_row(rows, ptr, fa, fb, k):
 
 
 @njit(cache=True)
-def complete_pairs(VA, fca, cca, VB, fcb, ccb, R, t, rows, ptr, fa, fb, s, e):
+def complete_pairs(VA, fca, cca, VB, fcb, ccb, R, t, cells, rows, ptr, fa, fb, s, e):
     """Every colliding leaf pair below the stacks of active rows s..e (see descend_stacks;
     continuations resumed to their end): the breadth-first frontier at the leaves, which the
     exact level's triangle tests need whole.
     Returns CSR (out_ptr (e-s+1,), out_a, out_b) int64 and blocked (e-s,) bool: the row met
-    pairs whose children are not built yet (child_count < 0); they are output with its leaf
+    pairs that need octants not built yet (_needs_children); they are output with its leaf
     pairs, so that the output, once they are built, is the row's stack to resume from."""
     size, _ = _stack_capacity(cca, ccb, ptr, s, e, np.int64(64))  # tree depth < 64
     sa, sb, sl = np.empty(size, np.int64), np.empty(size, np.int64), np.zeros(size, np.int64)
@@ -457,7 +518,7 @@ def complete_pairs(VA, fca, cca, VB, fcb, ccb, R, t, rows, ptr, fa, fb, s, e):
                 top = _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a, cont_node_b(b), cont_index(b), sl[top],
                                      sa, sb, sl, top, xb)
                 continue
-            unbuilt = cca[a] < 0 or ccb[b] < 0
+            unbuilt = _needs_children(cells, fca, cca, a, fcb, ccb, b, R, t, r)
             if unbuilt or (cca[a] == 0 and ccb[b] == 0):
                 blocked[i - s] |= unbuilt
                 if n == len(out_a):
@@ -660,7 +721,7 @@ def _first_hit_in_leaf_pair(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb,
 
 
 @njit(cache=True)
-def first_contacts(VA, fca, cca, VB, fcb, ccb, R, t, rows, target, sa, sb, sl, height, level, apart, blocked,
+def first_contacts(VA, fca, cca, VB, fcb, ccb, R, t, cells, rows, target, sa, sb, sl, height, level, apart, blocked,
                    tpa, tia, tva, tca, tra, tpb, tib, tvb, tcb, trb, hit, tries):
     """Depth-first to one intersecting triangle pair, for pair rows rows[i] at their leaves
     (target[i]: the leaf level). The triangles of the witness, the colliding leaf pair on top of
@@ -683,7 +744,8 @@ def first_contacts(VA, fca, cca, VB, fcb, ccb, R, t, rows, target, sa, sb, sl, h
         while height[r] > 0 and hit[r, 0] < 0:
             top = height[r] - 1
             if sb[r, top] < 0 or sl[r, top] < goal:  # no witness on top: descend to the next one
-                _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, r, goal, sa, sb, sl, height, level, apart, blocked, xb)
+                _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, r, goal, sa, sb, sl, height, level, apart, blocked,
+                             xb)
                 if blocked[r]:
                     break
                 continue

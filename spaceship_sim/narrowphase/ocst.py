@@ -16,24 +16,38 @@ within target in the lamps crowd. Leaves (level = depth) list the triangles meet
 their cell: an intersection point lies in one cell of each ship, whose leaf spheres then collide
 and hold both triangles, so the exact level finds every intersecting pair.
 
+Octants built one at a time, as pairs need them (stop 18). A node at level k circumscribes an
+octree cell (a root: its bounding cube), so each child's cell sphere is known from the node alone,
+before its occupancy, triangles, witness and error bound are computed. The descent kernels test a
+pair's pending octants by those cell spheres (kernels._needs_children) and build only the octants
+whose cell sphere meets a potential child of the partner node (a built child's cell, a pending
+octant's, or the partner itself when it is a leaf); an octant meeting none of them cannot hold a
+point where the ships meet (that point lies in a cell of each ship at every level), so it stays
+pending and costs nothing. Pending octants hold no data: a bit each in `pending` (empty octants
+found on the way are struck from it too). Before, a node's 8 octants were built together (the
+paper's unit), and 27-42% of the resident tree over a lamps run was siblings no pair ever used.
+
 Layout (OcstBank): a TreeBank's arrays (the kernels and refine.py walk it unchanged) with room for
-every model's full tree, allocated once (untouched pages of numpy's zeroed arrays take no memory):
+every model's full tree, allocated once (untouched pages of numpy's zeroed arrays take no memory;
+the nan-filled radii take 16 bytes a slot):
 slots 0..M-1 hold the roots, slot M is a spacer, then blocks of 9 slots, each the children of one
-node (up to 8) and a spacer, so that tri_ptr[i]:tri_ptr[i+1] is node i's triangle list for every
-node although blocks come and go (each block's lists are contiguous in tri_idx). A node whose
-children are not built yet has child_count -1: the descent kernels stop a pair row on it
-(`deepen_pairs`, `complete_pairs` report blocked rows), `resume_blocked` builds those children
-(the triangles of the parent's cell, split into its 8 octants) and resumes the rows where they
-stopped, inside the same timed batch, so building counts against the frame budget and
-`min_level` holds as for prebuilt trees. Node arrays never move; only tri_idx is reallocated
-(refine.py reads it when the exact level runs).
+interior node (octant j in slot j, child_count 8) and a spacer, so that tri_ptr[i]:tri_ptr[i+1] is
+node i's triangle list for every node although blocks come and go (each block's lists are
+contiguous in tri_idx, rewritten whole when an octant is added). A slot with no sphere (an octant
+pending or empty) has a nan radius: no overlap test passes on it, so the kernels' loops skip it
+unchanged. A pair that needs pending octants stops its row there (`deepen_pairs`,
+`complete_pairs` report blocked rows, the octants in the banks' `want` bits); `resume_blocked`
+builds them (the triangles of the parent's cell in those octants) and resumes the rows where they
+stopped, inside the same timed batch, so building counts against the frame budget and `min_level`
+holds as for prebuilt trees. Node arrays never move; only tri_idx is reallocated (refine.py reads
+it when the exact level runs).
 
 Memory: nodes are stamped with the simulation time whenever they (or a descendant) are part of a
 colliding pair (`touched` keeps that time apart from the build's stamp, for `resident_reasons`).
-`maintain(now)`, once per detection sample, evicts whole sibling groups — the paper's unit: "if
-a complete level does not participate in a collision during a certain amount of time, it is
-deleted and the parent initialised with its own time stamp" — unused for `evict_after` seconds,
-then the least recently used groups while more than `max_nodes` are resident. Eviction runs
+`maintain(now)`, once per detection sample, evicts every sphere unused for `evict_after`
+seconds, with everything below it (its octant pending again in its parent) — the paper deletes a
+complete level unused that long; a sphere is the unit here, as octants are built one by one —
+then the least recently used spheres while more than `max_nodes` are resident. Eviction runs
 only between refinement calls, so no live frontier loses a node; one sample's working set may
 exceed the cap until the next `maintain`.
 """
@@ -49,19 +63,25 @@ from ..spheretree.octree import bounding_cube, cell_spheres, occupied_children
 from .kernels import stack_pairs_b
 from .volumes import SPHERE
 
-UNBUILT = -1   # child_count of a node whose children have not been built yet
-_BLOCK = 9     # slots per sibling group: 8 children and a spacer (see the module docstring)
+ALL_PENDING = 0xFF  # pending bits of a node none of whose octants is built or known empty yet
+_BLOCK = 9          # slots per node's children: octant j in slot j, and a spacer (module docstring)
+_BITS = np.array([4, 2, 1])  # octant j = 4x + 2y + z (spheretree.octree's order)
 
 
 class OcstBank:
     """Sphere trees of M models built on collision, as a TreeBank's flat arrays.
 
     Kernel arrays, as TreeBank's (N = slots, all allocated up front):
-    center (N,3) float64 body frame [m]; radius, error (N,) float64 [m]; witness (N,3) float64 [m];
-    first_child, child_count (N,) int64 (child_count UNBUILT: not built yet); tri_ptr (N+1,) int64,
-    tri_idx (K,) int64 global triangle ids (each node's cell triangles); tri_verts (F,3,3),
-    tri_center (F,3), tri_radius (F,); node_offset (M+1,) int64 = 0..M (slot of model m's root is m;
-    reported sphere ids are slot - m); tri_offset (M+1,) int64; depth (M,) int64.
+    center (N,3) float64 body frame [m]; radius, error (N,) float64 [m] (radius nan: no sphere in
+    that slot); witness (N,3) float64 [m]; first_child, child_count (N,) int64 (8 for every
+    interior node: octant j's child in slot first_child + j); tri_ptr (N+1,) int64, tri_idx (K,)
+    int64 global triangle ids (each node's cell triangles); tri_verts (F,3,3), tri_center (F,3),
+    tri_radius (F,); node_offset (M+1,) int64 = 0..M (slot of model m's root is m; reported sphere
+    ids are slot - m); tri_offset (M+1,) int64; depth (M,) int64.
+    For kernels.py's pending-octant test (`cells`): cell_center (N,3), cell_radius (N,) float64 [m]
+    the sphere circumscribing each resident node's cell (a root's: the bounding cube; nan where no
+    node is); pending (N,) int64 bits of the octants not built yet (neither built nor known empty);
+    want (N,) int64 bits a pair asked for (the kernels set them, `build` clears them).
     Bookkeeping: stamp (N,) float64 [s] last use or build (simulation time); touched (N,) float64 [s]
     last use only (-inf: never part of a colliding pair); level, parent, model (N,) int64;
     cell (N,3) int64 integer octree cell of the node.
@@ -87,14 +107,15 @@ class OcstBank:
         self.tri_center = np.ascontiguousarray(self.tri_verts.mean(axis=1))
         self.tri_radius = np.ascontiguousarray(
             np.sqrt(((self.tri_verts - self.tri_center[:, None, :]) ** 2).sum(axis=2)).max(axis=1))
-        # room for every interior node's child group in every model
+        # room for every interior node's children in every model
         n_blocks = M * sum(8 ** k for k in range(int(depth)))
         n = M + 1 + _BLOCK * n_blocks
-        self.center, self.witness = np.zeros((n, 3)), np.zeros((n, 3))
-        self.radius, self.error, self.stamp = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.center, self.witness, self.cell_center = np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
+        self.radius, self.cell_radius = np.full(n, np.nan), np.full(n, np.nan)
+        self.error, self.stamp = np.zeros(n), np.zeros(n)
         self.touched = np.full(n, -np.inf)
         self.first_child = np.full(n, -1, np.int64)
-        self.child_count = np.zeros(n, np.int64)
+        self.child_count, self.pending, self.want = (np.zeros(n, np.int64) for _ in range(3))
         self.level, self.parent, self.model = (np.zeros(n, np.int64) for _ in range(3))
         self.cell = np.zeros((n, 3), np.int64)
         self.tri_ptr = np.zeros(n + 1, np.int64)
@@ -104,10 +125,10 @@ class OcstBank:
         self._block_parent = np.full(n_blocks, -1, np.int64)  # owner of each used block
         self._block_tris = np.zeros((n_blocks, 2), np.int64)  # its region of tri_idx
         self._cube, self._queries = [], {}  # per model: (origin, side) of its octree; its MeshQuery
+        self.built_spheres = 0   # counters for reports
+        self.evicted_spheres = 0
         for m, mesh in enumerate(self.models):
             self._make_root(m, mesh, seed)
-        self.built_groups = 0   # counters for reports
-        self.evicted_groups = 0
 
     # --- the TreeBank interface refine.py uses ------------------------------------------
     @property
@@ -126,18 +147,22 @@ class OcstBank:
         return self.volume.arrays(self)
 
     @property
+    def cells(self):
+        """(cell_center, cell_radius, pending, want): what kernels._needs_children reads and writes."""
+        return self.cell_center, self.cell_radius, self.pending, self.want
+
+    @property
     def resident_nodes(self) -> int:
-        """Spheres held now, roots included."""
-        used = self._block_parent >= 0
-        return self.n_models + int(self.child_count[self._block_parent[used]].clip(0).sum())
+        """Spheres held now, roots included (a slot holds one when its cell radius is a number)."""
+        return len(self.built_nodes())
 
     def resident_reasons(self) -> dict:
         """Why each resident sphere is held, as counts summing to resident_nodes. "roots": always.
         "in_use": it or a descendant was touched since the last maintain (on a pair's frontier of
         overlapping spheres where a descent stopped, or in a leaf pair of the exact level).
         "kept": touched before, held until evict_after. "never_used": built but never touched —
-        a group is built whole when a descent expands its parent, and a descent that ends with
-        the ships apart, or with the contact in a sibling, leaves it untouched."""
+        its cell overlapped a cell of a node a pair was expanding against, and the descent ended
+        with the ships apart or the contact elsewhere."""
         kids = self.built_nodes()[self.n_models:]
         touched = self.touched[kids]
         in_use = int(np.count_nonzero(touched >= self.now))
@@ -152,12 +177,14 @@ class OcstBank:
     # --- building -------------------------------------------------------------------
     def _make_root(self, m, mesh, seed):
         tris = mesh.vertices[mesh.faces]
-        self._cube.append(bounding_cube(tris))
+        origin, side = bounding_cube(tris)
+        self._cube.append((origin, side))
         c, r = min_enclosing_sphere(mesh.vertices[np.unique(mesh.faces)], seed=seed)
         self._finish(m, np.array([m]), c[None], np.array([r]))
+        self.cell_center[m], self.cell_radius[m] = origin + side / 2, side * np.sqrt(3) / 2
         self.tri_ptr[m], self.tri_ptr[m + 1] = self.tri_offset[m], self.tri_offset[m + 1]
-        self.child_count[m] = UNBUILT
         self.parent[m], self.model[m], self.level[m] = -1, m, 0
+        self._open(np.array([m]))
 
     def _query(self, m) -> MeshQuery:
         """Model m's distance query, made at its first use (the root's) and kept: made per build
@@ -175,16 +202,31 @@ class OcstBank:
         self.center[slots], self.radius[slots], self.witness[slots], self.error[slots] = centers, radii, witness, error
         self.stamp[slots], self.touched[slots] = self.now, -np.inf
 
-    def build(self, nodes) -> None:
-        """Build the children of the UNBUILT nodes among `nodes` (global slots, repeats allowed)."""
-        nodes = np.unique(np.asarray(nodes, np.int64))
-        nodes = nodes[self.child_count[nodes] == UNBUILT]
-        for m in np.unique(self.model[nodes]):
-            for k in np.unique(self.level[nodes[self.model[nodes] == m]]):
-                self._build_group(int(m), int(k), nodes[(self.model[nodes] == m) & (self.level[nodes] == k)])
+    def _open(self, nodes):
+        """Give interior nodes (below their model's depth) a block of children slots, every octant
+        pending; leaves get none."""
+        leaf = self.level[nodes] >= self.depth[self.model[nodes]]
+        self.first_child[nodes[leaf]], self.child_count[nodes[leaf]], self.pending[nodes[leaf]] = -1, 0, 0
+        inner = nodes[~leaf]
+        blocks = np.array([heapq.heappop(self._free) for _ in inner], np.int64)
+        self._block_parent[blocks] = inner
+        starts = self.n_models + 1 + _BLOCK * blocks
+        self.first_child[inner], self.child_count[inner], self.pending[inner] = starts, 8, ALL_PENDING
+        self.tri_ptr[(starts[:, None] + np.arange(_BLOCK)).ravel()] = 0  # empty lists until children are built
 
-    def _build_group(self, m, k, parents):
-        """Children of `parents` (slots of model m at level k): occupied octants of their cells."""
+    def build(self, nodes) -> None:
+        """Build the octants the kernels asked for (want bits) of `nodes` (global slots, repeats
+        allowed): each wanted octant becomes a sphere, or is known empty."""
+        nodes = np.unique(np.asarray(nodes, np.int64))
+        nodes = nodes[self.want[nodes] != 0]
+        key = self.model[nodes] * 64 + self.level[nodes]  # levels < 64
+        for k in np.unique(key):
+            self._grow(int(k // 64), int(k % 64), nodes[key == k])
+        self.want[nodes] = 0
+
+    def _grow(self, m, k, parents):
+        """The wanted octants of `parents` (slots of model m at level k): the occupied ones built
+        (cell spheres, witnesses, triangle lists), the empty ones struck from pending."""
         origin, side = self._cube[m]
         size = side / 2 ** (k + 1)
         lists = [self.tri_idx[self.tri_ptr[p]:self.tri_ptr[p + 1]] for p in parents]
@@ -192,51 +234,55 @@ class OcstBank:
         pair_cell = np.repeat(np.arange(len(parents)), [len(x) for x in lists])
         tris = self.tri_verts[self.tri_offset[m]:self.tri_offset[m + 1]]
         cells, owner, pt, pc = occupied_children(tris, pair_tri, pair_cell, self.cell[parents], origin, size)
-        centers, radii = cell_spheres(origin, cells, size)
-        order = np.argsort(pc, kind="stable")  # triangle lists grouped by child, children by parent
-        pt, pc = pt[order] + self.tri_offset[m], pc[order]
-        counts = np.bincount(pc, minlength=len(cells))
-        slots = np.empty(len(cells), np.int64)
-        leaf = k + 1 >= self.depth[m]
-        kids_of = np.bincount(owner, minlength=len(parents))
-        first_kid = np.concatenate([[0], np.cumsum(kids_of)])
-        for j, p in enumerate(parents):
-            n_kids = int(kids_of[j])
-            if n_kids == 0:  # cannot happen for an occupied cell, barring rounding: stand in for itself
-                self.child_count[p] = 0
-                continue
-            block = self._alloc_block(p)
-            start = self._block_start(block)
-            kids = slice(first_kid[j], first_kid[j + 1])
-            slots[kids] = start + np.arange(n_kids)
-            region = pt[np.searchsorted(pc, first_kid[j]):np.searchsorted(pc, first_kid[j + 1])]
-            t0 = self._store_tris(block, region)
-            self.tri_ptr[start:start + _BLOCK] = t0 + len(region)
-            self.tri_ptr[start:start + n_kids + 1] = t0 + np.concatenate([[0], np.cumsum(counts[kids])])
-            self.first_child[p], self.child_count[p] = start, n_kids
-        self._finish(m, slots, centers, radii)
-        self.first_child[slots] = -1
-        self.child_count[slots] = 0 if leaf else UNBUILT
-        self.parent[slots], self.model[slots], self.level[slots] = parents[owner], m, k + 1
-        self.cell[slots] = cells
-        self.built_groups += int(np.count_nonzero(kids_of))
+        octant = (cells & 1) @ _BITS  # a child's cell is 2 x its parent's + its octant's (x, y, z)
+        occupied = np.bincount(owner, 1 << octant, len(parents)).astype(np.int64)  # one row per octant
+        pend, want = self.pending[parents][owner] >> octant & 1, self.want[parents][owner] >> octant & 1
+        new = (pend & want).astype(bool)
+        live = new | (pend == 0)  # built after this call
+        slots = self.first_child[parents][owner] + octant
+        if new.any():
+            s = slots[new]
+            centers, radii = cell_spheres(origin, cells[new], size)
+            self._finish(m, s, centers, radii)
+            self.cell_center[s], self.cell_radius[s] = centers, radii
+            self.parent[s], self.model[s], self.level[s], self.cell[s] = parents[owner[new]], m, k + 1, cells[new]
+            self._open(s)
+            self.built_spheres += len(s)
+            self._store_lists(parents, owner, octant, live, new, pt, pc)
+        self.pending[parents] &= occupied & ~self.want[parents]
+
+    def _store_lists(self, parents, owner, octant, live, new, pt, pc):
+        """Rewrite the triangle lists of the blocks of `parents` that got new children: every
+        built child's list, in octant order, the blocks one after another in one region of
+        tri_idx (children rows: owner, octant, live, new; pt, pc the triangles meeting each
+        child, occupied_children's)."""
+        grown = np.bincount(owner[new], minlength=len(parents)) > 0
+        order = np.argsort(pc, kind="stable")  # triangle lists grouped by child, children by parent and octant
+        pt, pc = pt[order] + self.tri_offset[self.model[parents[0]]], pc[order]
+        keep = live[pc] & grown[owner[pc]]
+        per = np.zeros((len(parents), 8), np.int64)  # list length per parent and octant
+        per[owner, octant] = np.bincount(pc[keep], minlength=len(owner))
+        per = per[grown]
+        starts = self.first_child[parents[grown]]
+        blocks = (starts - self.n_models - 1) // _BLOCK
+        t0 = self._store_tris(blocks, pt[keep])
+        ptr = t0 + np.cumsum(np.concatenate([[0], per.ravel()]))[:-1].reshape(-1, 8)  # each list's start
+        self.tri_ptr[(starts[:, None] + np.arange(8)).ravel()] = ptr.ravel()
+        self.tri_ptr[starts + 8] = ptr[:, 7] + per[:, 7]  # the last child's end
+        self._block_tris[blocks] = np.stack([ptr[:, 0], ptr[:, 7] + per[:, 7]], 1)
 
     def _block_start(self, block) -> int:
         return self.n_models + 1 + _BLOCK * int(block)
 
-    def _alloc_block(self, parent) -> int:
-        block = heapq.heappop(self._free)
-        self._block_parent[block] = parent
-        return block
-
-    def _store_tris(self, block, ids) -> int:
-        """Copy ids into tri_idx (compacting or growing it when full); returns their start."""
+    def _store_tris(self, blocks, ids) -> int:
+        """Copy ids into tri_idx (compacting or growing it when full) as the new region of
+        `blocks`; returns its start (their earlier regions, if any, are left for _compact)."""
+        self._block_tris[blocks] = 0  # replaced: not live
         if self._tri_top + len(ids) > len(self.tri_idx):
             self._compact(len(ids))
         t0 = self._tri_top
         self.tri_idx[t0:t0 + len(ids)] = ids
         self._tri_top += len(ids)
-        self._block_tris[block] = t0, self._tri_top
         return t0
 
     def _compact(self, extra):
@@ -260,55 +306,53 @@ class OcstBank:
     # --- use and eviction ------------------------------------------------------------
     def touch(self, nodes) -> None:
         """Stamp nodes (global slots) and their ancestors with the current time."""
-        nodes = np.unique(np.asarray(nodes, np.int64))
-        while len(nodes):
+        nodes = np.asarray(nodes, np.int64)
+        while len(nodes):  # repeats are harmless, and cheaper than sorting them out level by level
             self.stamp[nodes] = self.touched[nodes] = self.now
-            nodes = np.unique(self.parent[nodes])
+            nodes = self.parent[nodes]
             nodes = nodes[nodes >= 0]
 
     def maintain(self, now: float) -> None:
-        """Set the time [s] and evict stale groups, then least recently used ones over the cap."""
+        """Set the time [s] and evict the spheres unused for evict_after seconds, then the least
+        recently used ones (the deepest first among those last used together: a shallow one takes
+        everything below it along) while more than max_nodes are resident."""
         self.now = float(now)
-        used = np.flatnonzero(self._block_parent >= 0)
-        if not len(used):
+        kids = self.built_nodes()[self.n_models:]
+        self._evict(kids[self.stamp[kids] < self.now - self.evict_after])
+        while (excess := self.resident_nodes - self.max_nodes) > 0:  # each round frees >= excess
+            kids = self.built_nodes()[self.n_models:]
+            self._evict(kids[np.lexsort((-self.level[kids], self.stamp[kids]))[:excess]])
+
+    def _evict(self, nodes) -> None:
+        """Free resident nodes (global slots, not roots) and everything below them; each one's
+        octant is pending again in its parent."""
+        dead, front = [], np.asarray(nodes, np.int64)
+        while len(front):
+            dead.append(front)
+            inner = front[self.child_count[front] > 0]
+            kids = (self.first_child[inner][:, None] + np.arange(8)[None]).ravel()
+            front = kids[self.cell_radius[kids] == self.cell_radius[kids]]
+        if not dead:
             return
-        slots = self._block_start(0) + _BLOCK * used[:, None] + np.arange(8)[None]
-        mine = np.arange(8)[None] < self.child_count[self._block_parent[used]][:, None]
-        last = np.where(mine, self.stamp[slots], -np.inf).max(axis=1)  # a group's last use
-        for b in used[last < self.now - self.evict_after]:
-            if self._block_parent[b] >= 0:  # not already gone with an ancestor's group
-                self._evict(b)
-        excess = self.resident_nodes - self.max_nodes
-        # least recently used first; among groups last used together, the deepest first (a
-        # shallow group takes everything below it along)
-        for i in np.lexsort((-self.level[self._block_parent[used]], last)):
-            if excess <= 0:
-                break
-            if self._block_parent[used[i]] >= 0:
-                before = self.resident_nodes
-                self._evict(used[i])
-                excess -= before - self.resident_nodes
-
-    def _kids(self, block) -> np.ndarray:
-        start = self._block_start(block)
-        return np.arange(start, start + self.child_count[self._block_parent[block]])
-
-    def _evict(self, block) -> None:
-        """Free a sibling group and everything below it; its parent becomes UNBUILT again."""
-        for s in self._kids(block):
-            if self.child_count[s] > 0:
-                self._evict((self.first_child[s] - self.n_models - 1) // _BLOCK)
-        p = self._block_parent[block]
-        self.first_child[p], self.child_count[p] = -1, UNBUILT
-        self._block_parent[block] = -1
-        self._block_tris[block] = 0
-        heapq.heappush(self._free, int(block))
-        self.evicted_groups += 1
+        dead = np.unique(np.concatenate(dead))
+        top = dead[~np.isin(self.parent[dead], dead)]
+        np.bitwise_or.at(self.pending, self.parent[top], 1 << (top - self.first_child[self.parent[top]]))
+        for p in dead[self.child_count[dead] > 0]:
+            block = (self.first_child[p] - self.n_models - 1) // _BLOCK
+            self._block_parent[block] = -1
+            self._block_tris[block] = 0
+            heapq.heappush(self._free, int(block))
+        self.radius[dead] = self.cell_radius[dead] = np.nan
+        self.first_child[dead], self.child_count[dead], self.pending[dead], self.want[dead] = -1, 0, 0, 0
+        self.touched[dead], self.stamp[dead] = -np.inf, 0.0
+        self.evicted_spheres += len(dead)
 
     def built_nodes(self) -> np.ndarray:
-        """Global slots of every resident node (roots first)."""
+        """Global slots of every resident node (roots first): the roots, then the built slots of
+        the blocks in use (fewer to look at than every slot)."""
         used = np.flatnonzero(self._block_parent >= 0)
-        return np.concatenate([np.arange(self.n_models)] + [self._kids(b) for b in used]).astype(np.int64)
+        kids = (self._block_start(0) + _BLOCK * used[:, None] + np.arange(8)[None]).ravel()
+        return np.concatenate([np.arange(self.n_models), kids[self.cell_radius[kids] == self.cell_radius[kids]]])
 
 
 class OcstTreeView:
@@ -365,8 +409,8 @@ class OcstExact:
 
 def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> bool:
     """After kernels.descend_stacks ran pair rows `rows` (n,) toward targets (n,): build the
-    children each blocked row stopped on (its top entry's UNBUILT nodes: a tested pair) and resume
-    those rows, `descend(rows, targets)`, until none is blocked; then touch every node of the
+    octants each blocked row stopped for (the want bits of its top entry's nodes: a tested pair)
+    and resume those rows, `descend(rows, targets)`, until none is blocked; then touch every node of the
     colliding pairs the stacks hold (a continuation's: its parent pair's).
     sa, sb (k, width) int64, height (k,) int64, blocked (k,) bool: the in-place stacks.
     Returns whether any row was resumed (its level changed)."""
@@ -376,9 +420,7 @@ def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> bool
     resumed = len(stuck) > 0
     while len(stuck):
         r = rows[stuck]
-        for bank, s in ((A, sa), (B, sb)):
-            if isinstance(bank, OcstBank):
-                bank.build(s[r, height[r] - 1])
+        _build(A, B, sa[r, height[r] - 1], sb[r, height[r] - 1])
         descend(r, targets[stuck])
         stuck = stuck[blocked[r]]
     held = np.arange(sa.shape[1])[None] < height[rows][:, None]
@@ -390,15 +432,14 @@ def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> bool
 
 def resume_blocked(A, B, piece, complete):
     """After kernels.complete_pairs: piece = (ptr, fa, fb, blocked) over some rows, where blocked
-    rows hold, beside their leaf pairs, pairs with UNBUILT nodes. Build those, and rerun the
+    rows hold, beside their leaf pairs, pairs waiting for octants (want bits). Build those, and rerun the
     blocked rows idx from their output, `complete(idx, ptr, fa, fb)`, until none is blocked.
     Returns (ptr, fa, fb), as a prebuilt bank's call gives it."""
     ptr, fa, fb, blocked = piece
     while blocked.any():
         idx = np.flatnonzero(blocked)
         ptr_i, fa_i, fb_i = _rows_of(ptr, (fa, fb), idx)
-        for bank, col in ((A, fa_i), (B, fb_i)):
-            bank.build(col[bank.child_count[col] == UNBUILT])
+        _build(A, B, fa_i, fb_i)
         again = complete(idx, ptr_i, fa_i, fb_i)
         ptr, fa, fb = _replace_rows(ptr, (fa, fb), idx, again[0], again[1:3])
         blocked = np.zeros(len(blocked), bool)
@@ -407,6 +448,17 @@ def resume_blocked(A, B, piece, complete):
         if isinstance(bank, OcstBank):
             bank.touch(col)
     return ptr, fa, fb
+
+
+def _build(A, B, nodes_a, nodes_b) -> None:
+    """Build the octants blocked pairs want at their nodes of A and of B, one call per bank (a
+    frame's pairs are mostly within one bank: one build, not two)."""
+    if A is B and isinstance(A, OcstBank):
+        A.build(np.concatenate([nodes_a, nodes_b]))
+        return
+    for bank, nodes in ((A, nodes_a), (B, nodes_b)):
+        if isinstance(bank, OcstBank):
+            bank.build(nodes)
 
 
 def _rows_of(ptr, cols, idx):

@@ -23,6 +23,7 @@ separation bound is the best over the stacked pairs (the witness and its ancesto
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -403,6 +404,18 @@ _STACKS = _Buffers(_StackScratch)
 _ROWS = _Buffers(_RowScratch)
 
 
+def cells_of(bank):
+    """The pending-octant arrays kernels._needs_children takes: an on-collide bank's own
+    (ocst.OcstBank.cells), zeros for a prebuilt one (no octant is ever pending)."""
+    cells = getattr(bank, "cells", None)
+    return cells if cells is not None else _no_cells(len(bank.first_child))
+
+
+@functools.lru_cache(maxsize=4)
+def _no_cells(n: int):
+    return np.zeros((1, 3)), np.zeros(1), np.zeros(n, np.int64), np.zeros(n, np.int64)
+
+
 class _Search:
     """The frame's pair rows while they are refined: relative poses, depths, every row's
     depth-first stack of colliding node pairs in place ((k, width) arrays sa, sb, sl and height,
@@ -430,10 +443,11 @@ class _Search:
         self.state = self.sa, self.sb, self.sl, self.height, self.level, self.apart, self.blocked
         self.known = self.tested, self.distance
         self.frame = model_id, T, pairs, NO_LIMIT if max_level is None else max(int(max_level), 0)
-        self.banks = (A.first_child, A.child_count, B.first_child, B.child_count, A.node_offset, A.tri_offset,
+        cells = cells_of(A), cells_of(B)
+        self.banks = (A.first_child, A.child_count, B.first_child, B.child_count, cells, A.node_offset, A.tri_offset,
                       A.depth, B.node_offset, B.tri_offset, B.depth)
         self.tree_args = (self.VA, A.first_child, A.child_count, self.VB, B.first_child, B.child_count, self.R,
-                          self.t)
+                          self.t, cells)
         self.hits = (np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
         self.busy = 0.0  # wall seconds inside kernel batches (FrameNarrowResult.time_in_batches)
         self.prebuilt = isinstance(A, TreeBank) and isinstance(B, TreeBank)  # no node is ever unbuilt
@@ -488,6 +502,8 @@ class _Search:
             if not self.prebuilt and resume_stacks(self.A, self.B, batch[0, :n], batch[1, :n], self.sa, self.sb,
                                               self.height, self.blocked, self._descend):
                 leaves = count_leaves(self.rows, self.level, self.apart)  # on-collide trees: rows went on
+                if not more and plan[0] >= 0:  # the kernel ended level plan[0] before they reached it
+                    plan[1], plan[2], more = 0, 0, True  # (every forced row blocked): scan it again
             if n:  # a call that deepened nothing only set the search up: overhead, as root_stacks was
                 self.busy += time.perf_counter() - t0
             return n, more, leaves

@@ -14,7 +14,7 @@ from spaceship_sim.meshes import load_model, validate_mesh_arrays
 from spaceship_sim.narrowphase import TreeBank, refine_frame
 from spaceship_sim.narrowphase.exact import EXACT_METHODS, BruteForceExact
 from spaceship_sim.narrowphase.kernels import min_distance_all_pairs
-from spaceship_sim.narrowphase.ocst import UNBUILT, OcstBank
+from spaceship_sim.narrowphase.ocst import ALL_PENDING, OcstBank
 from spaceship_sim.spheretree.finish import centre_error_bounds, error_bounds
 from spaceship_sim.spheretree.geometry import MeshQuery
 
@@ -47,8 +47,9 @@ def poses(rng, models, mid, n, reach=1.1):
 
 
 def check_coverage(bank, rng, samples=20):
-    """Every built group covers its parent's cell: points sampled on the triangles of the parent's
-    list that lie in the parent's cell lie in some child sphere; every point lies in its root."""
+    """Every interior node's children cover its cell: points sampled on the triangles of the
+    node's list that lie in its cell lie in some built child sphere, or in an octant still pending
+    (the kernels build it before any pair can need it); every point lies in its root."""
     tris = bank.tri_verts
     for m in range(bank.n_models):
         tm = tris[bank.tri_offset[m]:bank.tri_offset[m + 1]]
@@ -66,9 +67,12 @@ def check_coverage(bank, rng, samples=20):
         w = rng.dirichlet(np.ones(3), size=(len(ids), samples))
         pts = np.einsum("tsk,tkc->tsc", w, tris[ids]).reshape(-1, 3)
         pts = pts[((pts >= lo) & (pts <= lo + size)).all(axis=1)]
+        octant = (np.clip(np.floor((pts - lo) / (size / 2)), 0, 1).astype(np.int64) * [4, 2, 1]).sum(axis=1)
+        pts = pts[(bank.pending[p] >> octant & 1) == 0]  # in a pending octant: nothing built yet
         kids = np.arange(bank.first_child[p], bank.first_child[p] + bank.child_count[p])
+        kids = kids[~np.isnan(bank.radius[kids])]
         d = np.linalg.norm(pts[:, None] - bank.center[kids][None], axis=2)
-        assert (d <= bank.radius[kids][None] * (1 + 1e-9)).any(axis=1).all(), f"group of node {p} misses a point"
+        assert (d <= bank.radius[kids][None] * (1 + 1e-9)).any(axis=1).all(), f"children of node {p} miss a point"
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -185,10 +189,10 @@ def test_coverage_survives_evictions_and_re_creation(models):
             key = (int(bank.model[s]), int(bank.level[s]), *bank.cell[s].tolist())
             got = (bank.center[s].tolist(), float(bank.radius[s]), float(bank.error[s]))
             assert first.setdefault(key, got) == got
-    assert bank.evicted_groups > 0
+    assert bank.evicted_spheres > 0
     bank.maintain(100.0)  # nothing used for far longer than evict_after: back to the roots
     assert bank.resident_nodes == bank.n_models
-    assert (bank.child_count[:bank.n_models] == UNBUILT).all()
+    assert (bank.pending[:bank.n_models] == ALL_PENDING).all()
     r = refine_frame(bank, mid, poses(rng, models, mid, 4, reach=0.8), np.arange(4).reshape(-1, 2),
                      deadline=np.inf, min_level=0)
     assert r.exact.all()
@@ -200,15 +204,17 @@ def test_cap_evicts_least_recently_used_deepest_first(models):
     bank = OcstBank(torus, depth=DEPTH)
     T = poses(np.random.default_rng(4), torus, np.zeros(2, np.int64), 2, reach=0.3)
     refine_frame(bank, np.zeros(2, np.int64), T, np.array([[0, 1]]), deadline=np.inf, min_level=0)
-    assert bank.resident_nodes > 9 and bank.child_count[0] == 8
-    bank.max_nodes = 9  # the root and its 8 children: everything was used at the same time
+    assert bank.resident_nodes > 9
+    levels = np.sort(bank.level[bank.built_nodes()])
+    bank.max_nodes = 9  # everything was used at the same time: the 9 shallowest spheres stay
     bank.maintain(bank.now)
-    assert bank.resident_nodes == 9 and bank.child_count[0] == 8
-    assert (bank.child_count[bank.first_child[0]:bank.first_child[0] + 8] == UNBUILT).all()
+    assert bank.resident_nodes == 9
+    assert np.array_equal(np.sort(bank.level[bank.built_nodes()]), levels[:9])
+    check_coverage(bank, np.random.default_rng(4))
 
 
 class BuildClock(TickClock):
-    """A TickClock that also advances by `cost` per group the bank builds (building is work the
+    """A TickClock that also advances by `cost` per sphere the bank builds (building is work the
     deadline must see, as the wall clock sees it)."""
 
     def __init__(self, bank, cost):
@@ -216,9 +222,9 @@ class BuildClock(TickClock):
         build = bank.build
 
         def timed_build(nodes):
-            before = bank.built_groups
+            before = bank.built_spheres
             build(nodes)
-            self.spend(cost * (bank.built_groups - before))
+            self.spend(cost * (bank.built_spheres - before))
         bank.build = timed_build
 
 
@@ -228,7 +234,7 @@ def test_building_counts_against_the_deadline_and_min_level_holds(models):
     T = poses(rng, models, mid, 16, reach=0.5)
     pairs = np.arange(16).reshape(-1, 2)
     fresh = OcstBank(models, depth=DEPTH)
-    clock = BuildClock(fresh, cost=1.0)  # one second per group: far past any deadline
+    clock = BuildClock(fresh, cost=1.0)  # one second per sphere: far past any deadline
     r = refine_frame(fresh, mid, T, pairs, deadline=clock() + 0.01, min_level=2, clock=clock)
     assert (r.level[r.colliding] == 2).all() and not r.exact[r.colliding].any()
     # the same deadline on trees already built reaches deeper (less is spent)
@@ -259,7 +265,7 @@ def test_prebuilt_and_on_collide_trees_agree_level_by_level(models):
 def test_world_flies_the_same_on_prebuilt_and_on_collide_octrees():
     """The lamps scenario, every pair refined to the triangles (time_critical off): OCST and the
     prebuilt octree have the same geometry, so verdicts, contacts and the state hash agree — also
-    while groups are evicted and rebuilt."""
+    while spheres are evicted and rebuilt."""
     import dataclasses
 
     from spaceship_sim.config import load_config, shipped_config
@@ -275,7 +281,7 @@ def test_world_flies_the_same_on_prebuilt_and_on_collide_octrees():
         hashes[method] = world.state.hash()
     assert hits["ocst"] == hits["octree"] > 0
     assert hashes["ocst"] == hashes["octree"]
-    assert world.bank.evicted_groups > 0 and world.bank.built_groups > world.bank.evicted_groups
+    assert world.bank.evicted_spheres > 0 and world.bank.built_spheres > world.bank.evicted_spheres
 
 
 def test_resident_reasons_account_for_every_sphere(models):
@@ -295,3 +301,62 @@ def test_resident_reasons_account_for_every_sphere(models):
     assert bank.resident_reasons() == dict(used, in_use=0, kept=used["in_use"])
     bank.maintain(2.0)
     assert bank.resident_reasons() == {"roots": 1, "in_use": 0, "kept": 0, "never_used": 0}
+
+
+def test_octants_are_built_only_where_a_pair_needs_them(models):
+    """Octants built one at a time: on fresh banks, each pair's verdict equals brute force and
+    coverage holds (pending octants excused), while occupied siblings of built children stay
+    pending — spheres a whole group would have built. Pending bits are left only on occupied
+    octants of a node once one of its octants is built (empty ones are struck)."""
+    lamp = models[:1]
+    rng = np.random.default_rng(8)
+    mid = np.zeros(2, np.int64)
+    saved = 0
+    for _ in range(12):
+        bank = OcstBank(lamp, depth=4)
+        T = poses(rng, lamp, mid, 2, reach=0.9)
+        for all_contacts in (False, True):
+            r = refine_frame(bank, mid, T, np.array([[0, 1]]), deadline=np.inf, min_level=0,
+                             all_contacts=all_contacts)
+            want = BruteForceExact(lamp).collide(mid[:1], mid[1:], T[:1], T[1:])
+            assert r.exact[0] and r.colliding[0] == want.colliding[0]
+            check_coverage(bank, rng)
+        nodes = bank.built_nodes()
+        inner = nodes[bank.child_count[nodes] > 0]
+        kids = bank.first_child[inner][:, None] + np.arange(8)[None]
+        grown = ~np.isnan(bank.radius[kids]).all(axis=1)  # nodes with a child built
+        saved += sum(bin(int(p)).count("1") for p in bank.pending[inner[grown]])
+        origin, side = bank._cube[0]
+        for p in inner[grown]:  # every pending octant of a grown node is occupied
+            size = side / 2 ** (bank.level[p] + 1)
+            ids = bank.tri_idx[bank.tri_ptr[p]:bank.tri_ptr[p + 1]]
+            for j in range(8):
+                if bank.pending[p] >> j & 1:
+                    lo = origin + (2 * bank.cell[p] + [j >> 2, j >> 1 & 1, j & 1]) * size
+                    assert _meets_box(bank.tri_verts[ids], lo, lo + size)
+    assert saved > 0
+
+
+def _meets_box(tris, lo, hi):
+    """Whether a triangle of tris (n, 3, 3) meets the cube [lo, hi] (the octree's own SAT test)."""
+    from spaceship_sim.geometry.triangles import triangle_meets_box
+
+    c, half = (lo + hi) / 2, float((hi - lo)[0]) / 2
+    v, e = np.empty((3, 3)), np.empty((3, 3))
+    tris = np.ascontiguousarray(tris)
+    return any(triangle_meets_box(tris, i, c[0], c[1], c[2], half, v, e) for i in range(len(tris)))
+
+
+def test_a_generous_deadline_refines_as_far_as_no_deadline(models):
+    """Rows that the forced levels leave waiting for octants, all of them, are resumed after the
+    kernel has ended its level: the search must go on from there (it used to stop, every row at
+    min_level, well before the deadline)."""
+    rng = np.random.default_rng(12)
+    mid = np.zeros(8, np.int64)
+    T = poses(rng, models, mid, 8, reach=0.6)
+    pairs = np.arange(8).reshape(-1, 2)
+    clock = TickClock(1e-6)
+    r = refine_frame(OcstBank(models[:1], depth=DEPTH), mid, T, pairs, deadline=clock() + 10.0, min_level=1,
+                     clock=clock)
+    free = refine_frame(OcstBank(models[:1], depth=DEPTH), mid, T, pairs, deadline=np.inf, min_level=0)
+    assert r.exact.all() and np.array_equal(r.level, free.level) and np.array_equal(r.colliding, free.colliding)
