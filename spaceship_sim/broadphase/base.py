@@ -69,6 +69,7 @@ def warm_up(cls) -> None:
     for k in range(3):
         bp.invalidate(np.array([k], np.int64))  # as the pipeline's kernels give them
         bp.find_pairs(0.01 * k, pos + 0.01 * k * vel, vel, acc)
+    cls.warm_rare_paths()
 
 
 class BroadPhase:
@@ -95,6 +96,11 @@ class BroadPhase:
         if not cls.__dict__.get("_warmed", False):
             cls._warmed = True
             warm_up(cls)
+
+    @classmethod
+    def warm_rare_paths(cls) -> None:
+        """Run the kernels that find_pairs reaches only in rare cases, which four ships do not
+        meet (warm_up): none here."""
 
     def find_pairs(self, t: float, pos, vel, accel_bound) -> np.ndarray:
         """Pairs whose bounding spheres overlap at time t [s].

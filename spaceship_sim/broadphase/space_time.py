@@ -243,6 +243,16 @@ class SpaceTime(BroadPhase):
         self.grid = ShipGrid(n)
         self.schedule = PairSchedule(n)
 
+    @classmethod
+    def warm_rare_paths(cls) -> None:
+        """The kernels of _reball's Python fallback (a grid rebuild, out of room), which the
+        compiled path never calls: left cold, the first fallback of a run loaded them in the middle
+        of a frame (measured: an 8 ms frame among 0.4 ms ones at 10,000 ships)."""
+        grid, schedule = ShipGrid(2), PairSchedule(2, cap=1)
+        ball = np.array([[0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 1.0]])
+        grid.move(np.arange(2, dtype=np.int64), ball)
+        schedule.add(*grid.pairs(np.zeros(1, np.int64), ball))
+
     @property
     def horizon(self) -> float:
         """The period H of the horizon cycle [s]."""
