@@ -58,6 +58,7 @@ class DistanceFront:
 
     roots : (k, 2) int64 root nodes of the rows; R (k, 3, 3), t (k, 3): the poses
     x, y, lb : (k, FRONT_ROOM) the pairs, n (k,) int64 how many per row (-1: none kept)
+    fresh : (k,) int64, how many the last search from the roots left (query.FRONT_GROWTH)
     tri   : (k, 2) int64 global faces of the closest pair (-1: none)
     """
 
@@ -68,12 +69,13 @@ class DistanceFront:
     y: np.ndarray
     lb: np.ndarray
     n: np.ndarray
+    fresh: np.ndarray
     tri: np.ndarray
     spent: bool = False
 
     def copy(self) -> "DistanceFront":
         """An unspent copy (to run the same frame again from the same front)."""
-        return DistanceFront(*(getattr(self, f).copy() for f in ("roots", "R", "t", "x", "y", "lb", "n", "tri")))
+        return DistanceFront(*(getattr(self, f).copy() for f in ("roots", "R", "t", "x", "y", "lb", "n", "fresh", "tri")))
 
 
 class SSVExact:
@@ -92,8 +94,8 @@ class SSVExact:
         self.depth = int(self.bank.depth.max())
         self.cap = ALL_CONTACTS_CAP
         self.room = PENDING_ROOM * (self.depth + 2)  # distance's pending pairs (tests set it small)
-        b = self.bank  # how far each node's SSV reaches from its model's origin (front tracking)
-        self.reach = np.linalg.norm(b.center, axis=1) + np.hypot(b.half[:, 0], b.half[:, 1]) + b.radius
+        b = self.bank  # how far each node's SSV reaches from its core's centre (front tracking)
+        self.extent = np.hypot(b.half[:, 0], b.half[:, 1]) + b.radius
         self.threads = numba.config.NUMBA_NUM_THREADS if threads is None else max(1, min(int(threads),
                                                                                        numba.config.NUMBA_NUM_THREADS))
 
@@ -161,15 +163,16 @@ class SSVExact:
         none = np.full(k, -1, np.int64)
         if front is None:
             fx = fy = np.empty((k, 0), np.int64)
-            fl, fn, moved = np.empty((k, 0)), np.zeros(k, np.int64), np.zeros((k, 2))
+            fl, fn, fresh, moved = np.empty((k, 0)), np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros((k, 5))
         else:
-            fx, fy, fl, fn, moved = front.x, front.y, front.lb, front.n, _moved(front.R, front.t, R, t)
+            fx, fy, fl, fn, fresh = front.x, front.y, front.lb, front.n, front.fresh
+            moved = _moved(front.R, front.t, R, t, self.bank.tris, front.tri[:, 1])
         with self._pool(k) as bounds:
             return distance_pairs(*self.bank.arrays, R, t, ra, rb, bounds, self.room,
                                   none if seed_a is None else seed_a, none if seed_b is None else seed_b,
                                   np.full(k, np.inf) if bound is None else bound, float(rel), float(abs_tol),
-                                  np.zeros(k) if stop_at is None else stop_at, bool(priority), self.reach,
-                                  fx, fy, fl, fn, moved)
+                                  np.zeros(k) if stop_at is None else stop_at, bool(priority), self.extent,
+                                  fx, fy, fl, fn, fresh, moved)
 
     def distance(self, ma, mb, Ta, Tb, rel: float = 0.0, abs_tol: float = 0.0, seed=None,
                  priority: bool = True, front: DistanceFront | None = None, keep_front: bool = False) -> DistanceAnswer:
@@ -194,11 +197,11 @@ class SSVExact:
             k = len(ra)
             front = DistanceFront(np.stack([ra, rb], 1), R, t, np.empty((k, FRONT_ROOM), np.int64),
                                   np.empty((k, FRONT_ROOM), np.int64), np.empty((k, FRONT_ROOM)),
-                                  np.zeros(k, np.int64), np.full((k, 2), -1, np.int64))
+                                  np.zeros(k, np.int64), np.zeros(k, np.int64), np.full((k, 2), -1, np.int64))
         dist, tri, pts = self._distance_rows(R, t, ra, rb, seed_a, seed_b, rel, abs_tol, priority=priority, front=front)
         if front is not None:
             front.spent = True
-            front = DistanceFront(front.roots, R, t, front.x, front.y, front.lb, front.n, tri)
+            front = DistanceFront(front.roots, R, t, front.x, front.y, front.lb, front.n, front.fresh, tri)
         return DistanceAnswer(dist, *_local_world(tri, pts, off_a, off_b, Ta), front=front)
 
     @staticmethod
@@ -251,18 +254,27 @@ def _same_roots(roots, ra, rb):
 
 
 @njit(cache=True)
-def _moved(R0, t0, R, t):
-    """(k, 2): |R - R0|_F and |t - t0| per row, how far pose (R, t) moved from (R0, t0): a point at
-    distance r from B's origin moved at most |R - R0|_F r + |t - t0| (the Frobenius norm bounds the
-    spectral one)."""
-    out = np.empty((len(R), 2))
+def _moved(R0, t0, R, t, tris, face_b):
+    """(k, 5): how far each row's pose (R, t) moved from (R0, t0), about a pivot o in B's body frame,
+    the centroid of B's face face_b[i] (last frame's closest; B's origin where -1): a point p of B
+    moved by (R - R0)(p - o) + (R - R0) o + t - t0, at most out[i, 0] |p - o| + out[i, 1], where
+    out[i, 0] = |R - R0|_F / sqrt(2) bounds the spectral norm (exactly it for two rotations, whose
+    difference has two equal singular values and a zero), out[i, 1] = |(R - R0) o + t - t0| and
+    out[i, 2:5] = o. Rounding: the matrices are orthonormal to ~1e-16; the 1e-15 terms cover it."""
+    out = np.zeros((len(R), 5))
     for i in range(len(R)):
-        a = 0.0
+        if face_b[i] >= 0:
+            for c in range(3):
+                out[i, 2 + c] = (tris[face_b[i], 0, c] + tris[face_b[i], 1, c] + tris[face_b[i], 2, c]) / 3.0
+        a, m = 0.0, 0.0
         for r in range(3):
+            w = t[i, r] - t0[i, r]
             for c in range(3):
                 a += (R[i, r, c] - R0[i, r, c]) ** 2
-        out[i, 0] = np.sqrt(a)
-        out[i, 1] = np.sqrt((t[i, 0] - t0[i, 0]) ** 2 + (t[i, 1] - t0[i, 1]) ** 2 + (t[i, 2] - t0[i, 2]) ** 2)
+                w += (R[i, r, c] - R0[i, r, c]) * out[i, 2 + c]
+            m += w * w
+        out[i, 0] = np.sqrt(a / 2.0) + 1e-15
+        out[i, 1] = np.sqrt(m) + 1e-15 * (np.abs(t[i]).sum() + np.abs(t0[i]).sum() + np.abs(out[i, 2:]).sum())
     return out
 
 

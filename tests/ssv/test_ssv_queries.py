@@ -160,21 +160,46 @@ def test_front_tracking_along_a_trajectory_gives_the_searchs_answers(ssv, models
     assert np.all(front.n > 0)  # the fronts were kept, not dropped and rebuilt
 
 
+@SETTINGS
+@given(SEEDS, st.sampled_from([1, 2]), st.sampled_from([0.1, 0.4]))
+def test_front_tracking_when_b_turns_about_its_closest_point(ssv, models, seed, a, turn):
+    """B turning about its own closest point (which barely moves: the pivot's motion is ~0) swings its
+    far parts towards A: only the rotation's share of the bounds' decay keeps those pairs honest."""
+    from scipy.spatial.transform import Rotation
+    rng = np.random.default_rng(seed)
+    k = 4
+    Ta, Tb = _poses(rng, models, a, a, k, reach=3.0)
+    got = ssv.distance(*_pair(k, a, a), Ta, Tb, keep_front=True)
+    for _ in range(4):
+        pivot = np.where(got.distance[:, None] > 0, got.points[:, 1], Tb[:, :3, 3])  # world
+        step = np.tile(np.eye(4), (k, 1, 1))
+        step[:, :3, :3] = Rotation.from_rotvec(rng.normal(size=(k, 3)) * turn / np.sqrt(3)).as_matrix()
+        step[:, :3, 3] = pivot - np.einsum("kij,kj->ki", step[:, :3, :3], pivot)
+        Tb = step @ Tb
+        got = ssv.distance(*_pair(k, a, a), Ta, Tb, front=got.front)
+        assert np.allclose(got.distance, ssv.distance(*_pair(k, a, a), Ta, Tb).distance, rtol=1e-12, atol=1e-15)
+
+
 @settings(max_examples=4, deadline=None)
 @given(SEEDS, MODEL, MODEL)
 def test_front_tracking_stays_exact_when_fronts_or_pending_pairs_overflow(ssv, models, seed, a, b):
-    """A front too big for FRONT_ROOM is dropped (the next frame starts from the roots) and a row whose
-    pending pairs overflow is rerun from the roots: the answers stay those of a plain search."""
+    """A front too big for FRONT_ROOM is dropped (the next frame starts from the roots), so is one grown
+    past FRONT_GROWTH x a fresh search's (here: every front, said to have grown from none), and a row
+    whose pending pairs overflow is rerun from the roots: the answers stay those of a plain search."""
     import spaceship_sim.ssv.exact as ex
     Ta, Tb = _trajectory(np.random.default_rng(seed), models, a, b, 3, 4, 0.03)
-    for front_room, room in ((4, ssv.room), (ex.FRONT_ROOM, 1)):
+    for front_room, room, grown in ((4, ssv.room, False), (ex.FRONT_ROOM, 1, False), (ex.FRONT_ROOM, ssv.room, True)):
         saved = ex.FRONT_ROOM, ssv.room
         ex.FRONT_ROOM, ssv.room = front_room, room
         try:
             front = None
             for f in range(len(Ta)):
+                if grown and front is not None:
+                    front.fresh[:] = 0
                 got = ssv.distance(*_pair(3, a, b), Ta[f], Tb[f], front=front, keep_front=True)
                 front = got.front
+                if grown:
+                    assert np.array_equal(front.fresh, front.n)  # searched from the roots
                 assert np.allclose(got.distance, ssv.distance(*_pair(3, a, b), Ta[f], Tb[f]).distance,
                                    rtol=1e-12, atol=1e-15)
         finally:
