@@ -52,7 +52,7 @@ class DistanceAnswer:
 @dataclass(eq=False)
 class DistanceFront:
     """Where each row's distance search stopped: the node pairs it did not descend, with lower
-    bounds on their triangles' distance at the relative pose R, t it ran at (query.distance_pairs),
+    bounds on their triangles' distance at the relative pose R, t they hold at (query.distance_pairs),
     and its closest triangle pair. Passed back as `front`, it is spent: the next answer's front
     reuses its arrays (a second use raises).
 
@@ -164,15 +164,16 @@ class SSVExact:
         if front is None:
             fx = fy = np.empty((k, 0), np.int64)
             fl, fn, fresh, moved = np.empty((k, 0)), np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros((k, 5))
+            R0, t0 = R, t
         else:
-            fx, fy, fl, fn, fresh = front.x, front.y, front.lb, front.n, front.fresh
+            fx, fy, fl, fn, fresh, R0, t0 = front.x, front.y, front.lb, front.n, front.fresh, front.R, front.t
             moved = _moved(front.R, front.t, R, t, self.bank.tris, front.tri[:, 1])
         with self._pool(k) as bounds:
             return distance_pairs(*self.bank.arrays, R, t, ra, rb, bounds, self.room,
                                   none if seed_a is None else seed_a, none if seed_b is None else seed_b,
                                   np.full(k, np.inf) if bound is None else bound, float(rel), float(abs_tol),
                                   np.zeros(k) if stop_at is None else stop_at, bool(priority), self.extent,
-                                  fx, fy, fl, fn, fresh, moved)
+                                  fx, fy, fl, fn, fresh, moved, R0, t0)
 
     def distance(self, ma, mb, Ta, Tb, rel: float = 0.0, abs_tol: float = 0.0, seed=None,
                  priority: bool = True, front: DistanceFront | None = None, keep_front: bool = False) -> DistanceAnswer:
@@ -195,13 +196,13 @@ class SSVExact:
                 seed_a, seed_b = front.tri[:, 0].copy(), front.tri[:, 1].copy()
         elif keep_front:
             k = len(ra)
-            front = DistanceFront(np.stack([ra, rb], 1), R, t, np.empty((k, FRONT_ROOM), np.int64),
+            front = DistanceFront(np.stack([ra, rb], 1), R.copy(), t.copy(), np.empty((k, FRONT_ROOM), np.int64),
                                   np.empty((k, FRONT_ROOM), np.int64), np.empty((k, FRONT_ROOM)),
                                   np.zeros(k, np.int64), np.zeros(k, np.int64), np.full((k, 2), -1, np.int64))
         dist, tri, pts = self._distance_rows(R, t, ra, rb, seed_a, seed_b, rel, abs_tol, priority=priority, front=front)
         if front is not None:
             front.spent = True
-            front = DistanceFront(front.roots, R, t, front.x, front.y, front.lb, front.n, front.fresh, tri)
+            front = DistanceFront(front.roots, front.R, front.t, front.x, front.y, front.lb, front.n, front.fresh, tri)
         return DistanceAnswer(dist, *_local_world(tri, pts, off_a, off_b, Ta), front=front)
 
     @staticmethod

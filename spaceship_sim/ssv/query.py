@@ -247,7 +247,8 @@ def _pending(cap):
 
 @njit(cache=True, parallel=True)
 def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_center, box_half, R, t, root_a, root_b,
-                   bounds, room, seed_a, seed_b, bound, rel, abs_tol, stop_at, priority, extent, fx, fy, fl, fn, fresh, moved):
+                   bounds, room, seed_a, seed_b, bound, rel, abs_tol, stop_at, priority, extent, fx, fy, fl, fn, fresh, moved,
+                   R0, t0):
     """Closest triangle pair of k ship pairs, within a tolerance.
 
     seed_a, seed_b : (k,) int64 global faces of a triangle pair to start from (-1: none)
@@ -270,6 +271,9 @@ def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_cent
                      descended on the way stay fine-grained; on the capsules it grew 8x in 600 frames)
     moved          : (k, 5) float64, how far pose i moved since the front's: a point p of B (body frame)
                      moved at most moved[i, 0] |p - o| + moved[i, 1] [m], o = moved[i, 2:5] (a pivot)
+    R0, t0         : (k, 3, 3), (k, 3), the pose each front's bounds hold at, set to (R[i], t[i]) by the rows
+                     that rework their front (R, t themselves when fronts are not kept); a row whose seed
+                     answers at once (touching) leaves its front and pose as they were
     (box_center, box_half: the nodes' boxes, taken with the other node arrays, unused here)
     Returns dist (k,) float64 [m] (0 when the ships intersect; `bound` when nothing closer was
     found), tri (k, 2) int64 global faces (-1 when nothing closer than `bound`), points (k, 2, 3)
@@ -290,7 +294,7 @@ def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_cent
                 dist[i] = _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, root_a[i],
                                         root_b[i], seed_a[i], seed_b[i], bound[i], rel, abs_tol, stop_at[i], priority,
                                         Vb, out, tri, points, key, hx, hy, sk, sx, sy, extent, fx, fy, fl, fn, m,
-                                        moved[i])
+                                        moved[i], R0, t0)
                 if dist[i] >= 0.0:
                     break
                 # the pending pairs overflowed: the row again from the roots (the front was spent) with twice the room
@@ -318,7 +322,7 @@ def _keep(fx, fy, fl, fn, i, x, y, lb):
 @njit(cache=True)
 def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, ra, rb, sa, sb, bound, rel,
                   abs_tol, stop_at, priority, Vb, out, tri, points, key, hx, hy, sk, sx, sy, extent, fx, fy, fl, fn,
-                  m, moved):
+                  m, moved, R0, t0):
     """distance_pairs for row i (scalars: its roots, seed, bound, stop; m pairs on its front, which
     moved as moved[i] says); writes tri[i], points[i] and the new front, returns the distance. Pending pairs
     whose SSVs overlap (lower bound <= 0, all equally promising) go on a stack, worked first and
@@ -344,6 +348,13 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
         if d < best:
             best, tri[i, 0], tri[i, 1] = d, sa, sb
             points[i] = out
+    if m > 0 and best <= stop_at:  # the seed answers (touching): the front stays as it was, at its pose
+        fn[i] = m
+        return best
+    for r in range(3):
+        t0[i, r] = t[i, r]
+        for c in range(3):
+            R0[i, r, c] = R[i, r, c]
     ns, nh = 0, 0
     if m > 0:  # last frame's front, read and rewritten in place (a pair kept at once goes no further on)
         dR, dT, ox, oy, oz = moved[0], moved[1], moved[2], moved[3], moved[4]

@@ -206,6 +206,30 @@ def test_front_tracking_stays_exact_when_fronts_or_pending_pairs_overflow(ssv, m
             ex.FRONT_ROOM, ssv.room = saved
 
 
+@SETTINGS
+@given(SEEDS, MODEL)
+def test_a_row_whose_seed_touches_keeps_its_front_at_the_pose_its_bounds_hold_at(ssv, models, seed, a):
+    """B moved so that last frame's closest points meet: the seed pair intersects, the row answers 0 at
+    once and its front (bounds valid at the old pose) stays as it was, old pose included, so that
+    next frame's bounds decay by the motion since that pose, not since this frame's."""
+    Ta, Tb = _poses(np.random.default_rng(seed), models, a, a, 4, reach=3.0)
+    first = ssv.distance(*_pair(4, a, a), Ta, Tb, keep_front=True)
+    apart = first.distance > 0
+    R, t, n = first.front.R.copy(), first.front.t.copy(), first.front.n.copy()
+    moved = Tb.copy()
+    moved[apart, :3, 3] += (first.points[apart, 0] - first.points[apart, 1]) * 1.001  # B's closest point just past A's
+    got = ssv.distance(*_pair(4, a, a), Ta, moved, front=first.front)
+    assert np.all(got.distance == 0)
+    out = np.empty((2, 3))
+    for i in range(4):  # the rows whose seed pair now intersects (an edge-edge pair pushed past may not)
+        fa, fb = first.tri[i]
+        A = world_triangles(models[a].vertices, models[a].faces[fa:fa + 1], Ta[i])
+        B = world_triangles(models[a].vertices, models[a].faces[fb:fb + 1], moved[i])
+        if distance_triangle_triangle(A[0], B[0], out) == 0.0:
+            assert np.array_equal(got.front.R[i], R[i]) and np.array_equal(got.front.t[i], t[i])
+            assert got.front.n[i] == n[i]
+
+
 def test_a_front_is_spent_once_and_only_for_its_rows(ssv, models):
     Ta, Tb = _poses(np.random.default_rng(5), models, 2, 2, 2, reach=3.0)
     first = ssv.distance(*_pair(2, 2, 2), Ta, Tb, keep_front=True)
