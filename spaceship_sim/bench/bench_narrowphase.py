@@ -489,21 +489,36 @@ def measure_ssv(T, mesh, peer, args):
     path = trajectory(T)
     zt, Pa, Pb = np.zeros(1, np.int64), path[0::2], path[1::2]
 
-    def coherent(frames, seed):
+    def coherent(frames, carried, front):
+        """One query per frame, carrying on the last frame's front (front tracking) or only its
+        closest triangle pair (triangle caching)."""
         out = []
-        for i in frames:  # one query per frame, seeded by the last frame's closest pair
-            r = ssv.distance(zt, zt, Pa[i:i + 1], Pb[i:i + 1], seed=seed)
-            seed, out = r.tri, out + [r.distance[0]]
-        return np.array(out), seed
+        carried = carried.copy() if front and carried is not None else carried  # best_time may rerun the chunk
+        for i in frames:
+            if front:
+                r = ssv.distance(zt, zt, Pa[i:i + 1], Pb[i:i + 1], front=carried, keep_front=True)
+                carried = r.front
+            else:
+                r = ssv.distance(zt, zt, Pa[i:i + 1], Pb[i:i + 1], seed=carried)
+                carried = r.tri
+            out.append(r.distance[0])
+        return np.array(out), carried
 
-    # timed as fcl's trajectory: in chunks of FCL_CHUNK frames, best of each, the seed carried on
-    best, seed, parts = 0.0, np.full((1, 2), -1), []
-    for s in range(0, len(Pa), FCL_CHUNK):
-        took, (part, end_seed) = best_time(lambda: coherent(range(s, min(s + FCL_CHUNK, len(Pa))), seed), 1)
-        best, seed, parts = best + took, end_seed, parts + [part]
-    along = np.concatenate(parts)
-    rows.append((f"ssv distance, coherent ({len(Pa)} frames)", best / len(Pa) * 1e6, along == 0,
-                 float(np.median(along))))
+    along = None
+    for front, label in ((True, "coherent"), (False, "seeded")):
+        coherent(range(2), None if front else np.full((1, 2), -1), front)  # compile / load the seeded path
+        # timed as fcl's trajectory: in chunks of FCL_CHUNK frames, best of each, the state carried on
+        best, carried, parts = 0.0, None if front else np.full((1, 2), -1), []
+        for s in range(0, len(Pa), FCL_CHUNK):
+            frames = range(s, min(s + FCL_CHUNK, len(Pa)))
+            took, (part, carried) = best_time(lambda: coherent(frames, carried, front), 1)
+            best, parts = best + took, parts + [part]
+        got = np.concatenate(parts)
+        along = got if along is None else along
+        if not np.array_equal(got, along):
+            raise AssertionError("front tracking and triangle caching disagree along the trajectory")
+        rows.append((f"ssv distance, {label} ({len(Pa)} frames)", best / len(Pa) * 1e6, got == 0,
+                     float(np.median(got))))
     if peer:
         us, fd = peer.timed_distance(T, args.repeat)
         rows.append(("fcl distance", us, fd == 0, float(np.median(fd))))

@@ -5,7 +5,9 @@
     ssv.distance(ma, mb, Ta, Tb, rel, abs_tol, seed=..., priority=...)   # DistanceAnswer
     ssv.closer_than(ma, mb, Ta, Tb, d)           # (k,) bool
 
-Coherence is the caller's: pass last frame's `DistanceAnswer.tri` back as `seed` (triangle caching).
+Coherence is the caller's: pass last frame's `DistanceAnswer.tri` back as `seed` (triangle caching),
+or ask for the search's front (`keep_front=True`) and pass last frame's `DistanceAnswer.front` back as
+`front` (front tracking: the seed and the proof that nothing is closer, both carried over).
 Faces are local to each model's mesh; transforms are (k, 4, 4) rigid body->world.
 """
 from __future__ import annotations
@@ -26,6 +28,7 @@ ALL_CONTACTS_CAP = 64        # triangle pairs stored per row on a first all-cont
 MAX_REMEMBERED_CAP = 4096    # again); a larger count seen is remembered for later calls, up to this
 PARALLEL_MIN_ROWS = 64       # smaller batches run on one thread: waking the pool costs more than they take
 PENDING_ROOM = 16            # a distance row's room for pending node pairs per tree level (doubled when short)
+FRONT_ROOM = 8192            # node pairs a row's front may hold (a row whose front outgrows it starts over next time)
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,11 +40,42 @@ class DistanceAnswer:
     tri      : (k, 2) int64, (face of A, face of B) realising it, local to each mesh (-1: none)
     points   : (k, 2, 3) float64, world [m], the closest points on A's and B's face (nan when
                intersecting or none)
+    front    : DistanceFront for the next frame's query (None unless asked for)
     """
 
     distance: np.ndarray
     tri: np.ndarray
     points: np.ndarray
+    front: "DistanceFront | None" = None
+
+
+@dataclass(eq=False)
+class DistanceFront:
+    """Where each row's distance search stopped: the node pairs it did not descend, with lower
+    bounds on their triangles' distance at the relative pose R, t they hold at (query.distance_pairs),
+    and its closest triangle pair. Passed back as `front`, it is spent: the next answer's front
+    reuses its arrays (a second use raises).
+
+    roots : (k, 2) int64 root nodes of the rows; R (k, 3, 3), t (k, 3): the poses
+    x, y, lb : (k, FRONT_ROOM) the pairs, n (k,) int64 how many per row (-1: none kept)
+    fresh : (k,) int64, how many the last search from the roots left (query.FRONT_GROWTH)
+    tri   : (k, 2) int64 global faces of the closest pair (-1: none)
+    """
+
+    roots: np.ndarray
+    R: np.ndarray
+    t: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    lb: np.ndarray
+    n: np.ndarray
+    fresh: np.ndarray
+    tri: np.ndarray
+    spent: bool = False
+
+    def copy(self) -> "DistanceFront":
+        """An unspent copy (to run the same frame again from the same front)."""
+        return DistanceFront(*(getattr(self, f).copy() for f in ("roots", "R", "t", "x", "y", "lb", "n", "fresh", "tri")))
 
 
 class SSVExact:
@@ -60,6 +94,8 @@ class SSVExact:
         self.depth = int(self.bank.depth.max())
         self.cap = ALL_CONTACTS_CAP
         self.room = PENDING_ROOM * (self.depth + 2)  # distance's pending pairs (tests set it small)
+        b = self.bank  # how far each node's SSV reaches from its core's centre (front tracking)
+        self.extent = np.hypot(b.half[:, 0], b.half[:, 1]) + b.radius
         self.threads = numba.config.NUMBA_NUM_THREADS if threads is None else max(1, min(int(threads),
                                                                                        numba.config.NUMBA_NUM_THREADS))
 
@@ -120,20 +156,33 @@ class SSVExact:
                            tri_b=flat[:, 1] - self.bank.tri_offset[mb][pair_row], distance=dist)
 
     def _distance_rows(self, R, t, ra, rb, seed_a=None, seed_b=None, rel=0.0, abs_tol=0.0, bound=None,
-                       stop_at=None, priority=False):
+                       stop_at=None, priority=False, front=None):
+        """The kernel's (dist, tri, points) for these rows; `front` (a DistanceFront, or None) is read
+        and rewritten in place."""
         k = len(ra)
         none = np.full(k, -1, np.int64)
+        if front is None:
+            fx = fy = np.empty((k, 0), np.int64)
+            fl, fn, fresh, moved = np.empty((k, 0)), np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros((k, 5))
+            R0, t0 = R, t
+        else:
+            fx, fy, fl, fn, fresh, R0, t0 = front.x, front.y, front.lb, front.n, front.fresh, front.R, front.t
+            moved = _moved(front.R, front.t, R, t, self.bank.tris, front.tri[:, 1])
         with self._pool(k) as bounds:
             return distance_pairs(*self.bank.arrays, R, t, ra, rb, bounds, self.room,
                                   none if seed_a is None else seed_a, none if seed_b is None else seed_b,
                                   np.full(k, np.inf) if bound is None else bound, float(rel), float(abs_tol),
-                                  np.zeros(k) if stop_at is None else stop_at, bool(priority))
+                                  np.zeros(k) if stop_at is None else stop_at, bool(priority), self.extent,
+                                  fx, fy, fl, fn, fresh, moved, R0, t0)
 
     def distance(self, ma, mb, Ta, Tb, rel: float = 0.0, abs_tol: float = 0.0, seed=None,
-                 priority: bool = True) -> DistanceAnswer:
+                 priority: bool = True, front: DistanceFront | None = None, keep_front: bool = False) -> DistanceAnswer:
         """Separation within tolerance: the answer d obeys d* <= d <= max((1 + rel) d*, d* + abs_tol).
         seed     : (k, 2) int local faces (A, B) to start from (last frame's `tri`; -1 rows: none)
-        priority : priority-directed search (default: 20-30% faster than depth-first on the lamp)"""
+        priority : priority-directed search (default: 20-30% faster than depth-first on the lamp)
+        front    : last frame's `DistanceAnswer.front` for the same rows (spent here); its closest
+                   pair seeds the rows `seed` does not
+        keep_front : return the search's front (`DistanceAnswer.front`; implied by `front`)"""
         if not (rel >= 0 and abs_tol >= 0):
             raise ValueError(f"tolerances must be >= 0, got rel={rel}, abs_tol={abs_tol}")
         ma, mb, Ta, R, t, ra, rb = self._setup(ma, mb, Ta, Tb)
@@ -141,8 +190,27 @@ class SSVExact:
         seed_a = seed_b = None
         if seed is not None:
             seed_a, seed_b = _global_seeds(np.asarray(seed, np.int64).reshape(-1, 2), off_a, off_b)
-        dist, tri, pts = self._distance_rows(R, t, ra, rb, seed_a, seed_b, rel, abs_tol, priority=priority)
-        return DistanceAnswer(dist, *_local_world(tri, pts, off_a, off_b, Ta))
+        if front is not None:
+            self._check_front(front, ra, rb)
+            if seed is None:
+                seed_a, seed_b = front.tri[:, 0].copy(), front.tri[:, 1].copy()
+        elif keep_front:
+            k = len(ra)
+            front = DistanceFront(np.stack([ra, rb], 1), R.copy(), t.copy(), np.empty((k, FRONT_ROOM), np.int64),
+                                  np.empty((k, FRONT_ROOM), np.int64), np.empty((k, FRONT_ROOM)),
+                                  np.zeros(k, np.int64), np.zeros(k, np.int64), np.full((k, 2), -1, np.int64))
+        dist, tri, pts = self._distance_rows(R, t, ra, rb, seed_a, seed_b, rel, abs_tol, priority=priority, front=front)
+        if front is not None:
+            front.spent = True
+            front = DistanceFront(front.roots, front.R, front.t, front.x, front.y, front.lb, front.n, front.fresh, tri)
+        return DistanceAnswer(dist, *_local_world(tri, pts, off_a, off_b, Ta), front=front)
+
+    @staticmethod
+    def _check_front(front, ra, rb):
+        if front.spent:
+            raise ValueError("this DistanceFront was used already: pass the latest answer's front")
+        if not _same_roots(front.roots, ra, rb):
+            raise ValueError("front is for other pairs: pass the front of the same rows' last answer")
 
     def closer_than(self, ma, mb, Ta, Tb, d) -> np.ndarray:
         """(k,) bool: the two surfaces come within d [m] (the tolerance query; d scalar or (k,))."""
@@ -173,6 +241,42 @@ def _global_seeds(seed, off_a, off_b):
         if seed[i, 0] >= 0 and seed[i, 1] >= 0:
             sa[i], sb[i] = seed[i, 0] + off_a[i], seed[i, 1] + off_b[i]
     return sa, sb
+
+
+@njit(cache=True)
+def _same_roots(roots, ra, rb):
+    """roots (k', 2) holds the root nodes (ra, rb) (k,) row for row."""
+    if len(roots) != len(ra):
+        return False
+    for i in range(len(ra)):
+        if roots[i, 0] != ra[i] or roots[i, 1] != rb[i]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _moved(R0, t0, R, t, tris, face_b):
+    """(k, 5): how far each row's pose (R, t) moved from (R0, t0), about a pivot o in B's body frame,
+    the centroid of B's face face_b[i] (last frame's closest; B's origin where -1): a point p of B
+    moved by (R - R0)(p - o) + (R - R0) o + t - t0, at most out[i, 0] |p - o| + out[i, 1], where
+    out[i, 0] = |R - R0|_F / sqrt(2) bounds the spectral norm (exactly it for two rotations, whose
+    difference has two equal singular values and a zero), out[i, 1] = |(R - R0) o + t - t0| and
+    out[i, 2:5] = o. Rounding: the matrices are orthonormal to ~1e-16; the 1e-15 terms cover it."""
+    out = np.zeros((len(R), 5))
+    for i in range(len(R)):
+        if face_b[i] >= 0:
+            for c in range(3):
+                out[i, 2 + c] = (tris[face_b[i], 0, c] + tris[face_b[i], 1, c] + tris[face_b[i], 2, c]) / 3.0
+        a, m = 0.0, 0.0
+        for r in range(3):
+            w = t[i, r] - t0[i, r]
+            for c in range(3):
+                a += (R[i, r, c] - R0[i, r, c]) ** 2
+                w += (R[i, r, c] - R0[i, r, c]) * out[i, 2 + c]
+            m += w * w
+        out[i, 0] = np.sqrt(a / 2.0) + 1e-15
+        out[i, 1] = np.sqrt(m) + 1e-15 * (np.abs(t[i]).sum() + np.abs(t0[i]).sum() + np.abs(out[i, 2:]).sum())
+    return out
 
 
 @njit(cache=True)

@@ -1,6 +1,6 @@
 """SSV queries against brute force: collide = all intersecting triangle pairs; distance = the
 smallest triangle–triangle distance, its closest points on the two surfaces; tolerances honoured;
-priority search, triangle caching and any thread count give the same answers."""
+priority search, triangle caching, front tracking and any thread count give the same answers."""
 import numba
 import numpy as np
 import pytest
@@ -119,6 +119,129 @@ def test_priority_search_and_triangle_caching_give_the_exact_distance(ssv, model
             assert np.array_equal(got.distance, exact.distance)
 
 
+def _trajectory(rng, models, a, b, k, frames, step):
+    """(frames, k, 4, 4) Ta, Tb: k random poses (as _poses), B then moving a little each frame
+    (a turn of up to `step` rad about a random axis through B's origin and a shift of up to
+    `step` x the bounding radii), so that consecutive frames are coherent."""
+    from scipy.spatial.transform import Rotation
+    Ta, Tb = _poses(rng, models, a, b, k, reach=3.0)
+    span = models[a].bounding_radius + models[b].bounding_radius
+    turn = Rotation.from_rotvec(rng.normal(size=(k, 3)) * step / np.sqrt(3)).as_matrix()
+    shift = rng.normal(size=(k, 3)) * step * span / np.sqrt(3)
+    out = [Tb.copy()]
+    for _ in range(frames - 1):
+        Tb = Tb.copy()
+        Tb[:, :3, :3] = Tb[:, :3, :3] @ turn
+        Tb[:, :3, 3] += shift
+        out.append(Tb)
+    return np.broadcast_to(Ta, (frames, k, 4, 4)), np.stack(out)
+
+
+@SETTINGS
+@given(SEEDS, MODEL, MODEL, st.sampled_from([0.003, 0.03, 0.3]), st.booleans(), st.sampled_from([0.0, 0.1]))
+def test_front_tracking_along_a_trajectory_gives_the_searchs_answers(ssv, models, seed, a, b, step, priority, rel):
+    """Each frame started from the last frame's front answers as a search from the roots does: the
+    exact distance (which the tests above check against brute force) or one within the tolerance."""
+    k = 3
+    Ta, Tb = _trajectory(np.random.default_rng(seed), models, a, b, k, 6, step)
+    front = None
+    for f in range(len(Ta)):
+        got = ssv.distance(*_pair(k, a, b), Ta[f], Tb[f], rel=rel, priority=priority, front=front, keep_front=True)
+        exact = ssv.distance(*_pair(k, a, b), Ta[f], Tb[f])
+        if rel == 0.0:
+            assert np.allclose(got.distance, exact.distance, rtol=1e-12, atol=1e-15)
+        else:
+            assert np.all(got.distance >= exact.distance * (1 - 1e-12))
+            assert np.all(got.distance <= exact.distance * (1 + rel) * (1 + 1e-12) + 1e-15)
+        apart = got.distance > 0
+        assert np.allclose(np.linalg.norm(got.points[apart, 0] - got.points[apart, 1], axis=1), got.distance[apart],
+                           rtol=1e-9)
+        front = got.front
+    assert np.all(front.n > 0)  # the fronts were kept, not dropped and rebuilt
+
+
+@SETTINGS
+@given(SEEDS, st.sampled_from([1, 2]), st.sampled_from([0.1, 0.4]))
+def test_front_tracking_when_b_turns_about_its_closest_point(ssv, models, seed, a, turn):
+    """B turning about its own closest point (which barely moves: the pivot's motion is ~0) swings its
+    far parts towards A: only the rotation's share of the bounds' decay keeps those pairs honest."""
+    from scipy.spatial.transform import Rotation
+    rng = np.random.default_rng(seed)
+    k = 4
+    Ta, Tb = _poses(rng, models, a, a, k, reach=3.0)
+    got = ssv.distance(*_pair(k, a, a), Ta, Tb, keep_front=True)
+    for _ in range(4):
+        pivot = np.where(got.distance[:, None] > 0, got.points[:, 1], Tb[:, :3, 3])  # world
+        step = np.tile(np.eye(4), (k, 1, 1))
+        step[:, :3, :3] = Rotation.from_rotvec(rng.normal(size=(k, 3)) * turn / np.sqrt(3)).as_matrix()
+        step[:, :3, 3] = pivot - np.einsum("kij,kj->ki", step[:, :3, :3], pivot)
+        Tb = step @ Tb
+        got = ssv.distance(*_pair(k, a, a), Ta, Tb, front=got.front)
+        assert np.allclose(got.distance, ssv.distance(*_pair(k, a, a), Ta, Tb).distance, rtol=1e-12, atol=1e-15)
+
+
+@settings(max_examples=4, deadline=None)
+@given(SEEDS, MODEL, MODEL)
+def test_front_tracking_stays_exact_when_fronts_or_pending_pairs_overflow(ssv, models, seed, a, b):
+    """A front too big for FRONT_ROOM is dropped (the next frame starts from the roots), so is one grown
+    past FRONT_GROWTH x a fresh search's (here: every front, said to have grown from none), and a row
+    whose pending pairs overflow is rerun from the roots: the answers stay those of a plain search."""
+    import spaceship_sim.ssv.exact as ex
+    Ta, Tb = _trajectory(np.random.default_rng(seed), models, a, b, 3, 4, 0.03)
+    for front_room, room, grown in ((4, ssv.room, False), (ex.FRONT_ROOM, 1, False), (ex.FRONT_ROOM, ssv.room, True)):
+        saved = ex.FRONT_ROOM, ssv.room
+        ex.FRONT_ROOM, ssv.room = front_room, room
+        try:
+            front = None
+            for f in range(len(Ta)):
+                if grown and front is not None:
+                    front.fresh[:] = 0
+                got = ssv.distance(*_pair(3, a, b), Ta[f], Tb[f], front=front, keep_front=True)
+                front = got.front
+                if grown:
+                    assert np.array_equal(front.fresh, front.n)  # searched from the roots
+                assert np.allclose(got.distance, ssv.distance(*_pair(3, a, b), Ta[f], Tb[f]).distance,
+                                   rtol=1e-12, atol=1e-15)
+        finally:
+            ex.FRONT_ROOM, ssv.room = saved
+
+
+@SETTINGS
+@given(SEEDS, MODEL)
+def test_a_row_whose_seed_touches_keeps_its_front_at_the_pose_its_bounds_hold_at(ssv, models, seed, a):
+    """B moved so that last frame's closest points meet: the seed pair intersects, the row answers 0 at
+    once and its front (bounds valid at the old pose) stays as it was, old pose included, so that
+    next frame's bounds decay by the motion since that pose, not since this frame's."""
+    Ta, Tb = _poses(np.random.default_rng(seed), models, a, a, 4, reach=3.0)
+    first = ssv.distance(*_pair(4, a, a), Ta, Tb, keep_front=True)
+    apart = first.distance > 0
+    R, t, n = first.front.R.copy(), first.front.t.copy(), first.front.n.copy()
+    moved = Tb.copy()
+    moved[apart, :3, 3] += (first.points[apart, 0] - first.points[apart, 1]) * 1.001  # B's closest point just past A's
+    got = ssv.distance(*_pair(4, a, a), Ta, moved, front=first.front)
+    assert np.all(got.distance == 0)
+    out = np.empty((2, 3))
+    for i in range(4):  # the rows whose seed pair now intersects (an edge-edge pair pushed past may not)
+        fa, fb = first.tri[i]
+        A = world_triangles(models[a].vertices, models[a].faces[fa:fa + 1], Ta[i])
+        B = world_triangles(models[a].vertices, models[a].faces[fb:fb + 1], moved[i])
+        if distance_triangle_triangle(A[0], B[0], out) == 0.0:
+            assert np.array_equal(got.front.R[i], R[i]) and np.array_equal(got.front.t[i], t[i])
+            assert got.front.n[i] == n[i]
+
+
+def test_a_front_is_spent_once_and_only_for_its_rows(ssv, models):
+    Ta, Tb = _poses(np.random.default_rng(5), models, 2, 2, 2, reach=3.0)
+    first = ssv.distance(*_pair(2, 2, 2), Ta, Tb, keep_front=True)
+    again = ssv.distance(*_pair(2, 2, 2), Ta, Tb, front=first.front.copy())
+    assert np.array_equal(again.distance, first.distance) and again.front is not None
+    ssv.distance(*_pair(2, 2, 2), Ta, Tb, front=first.front)
+    with pytest.raises(ValueError, match="used already"):
+        ssv.distance(*_pair(2, 2, 2), Ta, Tb, front=first.front)
+    with pytest.raises(ValueError, match="other pairs"):
+        ssv.distance(*_pair(2, 1, 2), Ta, Tb, front=again.front)
+
+
 @SETTINGS
 @given(SEEDS, MODEL, MODEL, st.sampled_from([0.0, 0.1]), st.booleans())
 def test_distance_rows_that_outgrow_their_room_are_rerun_to_the_same_answer(ssv, models, seed, a, b, rel, priority):
@@ -143,9 +266,14 @@ def test_parallel_equals_serial(ssv, models):
         try:
             c = ssv.collide(ma, mb, Ta, Tb, True)
             d = ssv.distance(ma, mb, Ta, Tb, rel=0.1)
+            moved = Tb.copy()
+            moved[:, :3, 3] += 0.01
+            f = ssv.distance(ma, mb, Ta, moved, front=ssv.distance(ma, mb, Ta, Tb, keep_front=True).front)
         finally:
             numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-        runs.append((c.colliding, c.tri_ptr, c.tri_a, c.tri_b, c.distance, d.distance, d.tri, d.points))
+        runs.append((c.colliding, c.tri_ptr, c.tri_a, c.tri_b, c.distance, d.distance, d.tri, d.points,
+                     f.distance, f.tri, f.points, f.front.n,
+                     *(np.concatenate([a[i, :n] for i, n in enumerate(f.front.n)]) for a in (f.front.x, f.front.y, f.front.lb))))
     for x, y in zip(*runs):
         assert np.array_equal(x, y, equal_nan=True)
 
