@@ -79,10 +79,15 @@ def crowded(n_outside, n):
 
 
 @njit(cache=True)
+def cell_size_wanted(rmax):
+    """The cell size a rebuild aims at for the largest ball radius rmax: 2 rmax."""
+    return max(2.0 * rmax, MIN_CELL)
+
+
+@njit(cache=True)
 def cells_fit(rmax, h_want):
-    """The cells still suit the largest ball radius: 2 rmax within [h_want / 2, 2 h_want]."""
-    want = max(2.0 * rmax, MIN_CELL)
-    return 0.5 * h_want <= want <= 2.0 * h_want
+    """The cells still suit the largest ball radius: cell_size_wanted within [h_want / 2, 2 h_want]."""
+    return 0.5 * h_want <= cell_size_wanted(rmax) <= 2.0 * h_want
 
 
 @njit(cache=True)
@@ -161,7 +166,8 @@ class ShipGrid:
         self.batch = np.zeros(n, np.bool_)
         self.h_want = None  # 2 × the largest radius at the last rebuild [m]
         self.rebuilds = 0
-        self.out_a, self.out_b = np.empty(8 * n + 256, np.int64), np.empty(8 * n + 256, np.int64)  # query room
+        # the compiled re-ball's query room (SpaceTime._reball grows it)
+        self.out_a, self.out_b = np.empty(8 * n + 256, np.int64), np.empty(8 * n + 256, np.int64)
 
     def move(self, ships, ball, rmax=None) -> None:
         """These ships' balls changed (every ship's ball must be set before the first call); rmax:
@@ -178,7 +184,7 @@ class ShipGrid:
     def rebuild(self, ball) -> None:
         """New box around the centres (with room to move) and cell size (from self.rmax); every
         ship inserted."""
-        want = max(2.0 * self.rmax, MIN_CELL)
+        want = cell_size_wanted(self.rmax)
         lo = np.array([ball[:, a].min() for a in range(3)])  # per column: ~10× faster than axis=0
         extent = np.array([ball[:, a].max() for a in range(3)]) - lo
         margin = 0.125 * extent + want
@@ -208,6 +214,4 @@ class ShipGrid:
             if cnt <= cap:
                 break
             cap = cnt
-        if cnt > len(self.out_a):  # room for the next queries of the compiled path (SpaceTime._reball)
-            self.out_a, self.out_b = np.empty(2 * cnt, np.int64), np.empty(2 * cnt, np.int64)
         return out_a[:cnt], out_b[:cnt]

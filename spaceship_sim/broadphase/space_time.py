@@ -337,6 +337,8 @@ class SpaceTime(BroadPhase):
             a, b = g.pairs(ships, self.ball)
             s.add(a, b)
             found = len(a)
+            if found > len(g.out_a):  # room for the kernel's next queries
+                g.out_a, g.out_b = np.empty(2 * found, np.int64), np.empty(2 * found, np.int64)
         if g.rebuilds != rebuilds or self.calls % self.rephase_calls == 0:
             self._rephase()
         return found
