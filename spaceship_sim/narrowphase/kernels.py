@@ -352,8 +352,31 @@ def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, r, target, sa, sb, sl,
         apart[r] = True
 
 
+SCRATCH_INTS, SCRATCH_FLAGS, SCRATCH_FLOATS = ROWS + 4, 3, 45  # per pair row (scratch_views); the ints also
+                                                               # hold the 3 entries of plan
+
+
 @njit(cache=True)
-def search_levels(VA, VB, banks, frame, rows, pose, state, known, plan, forced, budget, batch):
+def scratch_views(scratch, k, width):
+    """The search's arrays for k pair rows with stacks `width` deep, as views of the four flat
+    scratch arrays (ints, flags, floats, stacks (3, entries)) refine._Scratch holds: the one
+    layout, made here for the kernels and Python alike, so that a call passes four arrays, not
+    thirty (each costs numba's dispatch ~0.3 µs to type and unbox, ~1 µs after a render). Returns
+    (rows, pose, state, known, plan, batch) as search_levels describes them, each C-contiguous."""
+    ints, flags, floats, stacks = scratch
+    rows = ints[:ROWS * k].reshape(ROWS, k)
+    height, level = ints[ROWS * k:(ROWS + 1) * k], ints[(ROWS + 1) * k:(ROWS + 2) * k]
+    batch = ints[(ROWS + 2) * k:(ROWS + 4) * k].reshape(2, k)
+    plan = ints[(ROWS + 4) * k:(ROWS + 4) * k + 3]
+    pose = (floats[:16 * k].reshape(k, 4, 4), floats[16 * k:32 * k].reshape(k, 4, 4),
+            floats[32 * k:41 * k].reshape(k, 3, 3), floats[41 * k:44 * k].reshape(k, 3))
+    state = (stacks[0, :k * width].reshape(k, width), stacks[1, :k * width].reshape(k, width),
+             stacks[2, :k * width].reshape(k, width), height, level, flags[:k], flags[2 * k:3 * k])
+    return rows, pose, state, (flags[k:2 * k], floats[44 * k:45 * k]), plan, batch
+
+
+@njit(cache=True)
+def search_levels(VA, VB, banks, frame, scratch, k, width, forced, budget):
     """Hubbard's sphere levels for all k pair rows of a frame, in place, in as few calls as the
     clock allows. nopython code cannot read a clock, so the Python caller turns the time left into
     a work budget (rows to deepen) between calls; one call sets the search up and runs the forced
@@ -363,29 +386,31 @@ def search_levels(VA, VB, banks, frame, rows, pose, state, known, plan, forced, 
     banks : (fca, cca, fcb, ccb, node_offset_a, tri_offset_a, depth_a, node_offset_b, ...) int64,
             the banks' topology and per-model tables
     frame : (model_id (n,), T (n, 4, 4), pairs (k, 2), max_level) as refine_frame's
-    rows  : (ROWS, k) int64 and pose (Ta, Tb (k, 4, 4), R (k, 3, 3), t (k, 3)): filled by the first
-            call (_start_rows), B's pose in A's frame as relative_poses gives it
-    state : (sa, sb, sl, height, level, apart, blocked) as descend_stacks's, set by the first call
-    known : (tested (k,) bool, distance (k,) float64), what the exact level learns: reset by the first
-            call (kernels.summarize_stacks)
-    plan  : (3,) int64 in/out: the level L being deepened (-1 before the first call; BAD_PAIRS or
-            BAD_MODELS after it on bad input, _start_rows), the next row to look at, whether a row
-            was deepened at L (0/1)
+    scratch, k, width: the search's arrays for k pair rows, stacks `width` deep (scratch_views),
+            in place:
+      rows  : (ROWS, k) int64 and pose (Ta, Tb (k, 4, 4), R (k, 3, 3), t (k, 3)): filled by the first
+              call (_start_rows), B's pose in A's frame as relative_poses gives it
+      state : (sa, sb, sl, height, level, apart, blocked) as descend_stacks's, set by the first call
+      known : (tested (k,) bool, distance (k,) float64), what the exact level learns: reset by the
+              first call (kernels.summarize_stacks)
+      plan  : (3,) int64 in/out: the level L being deepened (-1 before the first call; BAD_PAIRS or
+              BAD_MODELS after it on bad input, _start_rows), the next row to look at, whether a row
+              was deepened at L (0/1)
+      batch : (2, k) int64 out: the rows deepened by this call and their target levels, for the
+              on-collide trees' resume (ocst.resume_stacks)
     forced: the first call deepens every row to min(cap, forced), whatever the budget
     budget: rows the round-robin may deepen in this call, one level at a time over all rows in
             order (so that the deadline leaves the rows at the end of a level one level short); a
             call also ends where a level does, so that the caller can time each level afresh
-    batch : (2, k) int64 out: the rows deepened by this call and their target levels, for the
-            on-collide trees' resume (ocst.resume_stacks)
 
     Returns (rows deepened, more, leaves): more is False when no row can go deeper; leaves counts
     the rows that may go on to the exact level (at their leaves, not apart).
     """
     fca, cca, fcb, ccb, cells = banks[:5]
+    rows, pose, state, known, plan, batch = scratch_views(scratch, k, width)
     R, t = pose[2], pose[3]
     sa, sb, sl, height, level, apart, blocked = state
     cap = rows[CAP]
-    k = len(cap)
     xb = np.empty((2, 3))
     n = 0
     if plan[0] < 0:  # set-up and forced pass
@@ -785,9 +810,9 @@ def _grow2(arr, need):
 
 
 @njit(cache=True)
-def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
+def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels):
     """The frame's answer per pair row i from its stack, sa[i, :height[i]] and sb[i, :height[i]]
-    (rows, pose, state and known as search_levels'), as the answer's own new arrays: each one handed
+    (scratch, k and width as search_levels'), as the answer's own new arrays: each one handed
     to Python costs ~1 µs back to back, and cutting views out of a few flat ones in numpy cost more
     (measured ~2.5x, in a frame after a render, where every Python-level call runs from cold
     caches). The stack's colliding node pairs are its entries' pairs (entry_node_b): the witness, and per level above it the
@@ -818,10 +843,10 @@ def summarize_stacks(VA, VB, rows, pose, state, known, hit_ptr, n_levels):
     child pairs, which stays until the search backtracks into it, and then the stack is empty
     (_expand) — so the first contact added gives the normal.
     """
+    rows, pose, state, known = scratch_views(scratch, k, width)[:4]
     Ta, _, R, t = pose
     sa, sb, sl, height, level, apart, _ = state
     tested = known[0]
-    k = len(height)
     colliding, exact = np.empty(k, np.bool_), np.empty(k, np.bool_)
     for i in range(k):
         colliding[i], exact[i] = not apart[i], apart[i] or tested[i]

@@ -34,8 +34,9 @@ import numpy as np
 from ..clock import WALL
 from .bank import TreeBank, bank_of
 from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, complete_pairs,
-                      count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, first_contacts, search_levels,
-                      stack_width, stacks_csr, summarize_stacks)
+                      count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, first_contacts, scratch_views,
+                      search_levels, stack_width, stacks_csr, summarize_stacks, SCRATCH_FLAGS, SCRATCH_FLOATS,
+                      SCRATCH_INTS)
 from .ocst import resume_blocked, resume_stacks
 from .volumes import volume_of
 
@@ -329,79 +330,95 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, mi
             search.busy += busy
         return search.summary(pairs, start)
     finally:
-        _STACKS.give_back(search._buffer)
-        _ROWS.give_back(search._scratch)
+        _SCRATCH.give_back(search.scratch)
 
 
-class _Buffers:
-    """Scratch reused from call to call: a fresh multi-megabyte array costs a page fault for every
-    page the search touches, on every call (measured: 2 ms for the stacks of 1,000 pairs, twice the
-    search itself). make(capacity) -> a scratch object with `.capacity` and `.views(*shape)`;
-    take(need, *shape) gives (scratch, scratch.views(*shape)) from one that no other call holds (a
-    nested or concurrent call gets another) until give_back."""
+class _Scratch:
+    """A search's arrays and the kernels' argument tuples over them, reused from call to call: a
+    fresh multi-megabyte stack array costs a page fault for every page the search touches, on
+    every call (measured: 2 ms for the stacks of 1,000 pairs, twice the search itself), and on a
+    frame of tens of pairs, allocating and slicing some twenty small arrays and tupling them up on
+    every call cost more than the search itself. Holds `flat`, four arrays (ints, flags, floats,
+    stacks (3, entries)) for up to `rows` pair rows, laid out by kernels.scratch_views, which the
+    two kernels of every call take as they are. args(A, B, k, width) -> dict of
+    what _Search keeps (see there), every array C-contiguous of exactly k rows (one kernel
+    compilation whatever k), made once per shape and, for prebuilt banks (their arrays never
+    change), per pair of banks. None of them escapes into an answer (kernels.summarize_stacks
+    copies what does)."""
 
-    def __init__(self, make):
-        self._free, self._make = [], make
+    KEPT = 64  # shapes whose views are kept (a long run sees a few hundred pair counts)
 
-    def take(self, need: int, *shape):
+    def __init__(self, rows: int, entries: int):
+        self.rows, self.entries = rows, entries
+        self.flat = (np.empty(SCRATCH_INTS * rows + 3, np.int64), np.empty(SCRATCH_FLAGS * rows, bool),
+                     np.empty(SCRATCH_FLOATS * rows), np.empty((3, entries), np.int64))
+        self._made = {}
+
+    @property
+    def stacks(self) -> np.ndarray:
+        return self.flat[3]
+
+    def fits(self, k: int, width: int) -> bool:
+        return k <= self.rows and k * width <= self.entries
+
+    def args(self, A, B, k: int, width: int) -> dict:
+        prebuilt = isinstance(A, TreeBank) and isinstance(B, TreeBank)  # no node is ever unbuilt
+        key = (k, width, id(A), id(B)) if prebuilt else (k, width)
+        got = self._made.get(key)
+        if got is None or (prebuilt and not (got["A"] is A and got["B"] is B)):
+            if len(self._made) >= self.KEPT:
+                self._made.clear()
+            got = self._made[key] = self._views(k, width)
+            if prebuilt:  # kept with the banks they came from (so their ids stay theirs)
+                got.update(_bank_args(A, B, got["R"], got["t"]), A=A, B=B, prebuilt=True)
+        if not prebuilt:  # an on-collide bank grows its arrays: read afresh each call
+            got = dict(got, **_bank_args(A, B, got["R"], got["t"]), A=A, B=B, prebuilt=False)
+        return got
+
+    def _views(self, k: int, width: int) -> dict:
+        rows, pose, state, known, plan, batch = scratch_views(self.flat, k, width)
+        got = dict(zip(("sa", "sb", "sl", "height", "level", "apart", "blocked"), state),
+                   rows=rows, ma=rows[MA], mb=rows[MB], depth=rows[DEPTH], cap=rows[CAP], plan=plan, batch=batch,
+                   Ta=pose[0], Tb=pose[1], R=pose[2], t=pose[3], tested=known[0], distance=known[1])
+        got.update(pose=pose, state=state, known=known, hits=_no_hits(k), packed=(self.flat, k, width))
+        return got
+
+
+def _no_hits(k: int) -> tuple:
+    """The hits (CSR, _Search) of k rows before the exact level finds any: shared by every call
+    (nothing writes them; read-only flags would be another kernel signature to compile)."""
+    return np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+
+
+def _bank_args(A, B, R, t) -> dict:
+    """The banks' part of a search's arguments (kernels.search_levels's VA, VB and banks;
+    descend_stacks's tree arguments)."""
+    cells = cells_of(A), cells_of(B)
+    VA, VB = A.nodes, B.nodes
+    return dict(VA=VA, VB=VB, banks=(A.first_child, A.child_count, B.first_child, B.child_count, cells,
+                                     A.node_offset, A.tri_offset, A.depth, B.node_offset, B.tri_offset, B.depth),
+                tree_args=(VA, A.first_child, A.child_count, VB, B.first_child, B.child_count, R, t, cells))
+
+
+class _ScratchPool:
+    """Scratch (_Scratch) that no other call holds: take(k, width) one that fits (a nested or
+    concurrent call gets another), give_back when done."""
+
+    def __init__(self):
+        self._free = []
+
+    def take(self, k: int, width: int) -> _Scratch:
         scratch = self._free.pop() if self._free else None
-        if scratch is None or scratch.capacity < need:
-            scratch = self._make(need)
-        return scratch, scratch.views(*shape)
+        if scratch is None or not scratch.fits(k, width):
+            old = (scratch.rows, scratch.entries) if scratch is not None else (0, 0)
+            scratch = _Scratch(max(k, old[0], 1), max(k * width, old[1], 1))
+        return scratch
 
-    def give_back(self, held) -> None:
-        self._free.append(held[0])
-
-
-class _StackScratch:
-    """The search's stacks: three int64 arrays of `capacity` entries (flat (3, capacity));
-    views(k, width) -> (sa, sb, sl), each (k, width) C-contiguous, made once per shape (on a frame
-    of tens of pairs, slicing and reshaping them on every call cost a fifth of the call's set-up)."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self.flat = np.empty((3, capacity), np.int64)
-        self._views = {}
-
-    def views(self, k: int, width: int) -> tuple:
-        got = self._views.get((k, width))
-        if got is None:
-            got = self._views[k, width] = tuple(self.flat[i, :k * width].reshape(k, width) for i in range(3))
-        return got
+    def give_back(self, scratch: _Scratch) -> None:
+        self._free.append(scratch)
 
 
-class _RowScratch:
-    """The per-row arrays of a search (_Search) for up to `capacity` pair rows, reused like the
-    stacks: on a frame of tens of pairs, allocating and slicing some twenty small arrays on every
-    call cost more than the search itself. views(k): C-contiguous arrays of exactly k rows (one
-    kernel compilation whatever k), made once per k; none of them escapes into an answer
-    (kernels.summarize_stacks copies what does)."""
-
-    def __init__(self, capacity: int):
-        self.capacity = capacity
-        self._ints = np.empty((ROWS + 4) * capacity, np.int64)
-        self._flags = np.empty(3 * capacity, bool)
-        self._floats = np.empty(45 * capacity)
-        self._views = {}
-
-    def views(self, k: int) -> dict:
-        got = self._views.get(k)
-        if got is None:
-            ints, flags, floats = self._ints, self._flags, self._floats
-            rows = ints[:ROWS * k].reshape(ROWS, k)
-            got = self._views[k] = dict(
-                rows=rows, ma=rows[MA], mb=rows[MB], depth=rows[DEPTH], cap=rows[CAP],
-                height=ints[ROWS * k:(ROWS + 1) * k], level=ints[(ROWS + 1) * k:(ROWS + 2) * k],
-                batch=ints[(ROWS + 2) * k:(ROWS + 4) * k].reshape(2, k), plan=np.empty(3, np.int64),
-                apart=flags[:k], tested=flags[k:2 * k], blocked=flags[2 * k:3 * k],
-                Ta=floats[:16 * k].reshape(k, 4, 4), Tb=floats[16 * k:32 * k].reshape(k, 4, 4),
-                R=floats[32 * k:41 * k].reshape(k, 3, 3), t=floats[41 * k:44 * k].reshape(k, 3),
-                distance=floats[44 * k:45 * k])
-        return got
-
-
-_STACKS = _Buffers(_StackScratch)
-_ROWS = _Buffers(_RowScratch)
+_SCRATCH = _ScratchPool()
 
 
 def cells_of(bank):
@@ -428,29 +445,19 @@ class _Search:
     """
 
     def __init__(self, A, B, model_id, T, pairs, max_level, clock):
-        self.A, self.B, self.clock = A, B, clock
+        self.clock = clock
         k = len(pairs)
         if A is not B:
             volume_of(A, B)  # both banks' nodes must be the same kind of volume
-        self.VA, self.VB = A.nodes, B.nodes
         deepest = max(A.max_level, B.max_level) - 1  # of any model: the stacks are sized before the rows
         width = stack_width(A, B, deepest if max_level is None else min(deepest, max(int(max_level), 0)))
-        self._buffer = _STACKS.take(k * width, k, width)
-        self.sa, self.sb, self.sl = self._buffer[1]
-        self._scratch = _ROWS.take(k, k)
-        vars(self).update(self._scratch[1])  # rows, ma, mb, depth, cap, height, level, ..., distance
-        self.pose = self.Ta, self.Tb, self.R, self.t
-        self.state = self.sa, self.sb, self.sl, self.height, self.level, self.apart, self.blocked
-        self.known = self.tested, self.distance
+        self.scratch = _SCRATCH.take(k, width)
+        # A, B, VA, VB, banks, tree_args, prebuilt; the row arrays rows, ma, ..., distance; the stacks
+        # sa, sb, sl; the kernels' tuples of them: pose, state, known; and packed, the scratch as
+        # search_levels and summarize_stacks take it (_Scratch.args)
+        vars(self).update(self.scratch.args(A, B, k, width))
         self.frame = model_id, T, pairs, NO_LIMIT if max_level is None else max(int(max_level), 0)
-        cells = cells_of(A), cells_of(B)
-        self.banks = (A.first_child, A.child_count, B.first_child, B.child_count, cells, A.node_offset, A.tri_offset,
-                      A.depth, B.node_offset, B.tri_offset, B.depth)
-        self.tree_args = (self.VA, A.first_child, A.child_count, self.VB, B.first_child, B.child_count, self.R,
-                          self.t, cells)
-        self.hits = (np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
         self.busy = 0.0  # wall seconds inside kernel batches (FrameNarrowResult.time_in_batches)
-        self.prebuilt = isinstance(A, TreeBank) and isinstance(B, TreeBank)  # no node is ever unbuilt
 
     def time_left(self, deadline: float) -> float:
         """The deadline for more work, less the time the summary will take over the held pairs."""
@@ -497,8 +504,7 @@ class _Search:
 
         def search(budget):
             t0 = time.perf_counter()  # wall clock: an instrument (time_in_batches), never a decision
-            n, more, leaves = search_levels(self.VA, self.VB, self.banks, self.frame, self.rows, self.pose,
-                                            self.state, self.known, plan, forced, budget, batch)
+            n, more, leaves = search_levels(self.VA, self.VB, self.banks, self.frame, *self.packed, forced, budget)
             if not self.prebuilt and resume_stacks(self.A, self.B, batch[0, :n], batch[1, :n], self.sa, self.sb,
                                               self.height, self.blocked, self._descend):
                 leaves = count_leaves(self.rows, self.level, self.apart)  # on-collide trees: rows went on
@@ -607,8 +613,7 @@ class _Search:
         (kernels.summarize_stacks)."""
         n_levels = max(self.A.max_level, self.B.max_level) + 1
         colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, bound_pair, hist, \
-            ptr, fa, fb = summarize_stacks(self.VA, self.VB, self.rows, self.pose, self.state, self.known,
-                                           self.hits[0], n_levels)
+            ptr, fa, fb = summarize_stacks(self.VA, self.VB, *self.packed, self.hits[0], n_levels)
         return FrameNarrowResult(
             pairs=pairs, colliding=colliding, level=level, exact=exact, separation_bound=bound, contact_point=point,
             contact_normal=normal, time_used=self.clock() - start, level_histogram=hist, distance=distance,

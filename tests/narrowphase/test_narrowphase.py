@@ -277,7 +277,7 @@ def test_empty_frame_and_far_pairs(trees):
 
 
 def test_reused_stack_scratch_never_changes_an_answer(trees):
-    """The stacks live in scratch reused from call to call (refine._STACKS): stale entries left by
+    """The stacks live in scratch reused from call to call (refine._SCRATCH): stale entries left by
     other calls must not leak into an answer, and a call nested in another gets its own."""
     from spaceship_sim.narrowphase import refine as refine_module
 
@@ -290,17 +290,17 @@ def test_reused_stack_scratch_never_changes_an_answer(trees):
         r = refine_frame(bank, model_id, T, pairs, deadline=np.inf, max_level=2, exact=False)
         return r.colliding, r.level, r.separation_bound, r.contact_point, r.sphere_pairs
 
-    pool = refine_module._STACKS
+    pool = refine_module._SCRATCH
     pool._free.clear()
     fresh = answer()
-    stale = refine_module._StackScratch(1 << 16)
-    stale.flat[:] = 7  # stale node ids in every slot
+    stale = refine_module._Scratch(40, 1 << 16)
+    stale.stacks[:] = 7  # stale node ids in every slot
     pool._free[:] = [stale]
     for got, want in zip(answer(), fresh):
         np.testing.assert_array_equal(np.concatenate(got) if isinstance(got, list) else got,
                                       np.concatenate(want) if isinstance(want, list) else want)
-    first, second = pool.take(10, 5, 2), pool.take(10, 5, 2)
-    assert not np.shares_memory(first[0].flat, second[0].flat)
+    first, second = pool.take(5, 2), pool.take(5, 2)
+    assert not np.shares_memory(first.stacks, second.stacks)
     pool.give_back(first), pool.give_back(second)
 
 
@@ -444,5 +444,4 @@ def test_lazy_stacks_hold_colliding_pairs_and_complete_to_the_leaf_frontier(tree
                     got = {(int(a), int(b) - ta.n_nodes) for a, b in zip(leaves.fa[s:e], leaves.fb[s:e])}
                     assert got == fronts[depth]
         finally:
-            refine_module._STACKS.give_back(search._buffer)
-            refine_module._ROWS.give_back(search._scratch)
+            refine_module._SCRATCH.give_back(search.scratch)
