@@ -55,9 +55,8 @@ def step(world) -> FrameStats:
             world.bank.maintain(world.t)  # on-collide trees evict what went unused (prebuilt: nothing)
             deadline = clock() + budget
             convex = field.collide(world.compiled)  # asteroid pairs: exact and cheap, first on the budget
-            n_bodies, model_id = field.n_bodies(state), field.model_ids(state)
-            T = field.transforms(state, world.compiled)
-            narrow = narrow_phase(world, model_id, T, pairs, n_bodies, deadline=deadline)
+            model_id, T = field.model_ids(state), field.transforms(state, world.compiled)
+            narrow = narrow_phase(world, model_id, T, pairs, deadline=deadline)
             if before is not None and world.compiled:  # crossings between samples (faceoctree.continuous)
                 moved = world.swept.catch(narrow, state, before, T, world.bank.max_level)
                 world.broad.invalidate(moved)
@@ -77,8 +76,8 @@ def step(world) -> FrameStats:
     return stats
 
 
-def narrow_phase(world, model_id, T, pairs, n_bodies: int, deadline: float):
-    """The sample's narrow phase over n_bodies bodies of models model_id (n,) at poses T (n, 4, 4)
+def narrow_phase(world, model_id, T, pairs, deadline: float):
+    """The sample's narrow phase over the bodies of models model_id (n,) at poses T (n, 4, 4)
     (ships, then asteroids): the world's exact strategy alone when it has one (an exact-only
     baseline), else the sphere trees refined until the deadline, the pairs least refined so far
     first (fairness.py) — on root spheres only while numba compiles their kernels."""
@@ -88,10 +87,7 @@ def narrow_phase(world, model_id, T, pairs, n_bodies: int, deadline: float):
                            clock=clock)
     if not world.compiled:
         return refine_roots(world.bank, model_id, T, pairs, clock=clock)
-    pairs = world.fair.arrange(pairs, n_bodies)
-    narrow = world.narrow(world.bank, model_id, T, pairs, deadline=deadline, clock=clock)
-    world.fair.record(narrow.pairs, narrow.level, n_bodies)
-    return narrow
+    return world.narrow(world.bank, model_id, T, pairs, deadline=deadline, clock=clock, fair=world.fair)
 
 
 def collision_response(field, state, narrow, convex, collision, compiled: bool) -> np.ndarray:

@@ -132,9 +132,6 @@ class NoField:
     def collide(self, compiled):
         return self.last
 
-    def n_bodies(self, state):
-        return state.n
-
     def model_ids(self, state):
         return state.model_id
 
@@ -250,9 +247,6 @@ class AsteroidField(NoField):
         return self.last
 
     # --- all bodies -------------------------------------------------------------------------
-    def n_bodies(self, state) -> int:
-        return state.n + self.count
-
     def model_ids(self, state) -> np.ndarray:
         """(n + m,) int64 tree-bank model of every body."""
         return np.concatenate([state.model_id, self.model_offset + self.shape])

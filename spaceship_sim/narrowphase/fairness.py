@@ -1,12 +1,15 @@
 """Round-robin across samples and frames (Hubbard's fairness).
 
-refine_frame deepens pairs in the order it is given them, so when the deadline cuts a level the
-pairs at the end of the list stay behind. Fed the broad phase's order every sample, the same
-pairs would stay behind frame after frame. `FairOrder` keeps, per ship pair, the refinement it
-has had so far (levels reached, summed over the samples since it entered the broad phase) and
-puts the least served pairs first — new pairs before all — keeping the broad phase's order among
-equals: whoever the deadline cut short catches up next time. The caller owns it (one per world)
-and drops it on reset.
+The round-robin deepens pair rows one level at a time in some order, so when the deadline cuts
+a level the rows at the end of that order stay behind. In the broad phase's order every sample,
+the same pairs would stay behind frame after frame. `FairOrder` keeps, per ship pair, the
+refinement it has had so far (levels reached, summed over the samples since it entered the broad
+phase) and puts the least served pairs first — new pairs before all — keeping the broad phase's
+order among equals: whoever the deadline cut short catches up next time. The caller owns it (one
+per world) and drops it on reset; refine_frame(..., fair=it) visits the rows in its order and
+records the levels reached inside its own kernel calls (kernels.search_levels and
+summarize_stacks: two calls from Python fewer a sample), or order/arrange and record do it
+around any other call.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ class FairOrder:
 
     def service(self, pairs: np.ndarray, n: int) -> np.ndarray:
         """(k,) int64: refinement each of `pairs` ((k, 2) ship indices) has had; 0 if new."""
-        return _service(np.asarray(pairs), n, self.keys, self.served)
+        return service(np.asarray(pairs), n, self.keys, self.served)
 
     def order(self, pairs: np.ndarray, n: int) -> np.ndarray:
         """Permutation of `pairs`: least served first, else the given order."""
@@ -42,7 +45,19 @@ class FairOrder:
 
     def record(self, pairs: np.ndarray, levels: np.ndarray, n: int) -> None:
         """After a sample: the level each pair reached (pairs not reported are forgotten)."""
-        self.keys, self.served = _record(np.asarray(pairs), np.asarray(levels, np.int64), n, self.keys, self.served)
+        self.keys, self.served = record_service(np.asarray(pairs), np.asarray(levels, np.int64), n, self.keys,
+                                                self.served)
+
+    def kernel_args(self, n: int) -> tuple:
+        """What the refinement kernels take as `fair` (kernels.search_levels) over n bodies."""
+        return self.keys, self.served, n
+
+    def recorded(self, keys: np.ndarray, served: np.ndarray) -> None:
+        """The kernels' record_service of a sample (kernels.summarize_stacks) taken as the state."""
+        self.keys, self.served = keys, served
+
+
+NOT_FAIR = (np.zeros(0, np.int64), np.zeros(0, np.int64), -1)  # `fair` of a call without a FairOrder
 
 
 @njit(cache=True)
@@ -53,7 +68,7 @@ def _lookup(keys, served, key):
 
 
 @njit(cache=True)
-def _service(pairs, n, keys, served):
+def service(pairs, n, keys, served):
     out = np.empty(len(pairs), np.int64)
     for i in range(len(pairs)):
         out[i] = _lookup(keys, served, np.int64(pairs[i, 0]) * n + pairs[i, 1])
@@ -62,7 +77,7 @@ def _service(pairs, n, keys, served):
 
 @njit(cache=True)
 def _arrange(pairs, n, keys, served):
-    by_service = argsort_stable(_service(pairs, n, keys, served))  # stable, as order()'s
+    by_service = argsort_stable(service(pairs, n, keys, served))  # stable, as order()'s
     out = np.empty((len(pairs), 2), np.int64)
     for i in range(len(pairs)):
         out[i, 0], out[i, 1] = pairs[by_service[i], 0], pairs[by_service[i], 1]
@@ -70,10 +85,12 @@ def _arrange(pairs, n, keys, served):
 
 
 @njit(cache=True)
-def _record(pairs, levels, n, keys, served):
+def record_service(pairs, levels, n, keys, served):
+    """FairOrder.record's new (keys, served): the pairs' keys sorted, each with its service plus
+    the level it reached."""
     new_keys = np.empty(len(pairs), np.int64)
     for i in range(len(pairs)):
         new_keys[i] = np.int64(pairs[i, 0]) * n + pairs[i, 1]
-    new_served = _service(pairs, n, keys, served) + levels
+    new_served = service(pairs, n, keys, served) + levels
     by_key = argsort_stable(new_keys)
     return new_keys[by_key], new_served[by_key]

@@ -50,6 +50,7 @@ from numba import njit
 
 from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
 from ..sorting import argsort_stable
+from .fairness import record_service, service
 from .volumes import contact, dist2 as _dist2, enclosing, overlap, place, separation, to_a as _to_a
 
 
@@ -352,7 +353,7 @@ def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, r, target, sa, sb, sl,
         apart[r] = True
 
 
-SCRATCH_INTS, SCRATCH_FLAGS, SCRATCH_FLOATS = ROWS + 4, 3, 45  # per pair row (scratch_views); the ints also
+SCRATCH_INTS, SCRATCH_FLAGS, SCRATCH_FLOATS = ROWS + 5, 3, 45  # per pair row (scratch_views); the ints also
                                                                # hold the 3 entries of plan
 
 
@@ -362,21 +363,23 @@ def scratch_views(scratch, k, width):
     scratch arrays (ints, flags, floats, stacks (3, entries)) refine._Scratch holds: the one
     layout, made here for the kernels and Python alike, so that a call passes four arrays, not
     thirty (each costs numba's dispatch ~0.3 µs to type and unbox, ~1 µs after a render). Returns
-    (rows, pose, state, known, plan, batch) as search_levels describes them, each C-contiguous."""
+    (rows, pose, state, known, plan, batch, order) as search_levels describes them, each
+    C-contiguous."""
     ints, flags, floats, stacks = scratch
     rows = ints[:ROWS * k].reshape(ROWS, k)
     height, level = ints[ROWS * k:(ROWS + 1) * k], ints[(ROWS + 1) * k:(ROWS + 2) * k]
     batch = ints[(ROWS + 2) * k:(ROWS + 4) * k].reshape(2, k)
-    plan = ints[(ROWS + 4) * k:(ROWS + 4) * k + 3]
+    order = ints[(ROWS + 4) * k:(ROWS + 5) * k]
+    plan = ints[(ROWS + 5) * k:(ROWS + 5) * k + 3]
     pose = (floats[:16 * k].reshape(k, 4, 4), floats[16 * k:32 * k].reshape(k, 4, 4),
             floats[32 * k:41 * k].reshape(k, 3, 3), floats[41 * k:44 * k].reshape(k, 3))
     state = (stacks[0, :k * width].reshape(k, width), stacks[1, :k * width].reshape(k, width),
              stacks[2, :k * width].reshape(k, width), height, level, flags[:k], flags[2 * k:3 * k])
-    return rows, pose, state, (flags[k:2 * k], floats[44 * k:45 * k]), plan, batch
+    return rows, pose, state, (flags[k:2 * k], floats[44 * k:45 * k]), plan, batch, order
 
 
 @njit(cache=True)
-def search_levels(VA, VB, banks, frame, scratch, k, width, forced, budget):
+def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget):
     """Hubbard's sphere levels for all k pair rows of a frame, in place, in as few calls as the
     clock allows. nopython code cannot read a clock, so the Python caller turns the time left into
     a work budget (rows to deepen) between calls; one call sets the search up and runs the forced
@@ -398,6 +401,9 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, forced, budget):
               was deepened at L (0/1)
       batch : (2, k) int64 out: the rows deepened by this call and their target levels, for the
               on-collide trees' resume (ocst.resume_stacks)
+      order : (k,) int64, the order the round-robin visits the rows in, set by the first call
+    fair  : (keys, served, n) of a fairness.FairOrder over n bodies: the round-robin visits the rows
+            least served first (the broad phase's order among equals); n < 0: in row order
     forced: the first call deepens every row to min(cap, forced), whatever the budget
     budget: rows the round-robin may deepen in this call, one level at a time over all rows in
             order (so that the deadline leaves the rows at the end of a level one level short); a
@@ -407,7 +413,7 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, forced, budget):
     the rows that may go on to the exact level (at their leaves, not apart).
     """
     fca, cca, fcb, ccb, cells = banks[:5]
-    rows, pose, state, known, plan, batch = scratch_views(scratch, k, width)
+    rows, pose, state, known, plan, batch, order = scratch_views(scratch, k, width)
     R, t = pose[2], pose[3]
     sa, sb, sl, height, level, apart, blocked = state
     cap = rows[CAP]
@@ -422,6 +428,7 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, forced, budget):
         blocked[:] = False
         known[0][:] = False
         known[1][:] = np.nan
+        _visiting_order(frame[2], fair, order)
         _start_stacks(VA, VB, rows[ROOT_A], rows[ROOT_B], R, t, sa, sb, sl, height, apart)
         first = 0
         for r in range(k):
@@ -442,20 +449,32 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, forced, budget):
                 return n, False, count_leaves(rows, level, apart)
             L, i, found, new_level = L + 1, 0, 0, True
             continue
-        if apart[i] or level[i] != L or cap[i] <= L:
+        r = order[i]
+        if apart[r] or level[r] != L or cap[r] <= L:
             i += 1
             continue
         if new_level or done == budget:
             break
-        _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, i, L + 1, sa, sb, sl, height, level, apart, blocked,
+        _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, r, L + 1, sa, sb, sl, height, level, apart, blocked,
                      xb)
-        batch[0, n], batch[1, n] = i, L + 1
+        batch[0, n], batch[1, n] = r, L + 1
         n += 1
         done += 1
         found = 1
         i += 1
     plan[0], plan[1], plan[2] = L, i, found
     return n, True, count_leaves(rows, level, apart)
+
+
+@njit(cache=True)
+def _visiting_order(pairs, fair, order):
+    """order[:] = the round-robin's order of the pair rows (search_levels' fair)."""
+    keys, served, n = fair
+    if n >= 0:
+        order[:] = argsort_stable(service(pairs, n, keys, served))
+    else:
+        for r in range(len(order)):
+            order[r] = r
 
 
 @njit(cache=True)
@@ -810,9 +829,9 @@ def _grow2(arr, need):
 
 
 @njit(cache=True)
-def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels):
+def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
     """The frame's answer per pair row i from its stack, sa[i, :height[i]] and sb[i, :height[i]]
-    (scratch, k and width as search_levels'), as the answer's own new arrays: each one handed
+    (scratch, k, width, fair as search_levels', pairs as its frame's), as the answer's own new arrays: each one handed
     to Python costs ~1 µs back to back, and cutting views out of a few flat ones in numpy cost more
     (measured ~2.5x, in a frame after a render, where every Python-level call runs from cold
     caches). The stack's colliding node pairs are its entries' pairs (entry_node_b): the witness, and per level above it the
@@ -837,7 +856,9 @@ def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels):
     level as reached; root_a, root_b, tri_a, tri_b: each row's root node and first triangle id of
         A and B; bound_pair (k, 2): the node pair the bound comes from, local to each model (-1
         for rows apart or with an empty stack); hist (n_levels,): rows not apart per level reached;
-        then the CSR (ptr (k+1,), fa, fb) of each row's tested top-level pairs (stacks_csr, top_only)
+        then the CSR (ptr (k+1,), fa, fb) of each row's tested top-level pairs (stacks_csr, top_only);
+        and fair's new (keys, served), the levels reached recorded (fairness.record_service; fair's
+        own when n < 0)
     The stack is in A's body frame: pose's Ta (k, 4, 4), ship A's body->world transform, maps it.
     A stack's bottom entry names the root pair — the root itself, or the continuation of its
     child pairs, which stays until the search backtracks into it, and then the stack is empty
@@ -893,8 +914,11 @@ def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels):
             normal[i, c] = (Ta[i, c, 0] * n0 + Ta[i, c, 1] * n1 + Ta[i, c, 2] * n2) / length
         bound[i] = 0.0 if hit_ptr[i + 1] > hit_ptr[i] else best
     ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), True)
+    keys, served, n = fair
+    if n >= 0:
+        keys, served = record_service(pairs, level, n, keys, served)
     return (colliding, exact, bound, distance, point, normal, level.copy(), root_a, root_b, rows[TRI_A].copy(),
-            rows[TRI_B].copy(), bound_pair, hist, ptr, fa, fb)
+            rows[TRI_B].copy(), bound_pair, hist, ptr, fa, fb, keys, served)
 
 
 @njit(cache=True)

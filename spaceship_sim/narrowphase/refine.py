@@ -33,6 +33,7 @@ import numpy as np
 
 from ..clock import WALL
 from .bank import TreeBank, bank_of
+from .fairness import NOT_FAIR
 from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, complete_pairs,
                       count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, first_contacts, scratch_views,
                       search_levels, stack_width, stacks_csr, summarize_stacks, SCRATCH_FLAGS, SCRATCH_FLOATS,
@@ -150,7 +151,8 @@ def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, exact=True, all_conta
 
 
 def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level: int = 1, max_level=None,
-                 exact: bool = True, all_contacts: bool = True, clock=WALL, detector=None) -> FrameNarrowResult:
+                 exact: bool = True, all_contacts: bool = True, clock=WALL, detector=None,
+                 fair=None) -> FrameNarrowResult:
     """Refine the frame's candidate pairs until `clock()` reaches `deadline`.
 
     model_id : (n,) int, each ship's model (index into bank.trees)
@@ -165,6 +167,9 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
     detector : an exact strategy over the bank's models (narrowphase.exact, e.g. SSVExact) to run the
                exact level instead of the sphere-tree leaves' triangles; when it measures distance,
                the pairs found apart then get their exact separation while time allows
+    fair     : a fairness.FairOrder over the n bodies: the round-robin deepens the pairs least
+               served so far first, and the levels reached are recorded in it (None: in the
+               given order, nothing recorded)
     """
     pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)  # contiguous: one kernel compilation
     model_id = np.ascontiguousarray(model_id, dtype=np.int64)
@@ -173,7 +178,7 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
         raise ValueError(f"T must be (n, 4, 4) with n = len(model_id) = {len(model_id)}, got {T.shape}")
     # pair and model indices are checked by the kernels, where they are read (_Search.levels)
     return _refine(bank, bank, model_id, T, pairs, deadline=deadline, min_level=min_level, max_level=max_level,
-                   exact=exact, all_contacts=all_contacts, clock=clock, detector=detector)
+                   exact=exact, all_contacts=all_contacts, clock=clock, detector=detector, fair=fair)
 
 
 def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowResult:
@@ -237,10 +242,11 @@ class NarrowPhase:
         if self.max_level is not None and not (isinstance(self.max_level, int) and self.max_level >= 0):
             raise ValueError(f"max_level must be None or an int >= 0, got {self.max_level!r}")
 
-    def __call__(self, bank: TreeBank, model_id, T, pairs, deadline: float, clock=WALL) -> FrameNarrowResult:
+    def __call__(self, bank: TreeBank, model_id, T, pairs, deadline: float, clock=WALL, fair=None) -> FrameNarrowResult:
         """refine_frame with these settings (arguments as refine_frame's)."""
         return refine_frame(bank, model_id, T, pairs, deadline, min_level=self.min_level, max_level=self.max_level,
-                            exact=self.exact, all_contacts=self.all_contacts, clock=clock, detector=self.detector)
+                            exact=self.exact, all_contacts=self.all_contacts, clock=clock, detector=self.detector,
+                            fair=fair)
 
 
 def _transform(T, name) -> np.ndarray:
@@ -313,12 +319,12 @@ def _merge_hits(first, rows, second):
 
 
 def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, min_level, max_level, exact,
-            all_contacts=True, clock=WALL, detector=None) -> FrameNarrowResult:
+            all_contacts=True, clock=WALL, detector=None, fair=None) -> FrameNarrowResult:
     """Refine k pair rows (pairs (k, 2) int64 of bodies with models model_id (n,) int64 — A's in
     bank_a, B's in bank_b — and body->world transforms T (n, 4, 4) float64, all C-contiguous) in
     three stages: the sphere levels, the exact level while time allows, and the summary."""
     start = clock()
-    search = _Search(bank_a, bank_b, model_id, T, pairs, max_level, clock)
+    search = _Search(bank_a, bank_b, model_id, T, pairs, max_level, clock, fair)
     try:
         leaves = search.levels(deadline, min_level)
         if exact and leaves:
@@ -376,7 +382,7 @@ class _Scratch:
         return got
 
     def _views(self, k: int, width: int) -> dict:
-        rows, pose, state, known, plan, batch = scratch_views(self.flat, k, width)
+        rows, pose, state, known, plan, batch, _ = scratch_views(self.flat, k, width)
         got = dict(zip(("sa", "sb", "sl", "height", "level", "apart", "blocked"), state),
                    rows=rows, ma=rows[MA], mb=rows[MB], depth=rows[DEPTH], cap=rows[CAP], plan=plan, batch=batch,
                    Ta=pose[0], Tb=pose[1], R=pose[2], t=pose[3], tested=known[0], distance=known[1])
@@ -444,8 +450,8 @@ class _Search:
     distance (k,) float64: what an exact strategy measured (nan where none did).
     """
 
-    def __init__(self, A, B, model_id, T, pairs, max_level, clock):
-        self.clock = clock
+    def __init__(self, A, B, model_id, T, pairs, max_level, clock, fair=None):
+        self.clock, self.fair = clock, fair
         k = len(pairs)
         if A is not B:
             volume_of(A, B)  # both banks' nodes must be the same kind of volume
@@ -457,6 +463,7 @@ class _Search:
         # search_levels and summarize_stacks take it (_Scratch.args)
         vars(self).update(self.scratch.args(A, B, k, width))
         self.frame = model_id, T, pairs, NO_LIMIT if max_level is None else max(int(max_level), 0)
+        self.fair_args = NOT_FAIR if fair is None else fair.kernel_args(len(model_id))
         self.busy = 0.0  # wall seconds inside kernel batches (FrameNarrowResult.time_in_batches)
 
     def time_left(self, deadline: float) -> float:
@@ -504,7 +511,8 @@ class _Search:
 
         def search(budget):
             t0 = time.perf_counter()  # wall clock: an instrument (time_in_batches), never a decision
-            n, more, leaves = search_levels(self.VA, self.VB, self.banks, self.frame, *self.packed, forced, budget)
+            n, more, leaves = search_levels(self.VA, self.VB, self.banks, self.frame, *self.packed, self.fair_args,
+                                            forced, budget)
             if not self.prebuilt and resume_stacks(self.A, self.B, batch[0, :n], batch[1, :n], self.sa, self.sb,
                                               self.height, self.blocked, self._descend):
                 leaves = count_leaves(self.rows, self.level, self.apart)  # on-collide trees: rows went on
@@ -613,7 +621,10 @@ class _Search:
         (kernels.summarize_stacks)."""
         n_levels = max(self.A.max_level, self.B.max_level) + 1
         colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, bound_pair, hist, \
-            ptr, fa, fb = summarize_stacks(self.VA, self.VB, *self.packed, self.hits[0], n_levels)
+            ptr, fa, fb, keys, served = summarize_stacks(self.VA, self.VB, *self.packed, self.hits[0], n_levels, pairs,
+                                                         self.fair_args)
+        if self.fair is not None:
+            self.fair.recorded(keys, served)
         return FrameNarrowResult(
             pairs=pairs, colliding=colliding, level=level, exact=exact, separation_bound=bound, contact_point=point,
             contact_normal=normal, time_used=self.clock() - start, level_histogram=hist, distance=distance,

@@ -52,6 +52,31 @@ def test_fixed_order_starves_the_same_pairs(scene):
     assert (deepest_levels(scene, fair=False, samples=10) < 2).any()
 
 
+def test_refine_frame_given_the_order_equals_arranging_the_pairs_first(scene):
+    """refine_frame(fair=...) — its kernels order the rows and record the levels — gives each pair
+    the level that arranging the pairs by FairOrder.order and recording afterwards gives, sample
+    after sample as pairs come and go, answers in the given order, and leaves the same record."""
+    bank, model_id, T, pairs = scene
+    inside, outside = FairOrder(), FairOrder()
+    clock_in, clock_out = TickClock(1.0), TickClock(1.0)
+    rng = np.random.default_rng(4)
+    cut = 0
+    for _ in range(6):
+        some = pairs[rng.random(len(pairs)) < 0.8]
+        got = refine_frame(bank, model_id, T, some, deadline=clock_in() + BUDGET_TICKS, clock=clock_in,
+                           min_level=1, fair=inside)
+        order = outside.order(some, len(T))
+        want = refine_frame(bank, model_id, T, some[order], deadline=clock_out() + BUDGET_TICKS, clock=clock_out,
+                            min_level=1)
+        outside.record(want.pairs, want.level, len(T))
+        assert np.array_equal(got.pairs, some)
+        np.testing.assert_array_equal(got.level[order], want.level)
+        np.testing.assert_array_equal(inside.keys, outside.keys)
+        np.testing.assert_array_equal(inside.served, outside.served)
+        cut += len(set(got.level.tolist())) > 1  # the deadline cut a level: the order mattered
+    assert cut >= 3
+
+
 def test_fair_order_puts_the_least_served_pairs_first():
     f = FairOrder()
     f.record(np.array([[0, 1], [2, 3], [4, 5]]), np.array([3, 1, 2]), 6)
