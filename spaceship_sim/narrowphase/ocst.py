@@ -53,6 +53,8 @@ exceed the cap until the next `maintain`.
 """
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 from numba import njit
 
@@ -124,7 +126,8 @@ class OcstBank:
         self._heads = np.array([len(self.tri_idx), 0], np.int64)
         self._block_parent = np.full(n_blocks, -1, np.int64)  # owner of each used block (-1: free)
         self._block_tris = np.zeros((n_blocks, 2), np.int64)  # its region of tri_idx
-        self._cube, self._queries = [], {}  # per model: (origin, side) of its octree; its MeshQuery
+        # per model: (origin, side) of its octree; its MeshQuery; its _mesh_args
+        self._cube, self._queries, self._meshes = [], {}, {}
         self.built_spheres = 0   # counters for reports
         self.evicted_spheres = 0
         for m, mesh in enumerate(self.models):
@@ -215,25 +218,30 @@ class OcstBank:
     def build(self, nodes) -> None:
         """Build the octants the kernels asked for (want bits) of `nodes` (global slots, repeats
         allowed): each wanted octant becomes a sphere, or is known empty. One compiled call per
-        model (_build_octants), parents by level then slot; another after growing tri_idx when
-        it runs out of room."""
-        nodes = np.unique(np.asarray(nodes, np.int64))
-        nodes = nodes[self.want[nodes] != 0]
-        models = self.model[nodes]
-        for m in np.unique(models):
-            mine = nodes[models == m]
-            mine = mine[np.argsort(self.level[mine], kind="stable")]
-            origin, side = self._cube[m]
-            mesh = (origin, float(side), int(self.depth[m]), *self._query(m).kernel_args())
+        model (_build_octants), and another after growing tri_idx when it runs out of room."""
+        nodes = np.asarray(nodes, np.int64)
+        for m in range(1) if self.n_models == 1 else np.unique(self.model[nodes]):
             while True:
-                geometry = (self.center, self.radius, self.witness, self.error, self.cell_center, self.cell_radius,
-                            self.stamp, self.touched)
-                built, room = _build_octants(mine, self.now, self.n_models, geometry, self._topology(), self.tri_ptr,
-                                             self.tri_idx, self._heads, self.tri_verts, mesh)
+                built, room = _build_octants(nodes, m, self.now, self._kernel_args, self.tri_idx, self._mesh_args(m))
                 self.built_spheres += built
                 if not room:
                     break
                 self._compact(room)
+
+    @cached_property
+    def _kernel_args(self):
+        """The arrays _build_octants writes, but tri_idx (they never move): (n_models, geometry,
+        topology, tri_ptr, heads, tri_verts)."""
+        geometry = (self.center, self.radius, self.witness, self.error, self.cell_center, self.cell_radius,
+                    self.stamp, self.touched)
+        return self.n_models, geometry, self._topology(), self.tri_ptr, self._heads, self.tri_verts
+
+    def _mesh_args(self, m):
+        """Model m's (origin (3,), side, depth, *MeshQuery.kernel_args()) for _build_octants."""
+        if m not in self._meshes:
+            origin, side = self._cube[m]
+            self._meshes[m] = (origin, float(side), int(self.depth[m]), *self._query(m).kernel_args())
+        return self._meshes[m]
 
     def _block_start(self, block) -> int:
         return self.n_models + 1 + _BLOCK * int(block)
@@ -309,19 +317,23 @@ class OcstBank:
 # --- building octants, compiled: a build round was ~1 ms of numpy calls on a few nodes --------
 
 @njit(cache=True)
-def _build_octants(nodes, now, n_models, geometry, topology, tri_ptr, tri_idx, heads, tri_verts, mesh):
-    """OcstBank.build for `nodes` (global slots of one model, by level then slot): each one's
-    wanted octants (want bits) built where a triangle of its cell meets them (exact SAT test) —
-    a cell sphere with witness and error bound (spheretree.finish.witnesses), a block of
-    children slots when not a leaf — and its block's triangle lists rewritten; its wanted and
-    empty octants struck from pending, its want bits cleared.
-    geometry (center, radius, witness, error, cell_center, cell_radius, stamp, touched) and
-    topology (first_child, child_count, pending, want, level, parent, model, cell, block_parent,
-    block_tris) are the bank's arrays; heads its [TRI_TOP, FREE]; mesh (origin (3,), side, depth,
-    *MeshQuery.kernel_args()) the model's octree cube, depth and distance query.
+def _build_octants(nodes, m, now, bank, tri_idx, mesh):
+    """OcstBank.build for those of `nodes` (global slots, any order, repeats allowed) that are
+    model m's and want octants, by level then slot: each one's wanted octants (want bits) built
+    where a triangle of its cell meets them (exact SAT test) — a cell sphere with witness and
+    error bound (spheretree.finish.witnesses), a block of children slots when not a leaf — and
+    its block's triangle lists rewritten; its wanted and empty octants struck from pending, its
+    want bits cleared.
+    bank: (n_models, geometry, topology, tri_ptr, heads, tri_verts) with geometry (center, radius,
+    witness, error, cell_center, cell_radius, stamp, touched) and topology (first_child,
+    child_count, pending, want, level, parent, model, cell, block_parent, block_tris), the bank's
+    arrays (OcstBank._kernel_args), heads its [TRI_TOP, FREE]; mesh (origin (3,), side, depth,
+    *MeshQuery.kernel_args()) model m's octree cube, depth and distance query.
     Returns (spheres built, room): room > 0 when tri_idx lacks room for the next node's lists
     (it and the rest are left as they were; grow tri_idx by room and call again)."""
+    n_models, geometry, topology, tri_ptr, heads, tri_verts = bank
     first_child, pending, want, level, cell = topology[0], topology[2], topology[3], topology[4], topology[7]
+    nodes = _wanting(nodes, m, topology[6], want, level)
     most = 0
     for p in nodes:
         most = max(most, tri_ptr[p + 1] - tri_ptr[p])
@@ -329,8 +341,6 @@ def _build_octants(nodes, now, n_models, geometry, topology, tri_ptr, tri_idx, h
     blocks = np.arange(len(mesh[4]))  # the distance query's triangle blocks: all of them
     built = 0
     for p in nodes:
-        if want[p] == 0:
-            continue
         size = mesh[1] / 2.0 ** (level[p] + 1)
         occupied = _split_cell(tri_verts, tri_idx, tri_ptr[p], tri_ptr[p + 1], cell, p, mesh[0], size, kids, count)
         new = pending[p] & want[p] & occupied
@@ -349,6 +359,19 @@ def _build_octants(nodes, now, n_models, geometry, topology, tri_ptr, tri_idx, h
         pending[p] &= occupied & ~want[p]
         want[p] = 0
     return built, 0
+
+
+@njit(cache=True)
+def _wanting(nodes, m, model, want, level):
+    """The distinct nodes of model m among `nodes` whose want bits are set, by level then slot."""
+    n = len(want)
+    keys = np.empty(len(nodes), np.int64)
+    k = 0
+    for p in nodes:
+        if model[p] == m and want[p] != 0:
+            keys[k] = level[p] * n + p
+            k += 1
+    return np.unique(keys[:k]) % n
 
 
 @njit(cache=True)
