@@ -309,9 +309,8 @@ class OcstBank:
     def built_nodes(self) -> np.ndarray:
         """Global slots of every resident node (roots first): the roots, then the built slots of
         the blocks in use (fewer to look at than every slot)."""
-        used = np.flatnonzero(self._block_parent >= 0)
-        kids = (self._block_start(0) + _BLOCK * used[:, None] + np.arange(8)[None]).ravel()
-        return np.concatenate([np.arange(self.n_models), kids[self.cell_radius[kids] == self.cell_radius[kids]]])
+        return np.concatenate([np.arange(self.n_models), _built_children(self._block_parent, self.cell_radius,
+                                                                         self.n_models)])
 
 
 # --- building octants, compiled: a build round was ~1 ms of numpy calls on a few nodes --------
@@ -452,6 +451,21 @@ def _store_block(start, live, kids, count, tri_ptr, tri_idx, heads, block_tris, 
     b = (start - n_models - 1) // _BLOCK
     block_tris[b, 0], block_tris[b, 1] = t0, pos
     heads[TRI_TOP] = pos
+
+
+@njit(cache=True)
+def _built_children(block_parent, cell_radius, n_models):
+    """Global slots of the built children in the blocks in use, by block then octant."""
+    out = np.empty(8 * len(block_parent), np.int64)
+    n = 0
+    for b in range(len(block_parent)):
+        if block_parent[b] < 0:
+            continue
+        for s in range(n_models + 1 + _BLOCK * b, n_models + 1 + _BLOCK * b + 8):
+            if cell_radius[s] == cell_radius[s]:  # nan: no sphere there
+                out[n] = s
+                n += 1
+    return out[:n]
 
 
 @njit(cache=True)
