@@ -53,6 +53,7 @@ exceed the cap until the next `maintain`.
 """
 from __future__ import annotations
 
+import time
 from functools import cached_property
 
 import numpy as np
@@ -130,6 +131,7 @@ class OcstBank:
         self._cube, self._queries, self._meshes = [], {}, {}
         self.built_spheres = 0   # counters for reports
         self.evicted_spheres = 0
+        self.build_seconds = 0.0  # wall time inside build() (an instrument: no decision reads it)
         for m, mesh in enumerate(self.models):
             self._make_root(m, mesh, seed)
 
@@ -219,6 +221,7 @@ class OcstBank:
         """Build the octants the kernels asked for (want bits) of `nodes` (global slots, repeats
         allowed): each wanted octant becomes a sphere, or is known empty. One compiled call per
         model (_build_octants), and another after growing tri_idx when it runs out of room."""
+        t0 = time.perf_counter()
         nodes = np.asarray(nodes, np.int64)
         for m in range(1) if self.n_models == 1 else np.unique(self.model[nodes]):
             while True:
@@ -227,6 +230,7 @@ class OcstBank:
                 if not room:
                     break
                 self._compact(room)
+        self.build_seconds += time.perf_counter() - t0
 
     @cached_property
     def _kernel_args(self):
