@@ -35,12 +35,16 @@ interior node (octant j in slot j, child_count 8) and a spacer, so that tri_ptr[
 node i's triangle list for every node although blocks come and go (each block's lists are
 contiguous in tri_idx, rewritten whole when an octant is added). A slot with no sphere (an octant
 pending or empty) has a nan radius: no overlap test passes on it, so the kernels' loops skip it
-unchanged. A pair that needs pending octants stops its row there (`deepen_pairs`,
-`complete_pairs` report blocked rows, the octants in the banks' `want` bits); `resume_blocked`
-builds them (the triangles of the parent's cell in those octants) and resumes the rows where they
-stopped, inside the same timed batch, so building counts against the frame budget and `min_level`
-holds as for prebuilt trees. Node arrays never move; only tri_idx is reallocated (refine.py reads
-it when the exact level runs).
+unchanged. A pair that needs pending octants stops its row there (`descend_stacks`,
+`complete_pairs` report blocked rows, the octants in the banks' `want` bits); `resume_stacks` /
+`resume_blocked` build them (the triangles of the parent's cell in those octants) and resume the
+rows where they stopped, inside the same timed batch, so building counts against the frame budget
+and `min_level` holds as for prebuilt trees. A build round is one compiled call per model
+(`_build_octants`: the split of the parents' triangle lists, the spheres, witnesses and error
+bounds, the children's blocks and lists; free blocks are found by a scan from the lowest one that
+may be free, `_heads`): ~35 µs (median) a round in a lamps run, where numpy calls over a few
+nodes took ~0.4 ms.
+Node arrays never move; only tri_idx is reallocated (refine.py reads it when the exact level runs).
 
 Memory: nodes are stamped with the simulation time whenever they (or a descendant) are part of a
 colliding pair (`touched` keeps that time apart from the build's stamp, for `resident_reasons`).
