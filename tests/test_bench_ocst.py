@@ -19,6 +19,7 @@ def test_memory_part_reports_a_footprint_per_render_load(tmp_path, capsys):
     for load in ("31", "0"):
         assert f"render {load} ms, depth 3, prebuilt octree (reference)" in printed
         assert f"render {load} ms, depth 3, ocst, evict after 0.2 s" in printed
+    assert printed.count("ms a frame; frame time median") == 2  # the time spent building, per ocst run
     table = printed[printed.index("footprint:"):].splitlines()
     assert "depth 3" in table[0] and "12 frames" in table[0]
     loads = [line.split() for line in table[2:4]]

@@ -13,7 +13,8 @@
    frame against the full octree tree's spheres (every model's: the lamps share one), and why
    they are held (OcstBank.resident_reasons). Writes ocst_resident.csv and ocst_resident.png
    (resident / full per frame, a curve per load and eviction time) into --out and prints the
-   largest and the median ratio, the frame times and the levels reached, then the footprint
+   largest and the median ratio, the spheres built and evicted, the wall time spent building them
+   per frame (OcstBank.build_seconds), the frame times and the levels reached, then the footprint
    section: per load, resident % of the full tree, the mean share of each reason, frames
    within target for ocst and the reference, and whether the 25% goal is met.
 --depth sets the trees' depth for both parts (default: the config's); --max-nodes the cap on resident
@@ -223,7 +224,8 @@ def _one_load(cfg, frames: int, render_s: float, evict_after: list[float], clock
         print(f"{head}, ocst, evict after {evict:g} s, cap {c.collision.ocst_max_nodes:,}: resident / full "
               f"({full:,} spheres) max {ratio.max():.1%}, "
               f"median {np.median(ratio):.1%}; spheres built {world.bank.built_spheres}, evicted "
-              f"{world.bank.evicted_spheres}; {_run_summary(run_rows, cfg)}")
+              f"{world.bank.evicted_spheres}, building {1e3 * world.bank.build_seconds / frames:.2f} ms a frame; "
+              f"{_run_summary(run_rows, cfg)}")
         summaries.append(dict(render_ms=1e3 * render_s, evict_after_s=evict, ratio=ratio,
                               **_footprint(run_rows, ref_rows, cfg, full)))
         rows += [dict(r, render_ms=1e3 * render_s, evict_after_s=evict, full=full) for r in run_rows]

@@ -35,12 +35,16 @@ interior node (octant j in slot j, child_count 8) and a spacer, so that tri_ptr[
 node i's triangle list for every node although blocks come and go (each block's lists are
 contiguous in tri_idx, rewritten whole when an octant is added). A slot with no sphere (an octant
 pending or empty) has a nan radius: no overlap test passes on it, so the kernels' loops skip it
-unchanged. A pair that needs pending octants stops its row there (`deepen_pairs`,
-`complete_pairs` report blocked rows, the octants in the banks' `want` bits); `resume_blocked`
-builds them (the triangles of the parent's cell in those octants) and resumes the rows where they
-stopped, inside the same timed batch, so building counts against the frame budget and `min_level`
-holds as for prebuilt trees. Node arrays never move; only tri_idx is reallocated (refine.py reads
-it when the exact level runs).
+unchanged. A pair that needs pending octants stops its row there (`descend_stacks`,
+`complete_pairs` report blocked rows, the octants in the banks' `want` bits); `resume_stacks` /
+`resume_blocked` build them (the triangles of the parent's cell in those octants) and resume the
+rows where they stopped, inside the same timed batch, so building counts against the frame budget
+and `min_level` holds as for prebuilt trees. A build round is one compiled call per model
+(`_build_octants`: the split of the parents' triangle lists, the spheres, witnesses and error
+bounds, the children's blocks and lists; free blocks are found by a scan from the lowest one that
+may be free, `_heads`): ~35 µs (median) a round in a lamps run, where numpy calls over a few
+nodes took ~0.4 ms.
+Node arrays never move; only tri_idx is reallocated (refine.py reads it when the exact level runs).
 
 Memory: nodes are stamped with the simulation time whenever they (or a descendant) are part of a
 colliding pair (`touched` keeps that time apart from the build's stamp, for `resident_reasons`).
@@ -53,19 +57,22 @@ exceed the cap until the next `maintain`.
 """
 from __future__ import annotations
 
-import heapq
+import time
+from functools import cached_property
 
 import numpy as np
+from numba import njit
 
-from ..spheretree.finish import witnesses
-from ..spheretree.geometry import MeshQuery, min_enclosing_sphere
-from ..spheretree.octree import bounding_cube, cell_spheres, occupied_children
-from .kernels import stack_pairs_b
+from ..geometry.triangles import triangle_meets_box
+from ..spheretree.finish import _REL_SLACK, witnesses
+from ..spheretree.geometry import MeshQuery, closest_on_mesh, min_enclosing_sphere
+from ..spheretree.octree import bounding_cube
+from .kernels import entry_node_b
 from .volumes import SPHERE
 
 ALL_PENDING = 0xFF  # pending bits of a node none of whose octants is built or known empty yet
 _BLOCK = 9          # slots per node's children: octant j in slot j, and a spacer (module docstring)
-_BITS = np.array([4, 2, 1])  # octant j = 4x + 2y + z (spheretree.octree's order)
+TRI_TOP, FREE = 0, 1  # OcstBank._heads: end of tri_idx's used part; lowest block that may be free
 
 
 class OcstBank:
@@ -120,13 +127,15 @@ class OcstBank:
         self.cell = np.zeros((n, 3), np.int64)
         self.tri_ptr = np.zeros(n + 1, np.int64)
         self.tri_idx = np.arange(self.tri_offset[-1], dtype=np.int64)  # roots' lists: all their triangles
-        self._tri_top = len(self.tri_idx)
-        self._free = list(range(n_blocks))  # a heap: the lowest free block first keeps memory compact
-        self._block_parent = np.full(n_blocks, -1, np.int64)  # owner of each used block
+        # [TRI_TOP, FREE]: the lowest free block is taken first (it keeps memory compact)
+        self._heads = np.array([len(self.tri_idx), 0], np.int64)
+        self._block_parent = np.full(n_blocks, -1, np.int64)  # owner of each used block (-1: free)
         self._block_tris = np.zeros((n_blocks, 2), np.int64)  # its region of tri_idx
-        self._cube, self._queries = [], {}  # per model: (origin, side) of its octree; its MeshQuery
+        # per model: (origin, side) of its octree; its MeshQuery; its _mesh_args
+        self._cube, self._queries, self._meshes = [], {}, {}
         self.built_spheres = 0   # counters for reports
         self.evicted_spheres = 0
+        self.build_seconds = 0.0  # wall time inside build() (an instrument: no decision reads it)
         for m, mesh in enumerate(self.models):
             self._make_root(m, mesh, seed)
 
@@ -204,89 +213,50 @@ class OcstBank:
 
     def _open(self, nodes):
         """Give interior nodes (below their model's depth) a block of children slots, every octant
-        pending; leaves get none."""
-        leaf = self.level[nodes] >= self.depth[self.model[nodes]]
-        self.first_child[nodes[leaf]], self.child_count[nodes[leaf]], self.pending[nodes[leaf]] = -1, 0, 0
-        inner = nodes[~leaf]
-        blocks = np.array([heapq.heappop(self._free) for _ in inner], np.int64)
-        self._block_parent[blocks] = inner
-        starts = self.n_models + 1 + _BLOCK * blocks
-        self.first_child[inner], self.child_count[inner], self.pending[inner] = starts, 8, ALL_PENDING
-        self.tri_ptr[(starts[:, None] + np.arange(_BLOCK)).ravel()] = 0  # empty lists until children are built
+        pending; leaves get none (_open_node)."""
+        for s in nodes:
+            _open_node(s, self.depth[self.model[s]], self._topology(), self.tri_ptr, self._heads, self.n_models)
+
+    def _topology(self):
+        return (self.first_child, self.child_count, self.pending, self.want, self.level, self.parent, self.model,
+                self.cell, self._block_parent, self._block_tris)
 
     def build(self, nodes) -> None:
         """Build the octants the kernels asked for (want bits) of `nodes` (global slots, repeats
-        allowed): each wanted octant becomes a sphere, or is known empty."""
-        nodes = np.unique(np.asarray(nodes, np.int64))
-        nodes = nodes[self.want[nodes] != 0]
-        key = self.model[nodes] * 64 + self.level[nodes]  # levels < 64
-        for k in np.unique(key):
-            self._grow(int(k // 64), int(k % 64), nodes[key == k])
-        self.want[nodes] = 0
+        allowed): each wanted octant becomes a sphere, or is known empty. One compiled call per
+        model (_build_octants), and another after growing tri_idx when it runs out of room."""
+        t0 = time.perf_counter()
+        nodes = np.asarray(nodes, np.int64)
+        for m in range(1) if self.n_models == 1 else np.unique(self.model[nodes]):
+            while True:
+                built, room = _build_octants(nodes, m, self.now, self._kernel_args, self.tri_idx, self._mesh_args(m))
+                self.built_spheres += built
+                if not room:
+                    break
+                self._compact(room)
+        self.build_seconds += time.perf_counter() - t0
 
-    def _grow(self, m, k, parents):
-        """The wanted octants of `parents` (slots of model m at level k): the occupied ones built
-        (cell spheres, witnesses, triangle lists), the empty ones struck from pending."""
-        origin, side = self._cube[m]
-        size = side / 2 ** (k + 1)
-        lists = [self.tri_idx[self.tri_ptr[p]:self.tri_ptr[p + 1]] for p in parents]
-        pair_tri = np.concatenate(lists) - self.tri_offset[m]
-        pair_cell = np.repeat(np.arange(len(parents)), [len(x) for x in lists])
-        tris = self.tri_verts[self.tri_offset[m]:self.tri_offset[m + 1]]
-        cells, owner, pt, pc = occupied_children(tris, pair_tri, pair_cell, self.cell[parents], origin, size)
-        octant = (cells & 1) @ _BITS  # a child's cell is 2 x its parent's + its octant's (x, y, z)
-        occupied = np.bincount(owner, 1 << octant, len(parents)).astype(np.int64)  # one row per octant
-        pend, want = self.pending[parents][owner] >> octant & 1, self.want[parents][owner] >> octant & 1
-        new = (pend & want).astype(bool)
-        live = new | (pend == 0)  # built after this call
-        slots = self.first_child[parents][owner] + octant
-        if new.any():
-            s = slots[new]
-            centers, radii = cell_spheres(origin, cells[new], size)
-            self._finish(m, s, centers, radii)
-            self.cell_center[s], self.cell_radius[s] = centers, radii
-            self.parent[s], self.model[s], self.level[s], self.cell[s] = parents[owner[new]], m, k + 1, cells[new]
-            self._open(s)
-            self.built_spheres += len(s)
-            self._store_lists(parents, owner, octant, live, new, pt, pc)
-        self.pending[parents] &= occupied & ~self.want[parents]
+    @cached_property
+    def _kernel_args(self):
+        """The arrays _build_octants writes, but tri_idx (they never move): (n_models, geometry,
+        topology, tri_ptr, heads, tri_verts)."""
+        geometry = (self.center, self.radius, self.witness, self.error, self.cell_center, self.cell_radius,
+                    self.stamp, self.touched)
+        return self.n_models, geometry, self._topology(), self.tri_ptr, self._heads, self.tri_verts
 
-    def _store_lists(self, parents, owner, octant, live, new, pt, pc):
-        """Rewrite the triangle lists of the blocks of `parents` that got new children: every
-        built child's list, in octant order, the blocks one after another in one region of
-        tri_idx (children rows: owner, octant, live, new; pt, pc the triangles meeting each
-        child, occupied_children's)."""
-        grown = np.bincount(owner[new], minlength=len(parents)) > 0
-        order = np.argsort(pc, kind="stable")  # triangle lists grouped by child, children by parent and octant
-        pt, pc = pt[order] + self.tri_offset[self.model[parents[0]]], pc[order]
-        keep = live[pc] & grown[owner[pc]]
-        per = np.zeros((len(parents), 8), np.int64)  # list length per parent and octant
-        per[owner, octant] = np.bincount(pc[keep], minlength=len(owner))
-        per = per[grown]
-        starts = self.first_child[parents[grown]]
-        blocks = (starts - self.n_models - 1) // _BLOCK
-        t0 = self._store_tris(blocks, pt[keep])
-        ptr = t0 + np.cumsum(np.concatenate([[0], per.ravel()]))[:-1].reshape(-1, 8)  # each list's start
-        self.tri_ptr[(starts[:, None] + np.arange(8)).ravel()] = ptr.ravel()
-        self.tri_ptr[starts + 8] = ptr[:, 7] + per[:, 7]  # the last child's end
-        self._block_tris[blocks] = np.stack([ptr[:, 0], ptr[:, 7] + per[:, 7]], 1)
+    def _mesh_args(self, m):
+        """Model m's (origin (3,), side, depth, *MeshQuery.kernel_args()) for _build_octants."""
+        if m not in self._meshes:
+            origin, side = self._cube[m]
+            self._meshes[m] = (origin, float(side), int(self.depth[m]), *self._query(m).kernel_args())
+        return self._meshes[m]
 
     def _block_start(self, block) -> int:
         return self.n_models + 1 + _BLOCK * int(block)
 
-    def _store_tris(self, blocks, ids) -> int:
-        """Copy ids into tri_idx (compacting or growing it when full) as the new region of
-        `blocks`; returns its start (their earlier regions, if any, are left for _compact)."""
-        self._block_tris[blocks] = 0  # replaced: not live
-        if self._tri_top + len(ids) > len(self.tri_idx):
-            self._compact(len(ids))
-        t0 = self._tri_top
-        self.tri_idx[t0:t0 + len(ids)] = ids
-        self._tri_top += len(ids)
-        return t0
-
     def _compact(self, extra):
-        """Move the live blocks' lists together (a new tri_idx, twice the live size at least)."""
+        """Move the live blocks' lists together (a new tri_idx, twice the live size at least,
+        with room for `extra` more)."""
         live = np.flatnonzero(self._block_parent >= 0)
         live = live[self._block_tris[live, 1] > self._block_tris[live, 0]]
         roots = int(self.tri_offset[-1])
@@ -301,16 +271,12 @@ class OcstBank:
             self.tri_ptr[start:start + _BLOCK] += top - s
             self._block_tris[b] = top, top + e - s
             top += e - s
-        self.tri_idx, self._tri_top = new, top
+        self.tri_idx, self._heads[TRI_TOP] = new, top
 
     # --- use and eviction ------------------------------------------------------------
     def touch(self, nodes) -> None:
         """Stamp nodes (global slots) and their ancestors with the current time."""
-        nodes = np.asarray(nodes, np.int64)
-        while len(nodes):  # repeats are harmless, and cheaper than sorting them out level by level
-            self.stamp[nodes] = self.touched[nodes] = self.now
-            nodes = self.parent[nodes]
-            nodes = nodes[nodes >= 0]
+        _touch_up(self.stamp, self.touched, self.parent, self.now, np.asarray(nodes, np.int64))
 
     def maintain(self, now: float) -> None:
         """Set the time [s] and evict the spheres unused for evict_after seconds, then the least
@@ -337,11 +303,12 @@ class OcstBank:
         dead = np.unique(np.concatenate(dead))
         top = dead[~np.isin(self.parent[dead], dead)]
         np.bitwise_or.at(self.pending, self.parent[top], 1 << (top - self.first_child[self.parent[top]]))
-        for p in dead[self.child_count[dead] > 0]:
-            block = (self.first_child[p] - self.n_models - 1) // _BLOCK
-            self._block_parent[block] = -1
-            self._block_tris[block] = 0
-            heapq.heappush(self._free, int(block))
+        inner = dead[self.child_count[dead] > 0]
+        if len(inner):
+            blocks = (self.first_child[inner] - self.n_models - 1) // _BLOCK
+            self._block_parent[blocks] = -1
+            self._block_tris[blocks] = 0
+            self._heads[FREE] = min(self._heads[FREE], blocks.min())
         self.radius[dead] = self.cell_radius[dead] = np.nan
         self.first_child[dead], self.child_count[dead], self.pending[dead], self.want[dead] = -1, 0, 0, 0
         self.touched[dead], self.stamp[dead] = -np.inf, 0.0
@@ -350,9 +317,188 @@ class OcstBank:
     def built_nodes(self) -> np.ndarray:
         """Global slots of every resident node (roots first): the roots, then the built slots of
         the blocks in use (fewer to look at than every slot)."""
-        used = np.flatnonzero(self._block_parent >= 0)
-        kids = (self._block_start(0) + _BLOCK * used[:, None] + np.arange(8)[None]).ravel()
-        return np.concatenate([np.arange(self.n_models), kids[self.cell_radius[kids] == self.cell_radius[kids]]])
+        return np.concatenate([np.arange(self.n_models), _built_children(self._block_parent, self.cell_radius,
+                                                                         self.n_models)])
+
+
+# --- building octants, compiled: a build round was ~1 ms of numpy calls on a few nodes --------
+
+@njit(cache=True)
+def _build_octants(nodes, m, now, bank, tri_idx, mesh):
+    """OcstBank.build for those of `nodes` (global slots, any order, repeats allowed) that are
+    model m's and want octants, by level then slot: each one's wanted octants (want bits) built
+    where a triangle of its cell meets them (exact SAT test) — a cell sphere with witness and
+    error bound (spheretree.finish.witnesses), a block of children slots when not a leaf — and
+    its block's triangle lists rewritten; its wanted and empty octants struck from pending, its
+    want bits cleared.
+    bank: (n_models, geometry, topology, tri_ptr, heads, tri_verts) with geometry (center, radius,
+    witness, error, cell_center, cell_radius, stamp, touched) and topology (first_child,
+    child_count, pending, want, level, parent, model, cell, block_parent, block_tris), the bank's
+    arrays (OcstBank._kernel_args), heads its [TRI_TOP, FREE]; mesh (origin (3,), side, depth,
+    *MeshQuery.kernel_args()) model m's octree cube, depth and distance query.
+    Returns (spheres built, room): room > 0 when tri_idx lacks room for the next node's lists
+    (it and the rest are left as they were; grow tri_idx by room and call again)."""
+    n_models, geometry, topology, tri_ptr, heads, tri_verts = bank
+    first_child, pending, want, level, cell = topology[0], topology[2], topology[3], topology[4], topology[7]
+    nodes = _wanting(nodes, m, topology[6], want, level)
+    most = 0
+    for p in nodes:
+        most = max(most, tri_ptr[p + 1] - tri_ptr[p])
+    kids, count = np.empty((8, most), np.int64), np.zeros(8, np.int64)  # each octant's triangles
+    blocks = np.arange(len(mesh[4]))  # the distance query's triangle blocks: all of them
+    built = 0
+    for p in nodes:
+        size = mesh[1] / 2.0 ** (level[p] + 1)
+        occupied = _split_cell(tri_verts, tri_idx, tri_ptr[p], tri_ptr[p + 1], cell, p, mesh[0], size, kids, count)
+        new = pending[p] & want[p] & occupied
+        if new:
+            live = occupied & (new | ~pending[p])  # built after this call
+            need = 0
+            for j in range(8):
+                need += count[j] * (live >> j & 1)
+            if heads[TRI_TOP] + need > len(tri_idx):
+                return built, need
+            for j in range(8):
+                if new >> j & 1:
+                    _make_child(p, j, size, now, n_models, geometry, topology, tri_ptr, heads, mesh, blocks)
+                    built += 1
+            _store_block(first_child[p], live, kids, count, tri_ptr, tri_idx, heads, topology[9], n_models)
+        pending[p] &= occupied & ~want[p]
+        want[p] = 0
+    return built, 0
+
+
+@njit(cache=True)
+def _wanting(nodes, m, model, want, level):
+    """The distinct nodes of model m among `nodes` whose want bits are set, by level then slot."""
+    n = len(want)
+    keys = np.empty(len(nodes), np.int64)
+    k = 0
+    for p in nodes:
+        if model[p] == m and want[p] != 0:
+            keys[k] = level[p] * n + p
+            k += 1
+    return np.unique(keys[:k]) % n
+
+
+@njit(cache=True)
+def _split_cell(tri_verts, tri_idx, q0, q1, cell, p, origin, size, kids, count):
+    """The triangles tri_idx[q0:q1] of node p's cell that meet each of its octants (side `size`),
+    in that order, into kids[j, :count[j]]; returns the occupied octants' bits (j = 4x + 2y + z).
+    Centres as spheretree.octree's: origin + (cell index + 0.5) size."""
+    v, e = np.empty((3, 3)), np.empty((3, 3))
+    count[:] = 0
+    occupied = 0
+    for q in range(q0, q1):
+        t = tri_idx[q]
+        for j in range(8):
+            cx = origin[0] + (2 * cell[p, 0] + (j >> 2 & 1) + 0.5) * size
+            cy = origin[1] + (2 * cell[p, 1] + (j >> 1 & 1) + 0.5) * size
+            cz = origin[2] + (2 * cell[p, 2] + (j & 1) + 0.5) * size
+            if triangle_meets_box(tri_verts, t, cx, cy, cz, size / 2, v, e):
+                kids[j, count[j]] = t
+                count[j] += 1
+                occupied |= 1 << j
+    return occupied
+
+
+@njit(cache=True)
+def _make_child(p, j, size, now, n_models, geometry, topology, tri_ptr, heads, mesh, blocks):
+    """Octant j of node p as a sphere in its slot: the sphere circumscribing its cell (side
+    `size`), grown to reach the surface if it missed it, its witness and centre error bound
+    (finish.witnesses), bookkeeping, and its children's block (_open_node)."""
+    center, radius, witness, error, cell_center, cell_radius, stamp, touched = geometry
+    first_child, level, parent, model, cell = topology[0], topology[4], topology[5], topology[6], topology[7]
+    origin, depth, tris, lo, hi, pseudo, closed = mesh[0], mesh[2], mesh[3], mesh[4], mesh[5], mesh[6], mesh[7]
+    s = first_child[p] + j
+    for c in range(3):
+        cell[s, c] = 2 * cell[p, c] + (j >> (2 - c) & 1)
+        center[s, c] = origin[c] + (cell[s, c] + 0.5) * size
+        cell_center[s, c] = center[s, c]
+    cell_radius[s] = size * np.sqrt(3.0) / 2
+    d, wx, wy, wz, side, _ = closest_on_mesh(center[s, 0], center[s, 1], center[s, 2], tris, lo, hi, pseudo, closed,
+                                             0, blocks)
+    radius[s] = max(cell_radius[s], d * (1 + 4 * _REL_SLACK))
+    error[s] = (max(d * side, 0.0) if closed else d) + radius[s]
+    witness[s, 0], witness[s, 1], witness[s, 2] = wx, wy, wz
+    stamp[s], touched[s] = now, -np.inf
+    parent[s], model[s], level[s] = p, model[p], level[p] + 1
+    _open_node(s, depth, topology, tri_ptr, heads, n_models)
+
+
+@njit(cache=True)
+def _open_node(s, depth, topology, tri_ptr, heads, n_models):
+    """A new node s: a leaf at `depth` (its model's) gets no children; an interior node the lowest
+    free block of children slots, every octant pending, their triangle lists empty."""
+    first_child, child_count, pending, level, block_parent = topology[0], topology[1], topology[2], topology[4], \
+        topology[8]
+    if level[s] >= depth:
+        first_child[s], child_count[s], pending[s] = -1, 0, 0
+        return
+    b = heads[FREE]
+    while block_parent[b] >= 0:
+        b += 1
+    heads[FREE] = b + 1
+    block_parent[b] = s
+    start = n_models + 1 + _BLOCK * b
+    first_child[s], child_count[s], pending[s] = start, 8, ALL_PENDING
+    tri_ptr[start:start + _BLOCK] = 0
+
+
+@njit(cache=True)
+def _store_block(start, live, kids, count, tri_ptr, tri_idx, heads, block_tris, n_models):
+    """The triangle lists of the `live` children of the block at slot `start`, in octant order, as
+    one new region at the end of tri_idx (the block's old region is left for OcstBank._compact)."""
+    t0 = pos = heads[TRI_TOP]
+    for j in range(8):
+        tri_ptr[start + j] = pos
+        if live >> j & 1:
+            tri_idx[pos:pos + count[j]] = kids[j, :count[j]]
+            pos += count[j]
+    tri_ptr[start + 8] = pos
+    b = (start - n_models - 1) // _BLOCK
+    block_tris[b, 0], block_tris[b, 1] = t0, pos
+    heads[TRI_TOP] = pos
+
+
+@njit(cache=True)
+def _built_children(block_parent, cell_radius, n_models):
+    """Global slots of the built children in the blocks in use, by block then octant."""
+    out = np.empty(8 * len(block_parent), np.int64)
+    n = 0
+    for b in range(len(block_parent)):
+        if block_parent[b] < 0:
+            continue
+        for s in range(n_models + 1 + _BLOCK * b, n_models + 1 + _BLOCK * b + 8):
+            if cell_radius[s] == cell_radius[s]:  # nan: no sphere there
+                out[n] = s
+                n += 1
+    return out[:n]
+
+
+@njit(cache=True)
+def _touch_up(stamp, touched, parent, now, nodes):
+    """Stamp `nodes` and their ancestors with `now` (OcstBank.touch)."""
+    for n in nodes:
+        _stamp_line(stamp, touched, parent, now, n)
+
+
+@njit(cache=True)
+def _stamp_line(stamp, touched, parent, now, node):
+    """Stamp node and its ancestors with `now`."""
+    while node >= 0:
+        stamp[node] = now
+        touched[node] = now
+        node = parent[node]
+
+
+@njit(cache=True)
+def _touch_stacks(stamp, touched, parent, now, s, height, rows, side_b):
+    """OcstBank.touch of every node on one side of the stacks of pair rows `rows`: s = sa (A's
+    side) or sb (B's: entry_node_b, a continuation's parent pair's node)."""
+    for r in rows:
+        for j in range(height[r]):
+            _stamp_line(stamp, touched, parent, now, entry_node_b(s[r, j]) if side_b else s[r, j])
 
 
 class OcstTreeView:
@@ -423,10 +569,9 @@ def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> bool
         _build(A, B, sa[r, height[r] - 1], sb[r, height[r] - 1])
         descend(r, targets[stuck])
         stuck = stuck[blocked[r]]
-    held = np.arange(sa.shape[1])[None] < height[rows][:, None]
-    for bank, s in ((A, sa[rows][held]), (B, stack_pairs_b(sb[rows][held]))):
-        if isinstance(bank, OcstBank):
-            bank.touch(s)  # each entry's colliding pair: a continuation's is its parent (kernels.py)
+    for bank, s, side_b in ((A, sa, False), (B, sb, True)):
+        if isinstance(bank, OcstBank):  # each entry's colliding pair: a continuation's is its parent (kernels.py)
+            _touch_stacks(bank.stamp, bank.touched, bank.parent, bank.now, s, height, rows, side_b)
     return resumed
 
 
