@@ -26,7 +26,7 @@ import numpy as np
 from numba import get_num_threads, njit, prange
 
 from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
-from .core import _cross, _dot, box_gap, normal_gap, rect_distance
+from .core import _cross, _dot, box_gap, core_frame, framed_rect_distance, normal_gaps
 
 CHUNKS_PER_THREAD = 4
 FRONT_GROWTH = 1.5  # a front this many times its fresh size is dropped (capsules, lamp, freighter trajectories)
@@ -65,24 +65,20 @@ def _moved_gap(center, u, v, half, radius, x, cy, uy, vy, y, enough):
     (`_moved_frame`: a split of x tests both its children against the same y). Cheap first: the
     projections on the centre line, then on the cores' normals (a flat core has no extent along
     its own), then the exact core distance."""
-    dx, dy, dz = cy[0] - center[x, 0], cy[1] - center[x, 1], cy[2] - center[x, 2]
-    dd = np.sqrt(dx * dx + dy * dy + dz * dz)
-    rr = radius[x] + radius[y]
-    if dd > 0.0:
-        w = half[x, 0] * abs(u[x, 0] * dx + u[x, 1] * dy + u[x, 2] * dz) \
-            + half[x, 1] * abs(v[x, 0] * dx + v[x, 1] * dy + v[x, 2] * dz) \
-            + half[y, 0] * abs(uy[0] * dx + uy[1] * dy + uy[2] * dz) \
-            + half[y, 1] * abs(vy[0] * dx + vy[1] * dy + vy[2] * dz)
-        quick = dd - w / dd - rr
-        if quick > enough:
-            return quick
     cx = (center[x, 0], center[x, 1], center[x, 2])
     ux, vx = (u[x, 0], u[x, 1], u[x, 2]), (v[x, 0], v[x, 1], v[x, 2])
-    flat = max(normal_gap((dx, dy, dz), ux, vx, uy, vy, half[y, 0], half[y, 1]),
-               normal_gap((dx, dy, dz), uy, vy, ux, vx, half[x, 0], half[x, 1])) - rr
+    T, U, V, tu, tv = core_frame(cx, ux, vx, cy, uy, vy)  # y's core in x's frame, once for all three
+    ax, bx, ay, by = half[x, 0], half[x, 1], half[y, 0], half[y, 1]
+    rr = radius[x] + radius[y]
+    dd = np.sqrt(_dot(T, T))
+    if dd > 0.0:
+        quick = dd - (ax * abs(T[0]) + bx * abs(T[1]) + ay * abs(tu) + by * abs(tv)) / dd - rr
+        if quick > enough:
+            return quick
+    flat = normal_gaps(T, U, V, ax, bx, ay, by) - rr
     if flat > enough:  # the cores are flat: their normals often separate near-touching surfaces
         return flat
-    return rect_distance(cx, ux, vx, half[x, 0], half[x, 1], cy, uy, vy, half[y, 0], half[y, 1]) - rr
+    return framed_rect_distance(T, U, V, tu, tv, ax, bx, ay, by) - rr
 
 
 @njit(cache=True, inline=INLINE)
