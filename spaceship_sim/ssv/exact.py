@@ -96,6 +96,7 @@ class SSVExact:
         self.room = PENDING_ROOM * (self.depth + 2)  # distance's pending pairs (tests set it small)
         b = self.bank  # how far each node's SSV reaches from its core's centre (front tracking)
         self.extent = np.hypot(b.half[:, 0], b.half[:, 1]) + b.radius
+        self._idle_rows = {}
         self.threads = numba.config.NUMBA_NUM_THREADS if threads is None else max(1, min(int(threads),
                                                                                        numba.config.NUMBA_NUM_THREADS))
 
@@ -160,10 +161,10 @@ class SSVExact:
         """The kernel's (dist, tri, points) for these rows; `front` (a DistanceFront, or None) is read
         and rewritten in place."""
         k = len(ra)
-        none = np.full(k, -1, np.int64)
+        none, far, zero, fx0, fl0, moved0 = self._idle(k)
         if front is None:
-            fx = fy = np.empty((k, 0), np.int64)
-            fl, fn, fresh, moved = np.empty((k, 0)), np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros((k, 5))
+            fx = fy = fx0
+            fl, fn, fresh, moved = fl0, np.zeros(k, np.int64), np.zeros(k, np.int64), moved0
             R0, t0 = R, t
         else:
             fx, fy, fl, fn, fresh, R0, t0 = front.x, front.y, front.lb, front.n, front.fresh, front.R, front.t
@@ -171,9 +172,21 @@ class SSVExact:
         with self._pool(k) as bounds:
             return distance_pairs(*self.bank.arrays, R, t, ra, rb, bounds, self.room,
                                   none if seed_a is None else seed_a, none if seed_b is None else seed_b,
-                                  np.full(k, np.inf) if bound is None else bound, float(rel), float(abs_tol),
-                                  np.zeros(k) if stop_at is None else stop_at, bool(priority), self.extent,
+                                  far if bound is None else bound, float(rel), float(abs_tol),
+                                  zero if stop_at is None else stop_at, bool(priority), self.extent,
                                   fx, fy, fl, fn, fresh, moved, R0, t0)
+
+    def _idle(self, k):
+        """The kernel's arguments for k rows that ask for nothing (none of them written there): no seed
+        faces (-1), no bound (inf), stop at 0, no front (x, y and lb (k, 0)), no motion (k, 5). Kept for
+        small k: a one-pair query each frame would otherwise allocate them every call (~5 us)."""
+        got = self._idle_rows.get(k)
+        if got is None:
+            got = (np.full(k, -1, np.int64), np.full(k, np.inf), np.zeros(k), np.empty((k, 0), np.int64),
+                   np.empty((k, 0)), np.zeros((k, 5)))
+            if k < PARALLEL_MIN_ROWS:
+                self._idle_rows[k] = got
+        return got
 
     def distance(self, ma, mb, Ta, Tb, rel: float = 0.0, abs_tol: float = 0.0, seed=None,
                  priority: bool = True, front: DistanceFront | None = None, keep_front: bool = False) -> DistanceAnswer:
