@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
+from ..geometry.triangles import distance_triangle_triangle, distance_triangle_triangle_disjoint, intersect_triangle_triangle
 from .core import _cross, _dot, box_gap, core_frame, framed_rect_distance, normal_gaps
 
 CHUNKS_PER_THREAD = 4
@@ -397,7 +397,10 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
         while True:
             if child[x, 0] < 0 and child[y, 0] < 0:
                 _triangle_b(tris, R, t, i, face[y], Vb)
-                d = distance_triangle_triangle(tris[face[x]], Vb, out)
+                if g > 0.0:  # their SSVs, which hold them, are apart: no intersection test
+                    d = distance_triangle_triangle_disjoint(tris[face[x]], Vb, out)
+                else:
+                    d = distance_triangle_triangle(tris[face[x]], Vb, out)
                 _keep(fx, fy, fl, fn, i, x, y, d)
                 if d < best:
                     best, tri[i, 0], tri[i, 1] = d, face[x], face[y]
@@ -427,9 +430,9 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
                 else:
                     sk[ns], sx[ns], sy[ns] = g1, xx, yy
                     ns += 1
-            x, y = (c0, y) if split_a else (x, c0)
-            if g0 >= limit:
-                _keep(fx, fy, fl, fn, i, x, y, g0)
+            x, y, g = (c0, y, g0) if split_a else (x, c0, g0)
+            if g >= limit:
+                _keep(fx, fy, fl, fn, i, x, y, g)
                 break
     for j in range(ns):  # what is still pending stays on the front
         x = sx[j]
