@@ -243,7 +243,7 @@ def _pending(cap):
 
 @njit(cache=True, parallel=True)
 def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_center, box_half, R, t, root_a, root_b,
-                   bounds, room, seed_a, seed_b, bound, rel, abs_tol, stop_at, priority, extent, fx, fy, fl, fn, fresh, moved,
+                   bounds, room, seed_a, seed_b, bound, rel, abs_tol, stop_at, priority, extent, fx, fy, fl, fn, fresh, pivot,
                    R0, t0):
     """Closest triangle pair of k ship pairs, within a tolerance.
 
@@ -265,8 +265,8 @@ def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_cent
                      rewritten: a front grown past FRONT_GROWTH times it is dropped, the row searched
                      from the roots (a front only refines: as the closest points wander, the pairs it
                      descended on the way stay fine-grained; on the capsules it grew 8x in 600 frames)
-    moved          : (k, 5) float64, how far pose i moved since the front's: a point p of B (body frame)
-                     moved at most moved[i, 0] |p - o| + moved[i, 1] [m], o = moved[i, 2:5] (a pivot)
+    pivot          : (k,) int64 global face of B whose centroid is the pivot of row i's motion since its
+                     front's pose (`_motion`; last frame's closest; -1: B's origin)
     R0, t0         : (k, 3, 3), (k, 3), the pose each front's bounds hold at, set to (R[i], t[i]) by the rows
                      that rework their front (R, t themselves when fronts are not kept); a row whose seed
                      answers at once (touching) leaves its front and pose as they were
@@ -290,7 +290,7 @@ def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_cent
                 dist[i] = _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, root_a[i],
                                         root_b[i], seed_a[i], seed_b[i], bound[i], rel, abs_tol, stop_at[i], priority,
                                         Vb, out, tri, points, key, hx, hy, sk, sx, sy, extent, fx, fy, fl, fn, m,
-                                        moved[i], R0, t0)
+                                        pivot[i], R0, t0)
                 if dist[i] >= 0.0:
                     break
                 # the pending pairs overflowed: the row again from the roots (the front was spent) with twice the room
@@ -315,12 +315,35 @@ def _keep(fx, fy, fl, fn, i, x, y, lb):
             fn[i] = -1
 
 
+@njit(cache=True, inline=INLINE)
+def _motion(R0, t0, R, t, tris, i, f):
+    """How far row i's pose (R[i], t[i]) moved from (R0[i], t0[i]), about a pivot o in B's body frame,
+    the centroid of B's face f (last frame's closest; B's origin where f < 0): a point p of B moved
+    by (R - R0)(p - o) + (R - R0) o + t - t0, at most a |p - o| + m. Returns (a, m, ox, oy, oz):
+    a = |R - R0|_F / sqrt(2) bounds the spectral norm (exactly it for two rotations, whose difference
+    has two equal singular values and a zero), m = |(R - R0) o + t - t0|. Rounding: the matrices are
+    orthonormal to ~1e-16; the 1e-15 terms cover it."""
+    o = (0.0, 0.0, 0.0)
+    if f >= 0:
+        o = ((tris[f, 0, 0] + tris[f, 1, 0] + tris[f, 2, 0]) / 3.0, (tris[f, 0, 1] + tris[f, 1, 1] + tris[f, 2, 1]) / 3.0,
+             (tris[f, 0, 2] + tris[f, 1, 2] + tris[f, 2, 2]) / 3.0)
+    a, m, size = 0.0, 0.0, abs(o[0]) + abs(o[1]) + abs(o[2])
+    for r in range(3):
+        w = t[i, r] - t0[i, r]
+        size += abs(t[i, r]) + abs(t0[i, r])
+        for c in range(3):
+            a += (R[i, r, c] - R0[i, r, c]) ** 2
+            w += (R[i, r, c] - R0[i, r, c]) * o[c]
+        m += w * w
+    return np.sqrt(a / 2.0) + 1e-15, np.sqrt(m) + 1e-15 * size, o[0], o[1], o[2]
+
+
 @njit(cache=True)
 def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, ra, rb, sa, sb, bound, rel,
                   abs_tol, stop_at, priority, Vb, out, tri, points, key, hx, hy, sk, sx, sy, extent, fx, fy, fl, fn,
-                  m, moved, R0, t0):
+                  m, pivot, R0, t0):
     """distance_pairs for row i (scalars: its roots, seed, bound, stop; m pairs on its front, which
-    moved as moved[i] says); writes tri[i], points[i] and the new front, returns the distance. Pending pairs
+    moved as `_motion` says, about B's face pivot); writes tri[i], points[i] and the new front, returns the distance. Pending pairs
     whose SSVs overlap (lower bound <= 0, all equally promising) go on a stack, worked first and
     depth first, as a collide query would: where the ships intersect that finds a touching triangle
     pair soonest. The others go on a heap by lower bound (priority) or on the same stack
@@ -347,13 +370,13 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
     if m > 0 and best <= stop_at:  # the seed answers (touching): the front stays as it was, at its pose
         fn[i] = m
         return best
+    dR, dT, ox, oy, oz = _motion(R0, t0, R, t, tris, i, pivot) if m > 0 else (0.0, 0.0, 0.0, 0.0, 0.0)
     for r in range(3):
         t0[i, r] = t[i, r]
         for c in range(3):
             R0[i, r, c] = R[i, r, c]
     ns, nh = 0, 0
     if m > 0:  # last frame's front, read and rewritten in place (a pair kept at once goes no further on)
-        dR, dT, ox, oy, oz = moved[0], moved[1], moved[2], moved[3], moved[4]
         for j in range(m):
             x, y = fx[i, j], fy[i, j]
             r = np.sqrt((center[y, 0] - ox) ** 2 + (center[y, 1] - oy) ** 2 + (center[y, 2] - oz) ** 2) + extent[y]
