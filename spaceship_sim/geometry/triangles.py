@@ -15,7 +15,8 @@ Triangles are (3, 3) float64 arrays, one vertex per row.
   triangle overlap test using orientation predicates", with a coplanar fallback in 2D.
 - `distance_triangle_triangle`: 0 if they intersect, else the smallest of the 6 vertex–triangle
   and 9 edge–edge distances (the closest pair of two disjoint triangles always realises one of
-  these), closest points written to `out`.
+  these), closest points written to `out`; `distance_triangle_triangle_disjoint` leaves the
+  intersection test out, for callers that know the triangles apart.
 - `triangle_box_overlap`: triangle against axis-aligned cube (Akenine-Möller's separating axes),
   over batches of pairs (the octree builders'); its oracle is the vectorised numpy version, with
   which it agrees bit for bit.
@@ -289,6 +290,14 @@ def distance_triangle_triangle(V1, V2, out):
     if intersect_triangle_triangle(V1, V2):
         out[:] = np.nan
         return 0.0
+    return distance_triangle_triangle_disjoint(V1, V2, out)
+
+
+@njit(cache=True)
+def distance_triangle_triangle_disjoint(V1, V2, out):
+    """`distance_triangle_triangle` of triangles known to be disjoint (a caller holding a positive
+    lower bound on their distance): the intersection test left out. Its answer on intersecting
+    triangles is meaningless."""
     P, Q = _rows(V1), _rows(V2)
     best, x, y = np.inf, P[0], Q[0]
     for i in range(3):  # a vertex of one triangle against the other triangle

@@ -38,11 +38,24 @@ def _clamp(x, lo, hi):
 
 
 @njit(cache=True)
-def normal_gap(d, u1, v1, u2, v2, a2, b2):
-    """A lower bound on the distance of two cores whose centres differ by d (= c2 - c1): the gap of
-    their projections on the first's normal u1 x v1, along which the first has no extent."""
-    n = _cross(u1, v1)
-    return abs(_dot(d, n)) - a2 * abs(_dot(u2, n)) - b2 * abs(_dot(v2, n))
+def core_frame(c1, u1, v1, c2, u2, v2):
+    """Core 2 seen from core 1's frame (u1, v1, n1 = u1 x v1; centre c1 at 0): (T, U, V, tu, tv), its
+    centre T and axes U, V there, and d . u2, d . v2 (d = c2 - c1: T in core 2's own axes)."""
+    n1 = _cross(u1, v1)
+    d = _sub(c2, c1)
+    T = (_dot(d, u1), _dot(d, v1), _dot(d, n1))
+    U = (_dot(u2, u1), _dot(u2, v1), _dot(u2, n1))
+    V = (_dot(v2, u1), _dot(v2, v1), _dot(v2, n1))
+    return T, U, V, _dot(d, u2), _dot(d, v2)
+
+
+@njit(cache=True)
+def normal_gaps(T, U, V, a1, b1, a2, b2):
+    """A lower bound on the distance of two cores (core 2 as `core_frame` gives it, half-extents
+    a, b): the larger gap of their projections on the two normals, along which each has no extent
+    of its own."""
+    n2 = _cross(U, V)
+    return max(abs(T[2]) - a2 * abs(U[2]) - b2 * abs(V[2]), abs(_dot(T, n2)) - a1 * abs(n2[0]) - b1 * abs(n2[1]))
 
 
 @njit(cache=True)
@@ -120,14 +133,14 @@ def rect_distance(c1, u1, v1, a1, b1, c2, u2, v2, a2, b2):
     closest points lie in a face of one (`_face_gap`, cheap: tried first), or on an edge of each
     (`_edge_pairs`, 4 x 4 pairs), or the rectangles cross (0; the gaps along the two normals, each
     a lower bound, are the distance where a tie hid a face case). A point or a segment is a
-    rectangle whose edges may have length zero. Works in rectangle 1's frame (u1, v1, u1 x v1)
-    with its centre at 0."""
-    n1 = _cross(u1, v1)
-    d = _sub(c2, c1)
-    T = (_dot(d, u1), _dot(d, v1), _dot(d, n1))
-    U = (_dot(u2, u1), _dot(u2, v1), _dot(u2, n1))
-    V = (_dot(v2, u1), _dot(v2, v1), _dot(v2, n1))
-    tu, tv = _dot(d, u2), _dot(d, v2)
+    rectangle whose edges may have length zero. Works in rectangle 1's frame (`core_frame`)."""
+    T, U, V, tu, tv = core_frame(c1, u1, v1, c2, u2, v2)
+    return framed_rect_distance(T, U, V, tu, tv, a1, b1, a2, b2)
+
+
+@njit(cache=True)
+def framed_rect_distance(T, U, V, tu, tv, a1, b1, a2, b2):
+    """`rect_distance` of core 2 as `core_frame` gives it (a caller that has the frame already)."""
     g1, inside = _face_gap(T, U, V, a1, b1, a2, b2)
     if inside:
         return g1

@@ -96,6 +96,7 @@ class SSVExact:
         self.room = PENDING_ROOM * (self.depth + 2)  # distance's pending pairs (tests set it small)
         b = self.bank  # how far each node's SSV reaches from its core's centre (front tracking)
         self.extent = np.hypot(b.half[:, 0], b.half[:, 1]) + b.radius
+        self._idle_rows = {}
         self.threads = numba.config.NUMBA_NUM_THREADS if threads is None else max(1, min(int(threads),
                                                                                        numba.config.NUMBA_NUM_THREADS))
 
@@ -160,20 +161,32 @@ class SSVExact:
         """The kernel's (dist, tri, points) for these rows; `front` (a DistanceFront, or None) is read
         and rewritten in place."""
         k = len(ra)
-        none = np.full(k, -1, np.int64)
+        none, far, zero, fx0, fl0 = self._idle(k)
         if front is None:
-            fx = fy = np.empty((k, 0), np.int64)
-            fl, fn, fresh, moved = np.empty((k, 0)), np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros((k, 5))
+            fx = fy = fx0
+            fl, fn, fresh, pivot = fl0, np.zeros(k, np.int64), np.zeros(k, np.int64), none
             R0, t0 = R, t
         else:
             fx, fy, fl, fn, fresh, R0, t0 = front.x, front.y, front.lb, front.n, front.fresh, front.R, front.t
-            moved = _moved(front.R, front.t, R, t, self.bank.tris, front.tri[:, 1])
+            pivot = front.tri[:, 1]
         with self._pool(k) as bounds:
             return distance_pairs(*self.bank.arrays, R, t, ra, rb, bounds, self.room,
                                   none if seed_a is None else seed_a, none if seed_b is None else seed_b,
-                                  np.full(k, np.inf) if bound is None else bound, float(rel), float(abs_tol),
-                                  np.zeros(k) if stop_at is None else stop_at, bool(priority), self.extent,
-                                  fx, fy, fl, fn, fresh, moved, R0, t0)
+                                  far if bound is None else bound, float(rel), float(abs_tol),
+                                  zero if stop_at is None else stop_at, bool(priority), self.extent,
+                                  fx, fy, fl, fn, fresh, pivot, R0, t0)
+
+    def _idle(self, k):
+        """The kernel's arguments for k rows that ask for nothing (none of them written there): no seed
+        faces or pivot (-1), no bound (inf), stop at 0, no front (x, y and lb (k, 0)). Kept for
+        small k: a one-pair query each frame would otherwise allocate them every call (~5 us)."""
+        got = self._idle_rows.get(k)
+        if got is None:
+            got = (np.full(k, -1, np.int64), np.full(k, np.inf), np.zeros(k), np.empty((k, 0), np.int64),
+                   np.empty((k, 0)))
+            if k < PARALLEL_MIN_ROWS:
+                self._idle_rows[k] = got
+        return got
 
     def distance(self, ma, mb, Ta, Tb, rel: float = 0.0, abs_tol: float = 0.0, seed=None,
                  priority: bool = True, front: DistanceFront | None = None, keep_front: bool = False) -> DistanceAnswer:
@@ -252,31 +265,6 @@ def _same_roots(roots, ra, rb):
         if roots[i, 0] != ra[i] or roots[i, 1] != rb[i]:
             return False
     return True
-
-
-@njit(cache=True)
-def _moved(R0, t0, R, t, tris, face_b):
-    """(k, 5): how far each row's pose (R, t) moved from (R0, t0), about a pivot o in B's body frame,
-    the centroid of B's face face_b[i] (last frame's closest; B's origin where -1): a point p of B
-    moved by (R - R0)(p - o) + (R - R0) o + t - t0, at most out[i, 0] |p - o| + out[i, 1], where
-    out[i, 0] = |R - R0|_F / sqrt(2) bounds the spectral norm (exactly it for two rotations, whose
-    difference has two equal singular values and a zero), out[i, 1] = |(R - R0) o + t - t0| and
-    out[i, 2:5] = o. Rounding: the matrices are orthonormal to ~1e-16; the 1e-15 terms cover it."""
-    out = np.zeros((len(R), 5))
-    for i in range(len(R)):
-        if face_b[i] >= 0:
-            for c in range(3):
-                out[i, 2 + c] = (tris[face_b[i], 0, c] + tris[face_b[i], 1, c] + tris[face_b[i], 2, c]) / 3.0
-        a, m = 0.0, 0.0
-        for r in range(3):
-            w = t[i, r] - t0[i, r]
-            for c in range(3):
-                a += (R[i, r, c] - R0[i, r, c]) ** 2
-                w += (R[i, r, c] - R0[i, r, c]) * out[i, 2 + c]
-            m += w * w
-        out[i, 0] = np.sqrt(a / 2.0) + 1e-15
-        out[i, 1] = np.sqrt(m) + 1e-15 * (np.abs(t[i]).sum() + np.abs(t0[i]).sum() + np.abs(out[i, 2:]).sum())
-    return out
 
 
 @njit(cache=True)

@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
-from .core import _cross, _dot, box_gap, normal_gap, rect_distance
+from ..geometry.triangles import distance_triangle_triangle, distance_triangle_triangle_disjoint, intersect_triangle_triangle
+from .core import _cross, _dot, box_gap, core_frame, framed_rect_distance, normal_gaps
 
 CHUNKS_PER_THREAD = 4
 FRONT_GROWTH = 1.5  # a front this many times its fresh size is dropped (capsules, lamp, freighter trajectories)
@@ -65,24 +65,20 @@ def _moved_gap(center, u, v, half, radius, x, cy, uy, vy, y, enough):
     (`_moved_frame`: a split of x tests both its children against the same y). Cheap first: the
     projections on the centre line, then on the cores' normals (a flat core has no extent along
     its own), then the exact core distance."""
-    dx, dy, dz = cy[0] - center[x, 0], cy[1] - center[x, 1], cy[2] - center[x, 2]
-    dd = np.sqrt(dx * dx + dy * dy + dz * dz)
-    rr = radius[x] + radius[y]
-    if dd > 0.0:
-        w = half[x, 0] * abs(u[x, 0] * dx + u[x, 1] * dy + u[x, 2] * dz) \
-            + half[x, 1] * abs(v[x, 0] * dx + v[x, 1] * dy + v[x, 2] * dz) \
-            + half[y, 0] * abs(uy[0] * dx + uy[1] * dy + uy[2] * dz) \
-            + half[y, 1] * abs(vy[0] * dx + vy[1] * dy + vy[2] * dz)
-        quick = dd - w / dd - rr
-        if quick > enough:
-            return quick
     cx = (center[x, 0], center[x, 1], center[x, 2])
     ux, vx = (u[x, 0], u[x, 1], u[x, 2]), (v[x, 0], v[x, 1], v[x, 2])
-    flat = max(normal_gap((dx, dy, dz), ux, vx, uy, vy, half[y, 0], half[y, 1]),
-               normal_gap((dx, dy, dz), uy, vy, ux, vx, half[x, 0], half[x, 1])) - rr
+    T, U, V, tu, tv = core_frame(cx, ux, vx, cy, uy, vy)  # y's core in x's frame, once for all three
+    ax, bx, ay, by = half[x, 0], half[x, 1], half[y, 0], half[y, 1]
+    rr = radius[x] + radius[y]
+    dd = np.sqrt(_dot(T, T))
+    if dd > 0.0:
+        quick = dd - (ax * abs(T[0]) + bx * abs(T[1]) + ay * abs(tu) + by * abs(tv)) / dd - rr
+        if quick > enough:
+            return quick
+    flat = normal_gaps(T, U, V, ax, bx, ay, by) - rr
     if flat > enough:  # the cores are flat: their normals often separate near-touching surfaces
         return flat
-    return rect_distance(cx, ux, vx, half[x, 0], half[x, 1], cy, uy, vy, half[y, 0], half[y, 1]) - rr
+    return framed_rect_distance(T, U, V, tu, tv, ax, bx, ay, by) - rr
 
 
 @njit(cache=True, inline=INLINE)
@@ -247,7 +243,7 @@ def _pending(cap):
 
 @njit(cache=True, parallel=True)
 def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_center, box_half, R, t, root_a, root_b,
-                   bounds, room, seed_a, seed_b, bound, rel, abs_tol, stop_at, priority, extent, fx, fy, fl, fn, fresh, moved,
+                   bounds, room, seed_a, seed_b, bound, rel, abs_tol, stop_at, priority, extent, fx, fy, fl, fn, fresh, pivot,
                    R0, t0):
     """Closest triangle pair of k ship pairs, within a tolerance.
 
@@ -269,8 +265,8 @@ def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_cent
                      rewritten: a front grown past FRONT_GROWTH times it is dropped, the row searched
                      from the roots (a front only refines: as the closest points wander, the pairs it
                      descended on the way stay fine-grained; on the capsules it grew 8x in 600 frames)
-    moved          : (k, 5) float64, how far pose i moved since the front's: a point p of B (body frame)
-                     moved at most moved[i, 0] |p - o| + moved[i, 1] [m], o = moved[i, 2:5] (a pivot)
+    pivot          : (k,) int64 global face of B whose centroid is the pivot of row i's motion since its
+                     front's pose (`_motion`; last frame's closest; -1: B's origin)
     R0, t0         : (k, 3, 3), (k, 3), the pose each front's bounds hold at, set to (R[i], t[i]) by the rows
                      that rework their front (R, t themselves when fronts are not kept); a row whose seed
                      answers at once (touching) leaves its front and pose as they were
@@ -294,7 +290,7 @@ def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_cent
                 dist[i] = _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, root_a[i],
                                         root_b[i], seed_a[i], seed_b[i], bound[i], rel, abs_tol, stop_at[i], priority,
                                         Vb, out, tri, points, key, hx, hy, sk, sx, sy, extent, fx, fy, fl, fn, m,
-                                        moved[i], R0, t0)
+                                        pivot[i], R0, t0)
                 if dist[i] >= 0.0:
                     break
                 # the pending pairs overflowed: the row again from the roots (the front was spent) with twice the room
@@ -319,12 +315,35 @@ def _keep(fx, fy, fl, fn, i, x, y, lb):
             fn[i] = -1
 
 
+@njit(cache=True, inline=INLINE)
+def _motion(R0, t0, R, t, tris, i, f):
+    """How far row i's pose (R[i], t[i]) moved from (R0[i], t0[i]), about a pivot o in B's body frame,
+    the centroid of B's face f (last frame's closest; B's origin where f < 0): a point p of B moved
+    by (R - R0)(p - o) + (R - R0) o + t - t0, at most a |p - o| + m. Returns (a, m, ox, oy, oz):
+    a = |R - R0|_F / sqrt(2) bounds the spectral norm (exactly it for two rotations, whose difference
+    has two equal singular values and a zero), m = |(R - R0) o + t - t0|. Rounding: the matrices are
+    orthonormal to ~1e-16; the 1e-15 terms cover it."""
+    o = (0.0, 0.0, 0.0)
+    if f >= 0:
+        o = ((tris[f, 0, 0] + tris[f, 1, 0] + tris[f, 2, 0]) / 3.0, (tris[f, 0, 1] + tris[f, 1, 1] + tris[f, 2, 1]) / 3.0,
+             (tris[f, 0, 2] + tris[f, 1, 2] + tris[f, 2, 2]) / 3.0)
+    a, m, size = 0.0, 0.0, abs(o[0]) + abs(o[1]) + abs(o[2])
+    for r in range(3):
+        w = t[i, r] - t0[i, r]
+        size += abs(t[i, r]) + abs(t0[i, r])
+        for c in range(3):
+            a += (R[i, r, c] - R0[i, r, c]) ** 2
+            w += (R[i, r, c] - R0[i, r, c]) * o[c]
+        m += w * w
+    return np.sqrt(a / 2.0) + 1e-15, np.sqrt(m) + 1e-15 * size, o[0], o[1], o[2]
+
+
 @njit(cache=True)
 def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, ra, rb, sa, sb, bound, rel,
                   abs_tol, stop_at, priority, Vb, out, tri, points, key, hx, hy, sk, sx, sy, extent, fx, fy, fl, fn,
-                  m, moved, R0, t0):
+                  m, pivot, R0, t0):
     """distance_pairs for row i (scalars: its roots, seed, bound, stop; m pairs on its front, which
-    moved as moved[i] says); writes tri[i], points[i] and the new front, returns the distance. Pending pairs
+    moved as `_motion` says, about B's face pivot); writes tri[i], points[i] and the new front, returns the distance. Pending pairs
     whose SSVs overlap (lower bound <= 0, all equally promising) go on a stack, worked first and
     depth first, as a collide query would: where the ships intersect that finds a touching triangle
     pair soonest. The others go on a heap by lower bound (priority) or on the same stack
@@ -351,13 +370,13 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
     if m > 0 and best <= stop_at:  # the seed answers (touching): the front stays as it was, at its pose
         fn[i] = m
         return best
+    dR, dT, ox, oy, oz = _motion(R0, t0, R, t, tris, i, pivot) if m > 0 else (0.0, 0.0, 0.0, 0.0, 0.0)
     for r in range(3):
         t0[i, r] = t[i, r]
         for c in range(3):
             R0[i, r, c] = R[i, r, c]
     ns, nh = 0, 0
     if m > 0:  # last frame's front, read and rewritten in place (a pair kept at once goes no further on)
-        dR, dT, ox, oy, oz = moved[0], moved[1], moved[2], moved[3], moved[4]
         for j in range(m):
             x, y = fx[i, j], fy[i, j]
             r = np.sqrt((center[y, 0] - ox) ** 2 + (center[y, 1] - oy) ** 2 + (center[y, 2] - oz) ** 2) + extent[y]
@@ -401,7 +420,10 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
         while True:
             if child[x, 0] < 0 and child[y, 0] < 0:
                 _triangle_b(tris, R, t, i, face[y], Vb)
-                d = distance_triangle_triangle(tris[face[x]], Vb, out)
+                if g > 0.0:  # their SSVs, which hold them, are apart: no intersection test
+                    d = distance_triangle_triangle_disjoint(tris[face[x]], Vb, out)
+                else:
+                    d = distance_triangle_triangle(tris[face[x]], Vb, out)
                 _keep(fx, fy, fl, fn, i, x, y, d)
                 if d < best:
                     best, tri[i, 0], tri[i, 1] = d, face[x], face[y]
@@ -431,9 +453,9 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
                 else:
                     sk[ns], sx[ns], sy[ns] = g1, xx, yy
                     ns += 1
-            x, y = (c0, y) if split_a else (x, c0)
-            if g0 >= limit:
-                _keep(fx, fy, fl, fn, i, x, y, g0)
+            x, y, g = (c0, y, g0) if split_a else (x, c0, g0)
+            if g >= limit:
+                _keep(fx, fy, fl, fn, i, x, y, g)
                 break
     for j in range(ns):  # what is still pending stays on the front
         x = sx[j]

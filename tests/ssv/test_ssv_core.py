@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from spaceship_sim.ssv.core import LSS, PSS, RSS, box_gap, normal_gap, rect_distance, ssv_box_gap
+from spaceship_sim.ssv.core import LSS, PSS, RSS, box_gap, core_frame, normal_gaps, rect_distance, ssv_box_gap
 from spaceship_sim.ssv.tree import build_ssv, fit_ssv
 
 SETTINGS = settings(max_examples=40, deadline=None)
@@ -70,7 +70,8 @@ def test_rect_distance_matches_oracle(seed, k1, k2, how):
         assert abs(got - want) <= 1e-9 * max(1.0, want)
     first, second = (c1, u1, v1, e1), (c2, u2, v2, e2)
     for (ca, ua, va, ea), (cb, ub, vb, eb) in ((first, second), (second, first)):  # the normals' gaps stay below
-        assert normal_gap(tuple(cb - ca), tuple(ua), tuple(va), tuple(ub), tuple(vb), eb[0], eb[1]) <= want + 1e-12
+        frame = core_frame(tuple(ca), tuple(ua), tuple(va), tuple(cb), tuple(ub), tuple(vb))
+        assert normal_gaps(*frame[:3], ea[0], ea[1], eb[0], eb[1]) <= want + 1e-12
 
 
 def _support(c, u, v, e, n):

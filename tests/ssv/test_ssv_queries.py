@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 from spaceship_sim.narrowphase.exact import BruteForceExact
 from spaceship_sim.geometry.reference import closest_point_triangle
 from spaceship_sim.narrowphase.reference import world_triangles
-from spaceship_sim.geometry.triangles import distance_triangle_triangle
+from spaceship_sim.geometry.triangles import (distance_triangle_triangle, distance_triangle_triangle_disjoint,
+                                              intersect_triangle_triangle)
 
 SETTINGS = settings(max_examples=8, deadline=None)
 SEEDS = st.integers(0, 2**32 - 1)
@@ -50,6 +51,33 @@ def _brute_distance(models, a, b, Ta, Tb, upto):
 def _pair(k, a, b):
     return np.full(k, a, np.int64), np.full(k, b, np.int64)
 
+
+
+@SETTINGS
+@given(SEEDS, st.sampled_from([0, 1]), st.sampled_from([0, 1]))
+def test_leaf_pairs_whose_ssvs_are_apart_hold_disjoint_triangles(ssv, models, seed, a, b):
+    """The distance query skips the intersection test of a leaf pair whose SSV gap (query._node_gap,
+    any of its bounds) is positive: such triangles never intersect, and their distance without the
+    test is the full one's. Poses pushed together so that many leaf pairs touch or nearly do."""
+    from spaceship_sim.narrowphase.kernels import relative_poses
+    from spaceship_sim.ssv.query import _node_gap
+
+    rng = np.random.default_rng(seed)
+    Ta, Tb = _poses(rng, models, a, b, 1, reach=0.8)
+    R, t = relative_poses(Ta, Tb)
+    bank, out = ssv.bank, np.empty((2, 3))
+    leaves = [np.flatnonzero((bank.child[:, 0] < 0) & (bank.node_offset[m] <= np.arange(len(bank.child)))
+                             & (np.arange(len(bank.child)) < bank.node_offset[m + 1])) for m in (a, b)]
+    arrays = (bank.center, bank.u, bank.v, bank.half, bank.radius)
+    apart = 0
+    for x in leaves[0]:
+        for y in leaves[1]:
+            if _node_gap(*arrays, R, t, 0, x, y, 0.0) > 0.0:  # the first bound above 0, or the exact gap
+                A, B = bank.tris[bank.face[x]], bank.tris[bank.face[y]] @ R[0].T + t[0]
+                assert not intersect_triangle_triangle(A, B)
+                assert distance_triangle_triangle_disjoint(A, B, out) == distance_triangle_triangle(A, B, out)
+                apart += 1
+    assert apart > 0
 
 @SETTINGS
 @given(SEEDS, MODEL, MODEL, st.booleans())
