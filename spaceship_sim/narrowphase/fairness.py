@@ -8,8 +8,8 @@ phase) and puts the least served pairs first — new pairs before all — keepin
 order among equals: whoever the deadline cut short catches up next time. The caller owns it (one
 per world) and drops it on reset; refine_frame(..., fair=it) visits the rows in its order and
 records the levels reached inside its own kernel calls (kernels.search_levels and
-summarize_stacks: two calls from Python fewer a sample), or order/arrange and record do it
-around any other call.
+summarize_stacks: two calls from Python fewer a sample); `order` and `record` do the same from
+Python (the tests compare the two).
 """
 from __future__ import annotations
 
@@ -37,11 +37,6 @@ class FairOrder:
     def order(self, pairs: np.ndarray, n: int) -> np.ndarray:
         """Permutation of `pairs`: least served first, else the given order."""
         return np.argsort(self.service(pairs, n), kind="stable")
-
-    def arrange(self, pairs: np.ndarray, n: int) -> np.ndarray:
-        """pairs[order(pairs, n)] as a new C-contiguous (k, 2) int64 array, in one kernel call
-        (what refine_frame takes as it is: a frame's per-call costs are most of its work)."""
-        return _arrange(np.asarray(pairs), n, self.keys, self.served)
 
     def record(self, pairs: np.ndarray, levels: np.ndarray, n: int) -> None:
         """After a sample: the level each pair reached (pairs not reported are forgotten)."""
@@ -72,15 +67,6 @@ def service(pairs, n, keys, served):
     out = np.empty(len(pairs), np.int64)
     for i in range(len(pairs)):
         out[i] = _lookup(keys, served, np.int64(pairs[i, 0]) * n + pairs[i, 1])
-    return out
-
-
-@njit(cache=True)
-def _arrange(pairs, n, keys, served):
-    by_service = argsort_stable(service(pairs, n, keys, served))  # stable, as order()'s
-    out = np.empty((len(pairs), 2), np.int64)
-    for i in range(len(pairs)):
-        out[i, 0], out[i, 1] = pairs[by_service[i], 0], pairs[by_service[i], 1]
     return out
 
 
