@@ -158,10 +158,18 @@ class DeformingNarrowPhase(NarrowPhase):
 
     ships: DeformingShips | None = None
 
-    def __call__(self, bank, model_id, T, pairs, deadline: float, clock=WALL) -> FrameNarrowResult:
+    def __call__(self, bank, model_id, T, pairs, deadline: float, clock=WALL, fair=None) -> FrameNarrowResult:
+        """NarrowPhase's call. A FairOrder `fair` orders all the pairs before they are split into
+        rigid and flexing ones, and records all their levels after: it forgets the pairs a record
+        leaves out, so the two parts cannot each take it to their own refine_frame."""
         rigid = NarrowPhase(self.min_level, self.max_level, self.exact, self.all_contacts, self.detector)
         flexing = dataclasses.replace(rigid, detector=self.ships.detector)
-        return self.ships.refine(rigid, flexing, bank, model_id, T, pairs, deadline, clock)
+        if fair is not None:
+            pairs = np.asarray(pairs)[fair.order(pairs, len(model_id))]
+        result = self.ships.refine(rigid, flexing, bank, model_id, T, pairs, deadline, clock)
+        if fair is not None:
+            fair.record(result.pairs, result.level, len(model_id))
+        return result
 
 
 def narrow_phase(cfg: Config, models, now, detector=None) -> NarrowPhase:

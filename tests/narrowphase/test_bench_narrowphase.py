@@ -63,6 +63,22 @@ def test_shallow_poses_sit_at_first_contact(torus, oracle):
         assert verdicts == [True, False], f"pose {i}: contact at {contact[i]:.4f} m"
 
 
+def test_methods_are_timed_in_turn_and_keep_their_best():
+    from spaceship_sim.bench.bench_narrowphase import in_turn
+    calls = []
+    times = {"a": iter([5.0, 2.0, 3.0]), "b": iter([1.0, 4.0, 0.5])}
+
+    def timer(name):
+        def call():
+            calls.append(name)
+            return next(times[name]), f"{name}{len(calls)}"
+        return call
+
+    got = in_turn({"a": timer("a"), "b": timer("b")}, rounds=3)
+    assert calls == ["a", "b", "a", "b", "a", "b"]  # alternately: each round sees both
+    assert got == {"a": (2.0, "a5"), "b": (0.5, "b6")}  # best time, last result
+
+
 def test_model_names_split_commas_and_drop_repeats():
     assert model_names(["lamp,torus", "capsules", " torus"]) == ["lamp", "torus", "capsules"]
     assert model_names(None) == list(DEFAULT_MODELS)
