@@ -3,6 +3,7 @@ import tracemalloc
 
 from spaceship_sim.bench import report
 from spaceship_sim.bench.run import run_frames
+from spaceship_sim.clock import TickClock
 from spaceship_sim.config import config_from_dict
 
 # three lamps that keep colliding in a small arena, one detection sample per frame (tracing
@@ -30,9 +31,12 @@ class TracedLog(report.FrameLog):
 
 
 def test_memory_is_flat_over_20000_frames_of_the_run_loop(tmp_path):
+    # on a TickClock: the run's quantiles (stats.Quantiles) hold a bin per distinct value's
+    # neighbourhood, and wall-clock stage times spread over more bins on a loaded machine (measured:
+    # 0.69 MB idle, 1.08 MB pinned beside a busy loop), which is the machine, not a leak
     out = tmp_path / "run"
-    log, world = run_frames(FEW_LAMPS, FRAMES, 0.0, False,
-                            lambda w: TracedLog(out, FRAMES, 5, w.max_level), progress=False)
+    log, world = run_frames(FEW_LAMPS, FRAMES, 0.0, False, lambda w: TracedLog(out, FRAMES, 5, w.max_level),
+                            progress=False, clock=TickClock(1e-5))
     summary = log.commit("few lamps")
     assert summary["colliding_pairs_total"] > 100, "the lamps should collide: narrow phase and response run"
     assert log.growth < 1_000_000, f"{log.growth / 1e6:.2f} MB more held at frame {FRAMES:,} than at {WARM:,}"
