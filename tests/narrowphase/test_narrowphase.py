@@ -247,6 +247,36 @@ def test_any_deadline_gives_a_conservative_answer(trees, ticks):
     assert np.all(part.separation_bound[sure] == 0.0)
 
 
+@pytest.mark.parametrize("budget_us", [5, 20, 60, 150, 400])
+def test_exact_rows_start_only_when_predicted_to_finish(trees, monkeypatch, budget_us):
+    """One row's triangle tests cannot be cut, so the exact level starts a row only when its
+    predicted cost fits the time left. On a clock where the triangle tests cost exactly what the
+    cost model says (refine.ROW_UNITS + leaf triangles, at refine.EXACT_UNIT_COST), no budget is
+    overrun; the rows left untested stay at their sphere leaves (a conservative answer), and the
+    rows tested are exact."""
+    clock = TickClock(1e-9)
+    real = refine.exact_pairs
+
+    def costly(*args):  # exact_pairs(VA, tpa, ..., VB, tpb, ..., rows, ptr, fa, fb, s, e, first)
+        tpa, tpb, rows, fa, fb = args[1], args[7], args[14], args[16], args[17]
+        units = refine.ROW_UNITS * len(rows) + np.sum(tpa[fa + 1] - tpa[fa] + tpb[fb + 1] - tpb[fb])
+        clock.spend(refine.EXACT_UNIT_COST * units)
+        return real(*args)
+
+    monkeypatch.setattr(refine, "exact_pairs", costly)
+    rng = np.random.default_rng(5)
+    bank, model_id, T, pairs = random_scene(trees, rng, 12, ["torus", "torus_hand3", "ico"])
+    full = refine_frame(bank, model_id, T, pairs, deadline=np.inf)
+    start = clock()
+    part = refine_frame(bank, model_id, T, pairs, deadline=start + budget_us * 1e-6, min_level=1, clock=clock)
+    assert clock() - start <= budget_us * 1e-6
+    tested, hit = part.exact, full.colliding
+    assert np.array_equal(part.colliding[tested], full.colliding[tested])
+    assert np.all(part.colliding[hit]) and np.all(part.level[hit & ~tested] <= bank.depth.max())
+    if budget_us == 150:  # this budget tests some colliding rows, not all
+        assert 0 < np.sum(tested & hit) < np.sum(full.exact & hit)
+
+
 def test_min_level_past_the_leaves_forces_exact(trees):
     rng = np.random.default_rng(8)
     bank, model_id, T, pairs = random_scene(trees, rng, 10, ["torus", "ico"])
