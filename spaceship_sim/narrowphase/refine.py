@@ -43,12 +43,15 @@ from .volumes import volume_of
 
 PROBE = 8               # pair rows in the first descent call of a level under a finite deadline
 EXACT_PROBE = 1         # ... of the exact level: one row's triangle tests can take a millisecond
-# The exact level's cost model for all contacts: a row costs ROW_UNITS plus the triangles of its leaf
-# pairs (each leaf's, counted per pair it is in), at the rate measured so far in the call, and
-# EXACT_UNIT_COST [s per unit] before the first measurement. Fitted on 963 rows of a lamps run on a
-# 2-core runner: time = 14 µs + 0.031 µs x triangles (correlation 0.97; leaf pairs alone: 0.90)
-ROW_UNITS = 450
+# The exact level's cost model for all contacts (fitted on 1,419 rows of a lamps run on a 2-core runner,
+# in thread CPU time): the triangle tests of a batch of rows cost 60 µs a call plus 0.031 µs per
+# triangle of their leaf pairs (each leaf's, counted per pair it is in), i.e. CALL_UNITS + triangles
+# at the rate measured so far in the call, EXACT_UNIT_COST [s per unit] before the first measurement;
+# a batch's leaf frontier costs 80 µs plus 0.18 µs a leaf pair first, so no batch starts with less than
+# EXACT_FIRST_COST [s] left before the first is measured
+CALL_UNITS = 2000
 EXACT_UNIT_COST = 3.1e-8
+EXACT_FIRST_COST = 1.5e-4
 MAX_BATCH = 1 << 16     # pairs per kernel call at most (bounds the scratch arrays)
 FINISH_COST = 6e-8      # [s] per held node pair: time kept back from the deadline for the final
                         # summary (bounds, contacts), measured ~50 ns per pair on a 2-core runner
@@ -271,12 +274,14 @@ class _Frontier:
         self.rows, self.ptr, self.fa, self.fb, self.fl = rows, ptr, fa, fb, fl
 
 
-def _run_batches(kernel, n: int, deadline: float, n_forced: int, clock, probe: int = PROBE):
+def _run_batches(kernel, n: int, deadline: float, n_forced: int, clock, probe: int = PROBE,
+                 first_cost: float = 0.0):
     """Call kernel(s, e) over active rows 0..n in batches until done or past the deadline; the
     first n_forced rows run whatever the clock says. A small probe batch measures the time per
     row; each later batch is sized to use a third of the time left, so the deadline is approached
     geometrically with few numba dispatches (one when there is no deadline) and an overshoot of
-    a few rows at most. kernel(s, e) -> (end, piece): it may stop early, at row end < e, when the
+    a few rows at most; no batch past the forced ones starts where even a probe batch (at the
+    measured time per row; first_cost [s] before any is measured) would end past the deadline. kernel(s, e) -> (end, piece): it may stop early, at row end < e, when the
     rest would not finish in time (then the batches stop too), and `piece` covers rows s..end.
     Returns (rows processed, [piece], wall seconds inside kernel(): an instrument for reports,
     read from the wall clock, never from `clock`, so that it changes nothing a test's clock
@@ -286,10 +291,10 @@ def _run_batches(kernel, n: int, deadline: float, n_forced: int, clock, probe: i
     t_start = clock()
     while done < n:
         now = clock()
-        if done >= n_forced and now >= deadline:
+        per_row = max((now - t_start) / done, 1e-9) if done else 0.0
+        if done >= n_forced and now + (probe * per_row if done else first_cost) >= deadline:
             break
         if done and math.isfinite(deadline):
-            per_row = max((now - t_start) / done, 1e-9)
             batch = int(min(max((deadline - now) / (3 * per_row), probe), MAX_BATCH))
         e = min(done + batch, n if done >= n_forced else n_forced)
         t0 = time.perf_counter()
@@ -563,7 +568,8 @@ class _Search:
             return e, self._first_contacts(rows)
 
         spent = [0.0, 0]  # clock seconds and cost units of the triangle tests so far
-        done, pieces, busy = _run_batches(kernel, len(leaves), left, n_forced, self.clock, probe=EXACT_PROBE)
+        done, pieces, busy = _run_batches(kernel, len(leaves), left, n_forced, self.clock, probe=EXACT_PROBE,
+                                          first_cost=EXACT_FIRST_COST if detector is None else 0.0)
         self.busy += busy
         tested = leaves[:done]
         found = _join(tested, pieces)
@@ -579,20 +585,23 @@ class _Search:
         then triangle tests for the longest run of them predicted to finish in time (at least the
         forced ones). One row's tests cannot be cut and may take milliseconds (two lamps in deep
         overlap hold ~1,000 leaf pairs), so a row whose cost would overrun the deadline is left at
-        its sphere leaves, a conservative answer, instead of being started. A row's cost is
-        ROW_UNITS plus its leaf triangles, at the rate measured so far (`spent`: clock seconds, units)."""
+        its sphere leaves, a conservative answer, instead of being started. The call costs
+        CALL_UNITS plus the rows' leaf triangles, at the rate measured so far (`spent`: clock
+        seconds, units)."""
         rows = leaves[s:e]
         front = self._all_leaves(rows)
-        units = self._leaf_triangles(front) + ROW_UNITS
+        units = np.cumsum(self._leaf_triangles(front)) + CALL_UNITS
         rate = spent[0] / spent[1] if spent[1] else EXACT_UNIT_COST
         now = self.clock()
-        late = np.cumsum(units) * rate > deadline - now
+        late = units * rate > deadline - now
         take = max(int(np.argmax(late)) if late.any() else len(rows), min(max(n_forced - s, 0), len(rows)))
+        if not take:
+            return s, (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
         end = int(front.ptr[take])
         hits = self._triangles(_Frontier(rows[:take], front.ptr[:take + 1], front.fa[:end], front.fb[:end],
                                          front.fl[:end]), False)
         spent[0] += self.clock() - now
-        spent[1] += int(units[:take].sum())
+        spent[1] += int(units[take - 1])
         return s + take, hits
 
     def _leaf_triangles(self, front) -> np.ndarray:

@@ -247,11 +247,11 @@ def test_any_deadline_gives_a_conservative_answer(trees, ticks):
     assert np.all(part.separation_bound[sure] == 0.0)
 
 
-@pytest.mark.parametrize("budget_us", [5, 20, 60, 150, 400])
+@pytest.mark.parametrize("budget_us", [5, 60, 250, 1000, 4000])
 def test_exact_rows_start_only_when_predicted_to_finish(trees, monkeypatch, budget_us):
     """One row's triangle tests cannot be cut, so the exact level starts a row only when its
     predicted cost fits the time left. On a clock where the triangle tests cost exactly what the
-    cost model says (refine.ROW_UNITS + leaf triangles, at refine.EXACT_UNIT_COST), no budget is
+    cost model says (refine.CALL_UNITS + leaf triangles, at refine.EXACT_UNIT_COST), no budget is
     overrun; the rows left untested stay at their sphere leaves (a conservative answer), and the
     rows tested are exact."""
     clock = TickClock(1e-9)
@@ -259,7 +259,7 @@ def test_exact_rows_start_only_when_predicted_to_finish(trees, monkeypatch, budg
 
     def costly(*args):  # exact_pairs(VA, tpa, ..., VB, tpb, ..., rows, ptr, fa, fb, s, e, first)
         tpa, tpb, rows, fa, fb = args[1], args[7], args[14], args[16], args[17]
-        units = refine.ROW_UNITS * len(rows) + np.sum(tpa[fa + 1] - tpa[fa] + tpb[fb + 1] - tpb[fb])
+        units = refine.CALL_UNITS + np.sum(tpa[fa + 1] - tpa[fa] + tpb[fb + 1] - tpb[fb])
         clock.spend(refine.EXACT_UNIT_COST * units)
         return real(*args)
 
@@ -273,8 +273,27 @@ def test_exact_rows_start_only_when_predicted_to_finish(trees, monkeypatch, budg
     tested, hit = part.exact, full.colliding
     assert np.array_equal(part.colliding[tested], full.colliding[tested])
     assert np.all(part.colliding[hit]) and np.all(part.level[hit & ~tested] <= bank.depth.max())
-    if budget_us == 150:  # this budget tests some colliding rows, not all
+    if budget_us == 1000:  # this budget tests some colliding rows, not all
         assert 0 < np.sum(tested & hit) < np.sum(full.exact & hit)
+
+
+@pytest.mark.parametrize("n_forced", [0, 3])
+@pytest.mark.parametrize("first_cost", [0.0, 5.0])
+def test_batches_stop_before_one_that_would_overrun(n_forced, first_cost):
+    """_run_batches starts no batch past the forced rows whose probe (at the measured time per row,
+    or first_cost before any is measured) would end past the deadline; forced rows always run."""
+    clock = TickClock(1e-9)
+    ran = []
+
+    def kernel(s, e):  # every row costs exactly 1 s
+        clock.spend(e - s)
+        ran.append((s, e))
+        return e, (np.zeros(e - s + 1, np.int64),)
+
+    done, pieces, _ = refine._run_batches(kernel, 20, clock() + 4.5, n_forced, clock, probe=1, first_cost=first_cost)
+    assert done >= n_forced and len(pieces) == len(ran)
+    assert clock.now <= 4.5 + 1e-6  # rows 0-3 end by 4 s; a fifth would end at 5 s
+    assert done == (0 if first_cost > 4.5 and not n_forced else 4)
 
 
 def test_min_level_past_the_leaves_forces_exact(trees):
