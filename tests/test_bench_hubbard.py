@@ -91,3 +91,24 @@ def test_scene_sets_config_and_render_unless_given(argv, config, render_ms):
     scene_defaults(args)
     check_args(args)  # the run command's defaults must not override the scene's
     assert Path(args.config).name == config and args.render_ms == render_ms
+
+
+def test_thread_clock_counts_this_threads_work_not_waits_and_the_bench_names_it():
+    """--clock thread: frames timed in this thread's CPU time; a wait (the stand-in render's sleep)
+    adds nothing, and spend() reports the nominal render time."""
+    import time
+
+    from spaceship_sim.clock import CLOCKS, ThreadClock
+    from spaceship_sim.errors import InputError
+
+    clock = ThreadClock()
+    t0 = clock()
+    time.sleep(0.05)
+    t1 = clock()
+    while clock() - t1 < 0.01:  # 10 ms of this thread's own work
+        pass
+    assert t1 - t0 < 0.01 and clock.spend(0.006) == 0.006
+    args = build_parser().parse_args(["bench", "hubbard", "--clock", "thread"])
+    assert CLOCKS[args.clock].__class__ is ThreadClock
+    with pytest.raises(InputError, match="--clock: invalid choice: 'cpu'"):
+        build_parser().parse_args(["bench", "hubbard", "--clock", "cpu"])

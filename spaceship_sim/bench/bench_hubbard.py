@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..args import COMMAND_LINE, MAX_FRAMES, integer, milliseconds, milliseconds_list, output_folder
-from ..clock import WALL
+from ..clock import CLOCKS, WALL
 from ..config import load_config, shipped_config
 from ..errors import InputError
 from ..scenario import validate_scenario
@@ -69,6 +69,10 @@ def register(sub) -> None:
     p.add_argument("--sweep-render", default="",
                    help="also run time-critical and exact-only (medial trees) under each of these stand-in "
                         "render times [ms, comma-separated] and plot frames within target (render_sweep.png)")
+    p.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                   help="what frames are timed on: wall (the target's clock) or thread (this thread's CPU time, "
+                        "the stand-in render at its nominal time: the frames as a machine that never preempts "
+                        "the process would time them; a diagnostic) (default: %(default)s)")
     p.add_argument("--out", type=output_folder, default="runs/hubbard",
                    help="output folder, written all or nothing (default: %(default)s)")
     p.add_argument("--warmup", type=integer(0, MAX_FRAMES - 1), default=None,
@@ -84,9 +88,10 @@ def scene_defaults(args) -> None:
         args.render_ms = SCENES[args.scene][1] if Path(args.config).name == SCENES[args.scene][0] else 31.0
 
 
-def run(args, clock=WALL) -> int:
+def run(args, clock=None) -> int:
     """clock: what budgets, the stand-in render and the per-call timings are read from (tests pass
-    a TickClock)."""
+    a TickClock; default: the one --clock names)."""
+    clock = clock or CLOCKS[args.clock]
     budgets = parse_budgets(args.budgets)  # every argument is checked before anything runs
     sweep = parse_ms_list(args.sweep_render, "--sweep-render") if args.sweep_render else []
     detectors = parse_detectors(args.detectors)
@@ -187,14 +192,15 @@ def run_detector(cfg, detector: str, args, folder: Path | None, clock=WALL) -> R
     mode = "time-critical" if time_critical else "exact-only"
     trace.summary = log.commit(title=f"{Path(args.config).name}: {detector} ({mode}), render {args.render_ms:g} ms",
                                config=args.config, render_ms=args.render_ms, time_critical=time_critical,
-                               detector=detector, cpu_load=args.cpu_load)
+                               detector=detector, cpu_load=args.cpu_load, clock=args.clock)
     return trace
 
 
 def print_runs(traces: dict, name: str, args) -> None:
     print(f"{name}, render {args.render_ms:g} ms, {args.frames} frames"
           + (f" ({args.exact_frames} exact-only)" if args.exact_frames else "")
-          + (f", {args.cpu_load} busy processes beside" if args.cpu_load else "") + ":")
+          + (f", {args.cpu_load} busy processes beside" if args.cpu_load else "")
+          + (f", timed on the {args.clock} clock" if args.clock != "wall" else "") + ":")
     print(f"{'detector':8s} {'mode':13s} {'within target':>13s} {'render late':>11s} {'median':>9s} {'p99':>9s} "
           f"{'sim median':>10s} {'sim p99':>9s} {'detection':>10s} {'overhead/sample':>16s} "
           f"{'median separation bound':>24s}")
@@ -277,7 +283,7 @@ def run_modes(cfg, args, render_ms: float, out: Path | None = None, clock=WALL) 
                             lambda w: report.FrameLog(folder, args.frames, args.warmup, w.max_level, render_ms / 1e3),
                             progress=out is not None, clock=clock)
         results[mode] = log.commit(title=f"{Path(args.config).name}: {mode.replace('_', '-')}, render {render_ms:g} ms",
-                                   config=args.config, render_ms=render_ms, time_critical=tc)
+                                   config=args.config, render_ms=render_ms, time_critical=tc, clock=args.clock)
     return results
 
 
