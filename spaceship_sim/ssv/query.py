@@ -353,6 +353,12 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
     are full (the caller reruns the row with more room): arrays that grew in the loop would cost
     reference counting on every use, ~20% of the time.
 
+    Leaf pairs: where their SSVs are apart, the triangles' plane gaps (a dozen products) first, the
+    15-feature triangle distance only where those cannot prune; where their SSVs overlap, the
+    intersection test, and triangles found disjoint wait on the heap (in either search order) with
+    their plane gap as bound until no overlapping pair is left: where the ships intersect elsewhere
+    their distance is never needed.
+
     Front tracking (coherence): every node pair the search evaluates and does not descend (pruned,
     a leaf pair, or pending at the end) goes on the row's front with its lower bound; together they
     cover all triangle pairs. Next frame starts from that front instead of the roots: a pair's old
