@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from spaceship_sim.geometry import reference as ref
 from spaceship_sim.geometry.triangles import (closest_point_triangle, closest_points_triangles,
                                              distance_triangle_triangle, intersect_triangle_triangle,
-                                             triangle_box_overlap)
+                                             triangle_box_overlap, triangle_plane_gap)
 
 SEEDS = st.integers(0, 2**32 - 1)
 SETTINGS = settings(max_examples=30, deadline=None)
@@ -120,6 +120,26 @@ def test_distance_symmetric_and_translation_invariant(seed):
     d = distance_triangle_triangle(T1, T2, out)
     assert np.isclose(d, distance_triangle_triangle(T2, T1, out), atol=1e-12)
     assert np.isclose(d, distance_triangle_triangle(T1 + shift, T2 + shift, out), atol=1e-9)
+
+
+@SETTINGS
+@given(SEEDS)
+def test_plane_gap_is_a_lower_bound_attained_by_vertex_face_pairs(seed):
+    """triangle_plane_gap <= the distance (0 for intersecting triangles), and equal to it where one
+    triangle lies in a plane parallel to the other's, over its interior (a vertex–face closest pair)."""
+    rng = np.random.default_rng(seed)
+    out = np.empty((2, 3))
+    for _ in range(20):
+        T1 = rng.normal(size=(3, 3))
+        T2 = rng.normal(size=(3, 3)) + rng.normal(size=3) * rng.uniform(0, 3)
+        d = distance_triangle_triangle(T1, T2, out)
+        g = triangle_plane_gap(T1, T2)
+        assert 0.0 <= g <= d * (1 + 1e-12) + 1e-15
+        if d == 0.0:
+            assert g == 0.0
+    flat = np.array([[-5.0, -5.0, 0.0], [5.0, -5.0, 0.0], [0.0, 5.0, 0.0]])
+    small = rng.uniform(-1, 1, size=(3, 3)) * [1, 1, 0] + [0, 0, rng.uniform(0.1, 2)]
+    assert np.isclose(triangle_plane_gap(flat, small), distance_triangle_triangle(flat, small, out), rtol=1e-12)
 
 
 @settings(max_examples=30, deadline=None)

@@ -271,14 +271,16 @@ def best_time(call, repeat: int, min_s: float = MIN_TIMING_S):
 
 
 def in_turn(timers: dict, rounds: int = ROUNDS) -> dict:
-    """{name: (least µs/pair, last result)} of zero-argument timers returning (µs/pair, result),
-    each called once a round, in order, for `rounds` rounds: whatever mode the machine is in
-    during a round, every method of the round sees it."""
+    """{name: (least µs/pair, last result)} of zero-argument timers returning (µs/pair, result) —
+    or, for methods a timer measures together, {name: (µs/pair, result)} — each called once a
+    round, in order, for `rounds` rounds: whatever mode the machine is in during a round, every
+    method of the round sees it."""
     got = {}
     for _ in range(rounds):
         for name, timer in timers.items():
-            us, result = timer()
-            got[name] = (min(us, got[name][0]) if name in got else us, result)
+            out = timer()
+            for key, (us, result) in (out.items() if isinstance(out, dict) else ((name, out),)):
+                got[key] = (min(us, got[key][0]) if key in got else us, result)
     return got
 
 
@@ -488,15 +490,21 @@ def trajectory(T, frames: int = TRAJECTORY_FRAMES) -> np.ndarray:
 def measure_ssv(T, mesh, peer, args):
     """SSV rows: collide (first, all contacts) and distance (exact, 1%, 10%) under each --threads
     count, distance coherent along a trajectory (one pair per call: one thread), fcl distance on
-    the same poses; verdict checks against fcl."""
+    the same poses; verdict checks against fcl. The distances, the trajectory and fcl's distance
+    are timed in turn (`in_turn`), as the levels and fcl's collide are."""
     from ..ssv.exact import SSVExact
     n = len(T) // 2
     z, Ta, Tb = np.zeros(n, np.int64), T[0::2], T[1::2]
-    rows, checks, exact = [], [], None
+    rows, checks, timers, distance_rows = [], [], {}, []
     counts = args.threads or (None,)
     # one batch call spans all n poses, n / FCL_CHUNK of fcl's timed chunks: the same time budget
     # as fcl's (MIN_TIMING_S a chunk), so that preemption gets as many chances to miss a try
     min_s = MIN_TIMING_S * max(1.0, n / FCL_CHUNK)
+
+    def timed_distance(ssv, rel):
+        best, got = best_time(lambda: ssv.distance(z, z, Ta, Tb, rel=rel), args.repeat, min_s)
+        return best / n * 1e6, got.distance
+
     for threads in counts:
         ssv = SSVExact([mesh], cache_dir=_user_cache(), threads=threads)
         tag = f" [{threads} thr]" if len(counts) > 1 else ""
@@ -506,15 +514,43 @@ def measure_ssv(T, mesh, peer, args):
                                   args.repeat, min_s)
             rows.append((name + tag, best / n * 1e6, got.colliding, 0.0))
         for label, rel in SSV_DISTANCES:
-            best, got = best_time(lambda: ssv.distance(z, z, Ta, Tb, rel=rel), args.repeat, min_s)
-            rows.append((f"ssv distance, {label}{tag}", best / n * 1e6, got.distance == 0, float(np.median(got.distance))))
-            exact = got.distance if exact is None else exact
+            distance_rows.append(f"ssv distance, {label}{tag}")
+            timers[distance_rows[-1]] = functools.partial(timed_distance, ssv, rel)
+    if peer:
+        timers["fcl distance"] = functools.partial(peer.timed_distance, T, args.repeat)
     path = trajectory(T)
+    timers["trajectory"] = functools.partial(timed_trajectory, ssv, path, peer)
+    got = in_turn(timers)
+    exact = got[distance_rows[0]][1]  # the first thread count's exact distance
+    for name in distance_rows:
+        rows.append((name, got[name][0], got[name][1] == 0, float(np.median(got[name][1]))))
+    frames = len(path) // 2
+    along = got[f"ssv distance, coherent ({frames} frames)"][1]
+    for name in (f"ssv distance, {label} ({frames} frames)" for label in ("coherent", "seeded")):
+        rows.append((name, got[name][0], along == 0, float(np.median(along))))
+    if peer:
+        us, fd = got["fcl distance"]
+        rows.append(("fcl distance", us, fd == 0, float(np.median(fd))))
+        checks.append(("ssv distance = fcl distance (1e-6 m)", int(np.sum(np.abs(fd - exact) <= 1e-6)), n))
+        us_traj, fd_traj = got[f"fcl distance, trajectory ({frames} frames)"]
+        rows.append((f"fcl distance, trajectory ({frames} frames)", us_traj, fd_traj == 0, float(np.median(fd_traj))))
+        checks.append(("ssv coherent = fcl along the trajectory (1e-6 m)", int(np.sum(np.abs(fd_traj - along) <= 1e-6)),
+                       frames))
+        hits = peer.collide(peer.transforms(T))
+        checks.append(("ssv collide = fcl", int(np.sum(rows[0][2] == hits)), n))
+    return rows, checks
+
+
+def timed_trajectory(ssv, path, peer):
+    """{name: (µs/frame, distances)} of the distance along the trajectory `path`, one query per frame:
+    front tracking ("coherent": the last frame's front carried on), triangle caching ("seeded": its
+    closest triangle pair) and fcl's (when peer). Timed as fcl's distance, in chunks of FCL_CHUNK
+    frames, best of each, the state carried on; the methods alternate chunk by chunk, so that all meet
+    the same conditions (one after the other, front tracking measured 1.3-1.6x the seeded query on the
+    freighter's mostly touching trajectory, where both do the same work; alternating, 1.0x)."""
     zt, Pa, Pb = np.zeros(1, np.int64), path[0::2], path[1::2]
 
     def coherent(frames, carried, front):
-        """One query per frame, carrying on the last frame's front (front tracking) or only its
-        closest triangle pair (triangle caching)."""
         out = []
         carried = carried.copy() if front and carried is not None else carried  # best_time may rerun the chunk
         for i in frames:
@@ -527,37 +563,26 @@ def measure_ssv(T, mesh, peer, args):
             out.append(r.distance[0])
         return np.array(out), carried
 
-    carried = {True: None, False: np.full((1, 2), -1)}
-    for front in carried:
-        coherent(range(2), carried[front], front)  # compile / load
-    # timed as fcl's trajectory: in chunks of FCL_CHUNK frames, best of each, the state carried on; the
-    # two queries alternate chunk by chunk, so that both meet the same conditions (one after the other,
-    # front tracking measured 1.3-1.6x the seeded query on the freighter's mostly touching trajectory,
-    # where both do the same work; alternating, 1.0x)
-    best, parts = {True: 0.0, False: 0.0}, {True: [], False: []}
+    carried = {"coherent": None, "seeded": np.full((1, 2), -1)}
+    for label in carried:
+        coherent(range(2), carried[label], label == "coherent")  # compile / load
+    tfs = peer.transforms(path) if peer else None
+    best, parts = dict.fromkeys((*carried, "fcl"), 0.0), {k: [] for k in (*carried, "fcl")}
     for s in range(0, len(Pa), FCL_CHUNK):
         frames = range(s, min(s + FCL_CHUNK, len(Pa)))
-        for front in carried:
-            took, (part, carried[front]) = best_time(lambda: coherent(frames, carried[front], front), 1)
-            best[front] += took
-            parts[front].append(part)
-    along = np.concatenate(parts[True])
-    if not np.array_equal(np.concatenate(parts[False]), along):
+        for label in carried:
+            took, (part, carried[label]) = best_time(lambda: coherent(frames, carried[label], label == "coherent"), 1)
+            best[label] += took
+            parts[label].append(part)
+        if peer:
+            took, part = best_time(lambda: peer.distance(tfs[s:s + FCL_CHUNK]), 1)
+            best["fcl"] += took
+            parts["fcl"].append(part)
+    along = {k: np.concatenate(v) for k, v in parts.items() if v}
+    if not np.array_equal(along["seeded"], along["coherent"]):
         raise AssertionError("front tracking and triangle caching disagree along the trajectory")
-    for front, label in ((True, "coherent"), (False, "seeded")):
-        rows.append((f"ssv distance, {label} ({len(Pa)} frames)", best[front] / len(Pa) * 1e6, along == 0,
-                     float(np.median(along))))
-    if peer:
-        us, fd = peer.timed_distance(T, args.repeat)
-        rows.append(("fcl distance", us, fd == 0, float(np.median(fd))))
-        checks.append(("ssv distance = fcl distance (1e-6 m)", int(np.sum(np.abs(fd - exact) <= 1e-6)), n))
-        us_traj, fd_traj = peer.timed_distance(path, 1)
-        rows.append((f"fcl distance, trajectory ({len(Pa)} frames)", us_traj, fd_traj == 0, float(np.median(fd_traj))))
-        checks.append(("ssv coherent = fcl along the trajectory (1e-6 m)", int(np.sum(np.abs(fd_traj - along) <= 1e-6)),
-                       len(Pa)))
-        hits = peer.collide(peer.transforms(T))
-        checks.append(("ssv collide = fcl", int(np.sum(rows[0][2] == hits)), n))
-    return rows, checks
+    names = {"coherent": "ssv distance, coherent", "seeded": "ssv distance, seeded", "fcl": "fcl distance, trajectory"}
+    return {f"{names[k]} ({len(Pa)} frames)": (best[k] / len(Pa) * 1e6, along[k]) for k in along}
 
 
 def _median_bound(result):

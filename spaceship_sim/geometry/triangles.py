@@ -16,7 +16,8 @@ Triangles are (3, 3) float64 arrays, one vertex per row.
 - `distance_triangle_triangle`: 0 if they intersect, else the smallest of the 6 vertex–triangle
   and 9 edge–edge distances (the closest pair of two disjoint triangles always realises one of
   these), closest points written to `out`; `distance_triangle_triangle_disjoint` leaves the
-  intersection test out, for callers that know the triangles apart.
+  intersection test out, for callers that know the triangles apart; `triangle_plane_gap`, a cheap
+  lower bound on it (the planes' gaps).
 - `triangle_box_overlap`: triangle against axis-aligned cube (Akenine-Möller's separating axes),
   over batches of pairs (the octree builders'); its oracle is the vectorised numpy version, with
   which it agrees bit for bit.
@@ -320,6 +321,31 @@ def distance_triangle_triangle_disjoint(V1, V2, out):
     for k in range(3):
         out[0, k], out[1, k] = x[k], y[k]
     return np.sqrt(best)
+
+
+@njit(cache=True)
+def _plane_gap(P, Q):
+    """(g |n|, |n|^2): the gap g between triangle P's plane and triangle Q's vertices (3-tuples),
+    0 unless these lie strictly on one side, scaled by |n| of P's unnormalised normal n."""
+    e1 = (P[1][0] - P[0][0], P[1][1] - P[0][1], P[1][2] - P[0][2])
+    e2 = (P[2][0] - P[0][0], P[2][1] - P[0][1], P[2][2] - P[0][2])
+    n = (e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0])
+    d0 = n[0] * (Q[0][0] - P[0][0]) + n[1] * (Q[0][1] - P[0][1]) + n[2] * (Q[0][2] - P[0][2])
+    d1 = n[0] * (Q[1][0] - P[0][0]) + n[1] * (Q[1][1] - P[0][1]) + n[2] * (Q[1][2] - P[0][2])
+    d2 = n[0] * (Q[2][0] - P[0][0]) + n[1] * (Q[2][1] - P[0][1]) + n[2] * (Q[2][2] - P[0][2])
+    return max(min(d0, d1, d2), -max(d0, d1, d2), 0.0), n[0] * n[0] + n[1] * n[1] + n[2] * n[2]
+
+
+@njit(cache=True)
+def triangle_plane_gap(V1, V2):
+    """A lower bound on the distance of triangles V1, V2 ((3, 3)): the larger gap between one's
+    plane and the other's vertices, where these lie strictly on one side (0 otherwise). A dozen
+    products against the 15 feature distances of `distance_triangle_triangle`: a search that only
+    needs triangles closer than some limit asks this first."""
+    P, Q = _rows(V1), _rows(V2)
+    g1, nn1 = _plane_gap(P, Q)
+    g2, nn2 = _plane_gap(Q, P)
+    return max(g1 / np.sqrt(nn1) if nn1 > 0.0 else 0.0, g2 / np.sqrt(nn2) if nn2 > 0.0 else 0.0)
 
 
 @njit(cache=True)

@@ -25,10 +25,12 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from ..geometry.triangles import distance_triangle_triangle, distance_triangle_triangle_disjoint, intersect_triangle_triangle
+from ..geometry.triangles import (distance_triangle_triangle, distance_triangle_triangle_disjoint, intersect_triangle_triangle,
+                                  triangle_plane_gap)
 from .core import _cross, _dot, box_gap, core_frame, framed_rect_distance, normal_gaps
 
 CHUNKS_PER_THREAD = 4
+MIN_GAP = 5e-324  # the least positive float: a lower bound on the distance of triangles found disjoint
 FRONT_GROWTH = 1.5  # a front this many times its fresh size is dropped (capsules, lamp, freighter trajectories)
 # The traversal's helpers take the node arrays: called, each array argument costs reference counting
 # (atomic) on every call, which numba cannot prune across calls. Inlined into the row functions
@@ -351,6 +353,12 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
     are full (the caller reruns the row with more room): arrays that grew in the loop would cost
     reference counting on every use, ~20% of the time.
 
+    Leaf pairs: where their SSVs are apart, the triangles' plane gaps (a dozen products) first, the
+    15-feature triangle distance only where those cannot prune; where their SSVs overlap, the
+    intersection test, and triangles found disjoint wait on the heap (in either search order) with
+    their plane gap as bound until no overlapping pair is left: where the ships intersect elsewhere
+    their distance is never needed.
+
     Front tracking (coherence): every node pair the search evaluates and does not descend (pruned,
     a leaf pair, or pending at the end) goes on the row's front with its lower bound; together they
     cover all triangle pairs. Next frame starts from that front instead of the roots: a pair's old
@@ -421,9 +429,21 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
             if child[x, 0] < 0 and child[y, 0] < 0:
                 _triangle_b(tris, R, t, i, face[y], Vb)
                 if g > 0.0:  # their SSVs, which hold them, are apart: no intersection test
+                    lb = triangle_plane_gap(tris[face[x]], Vb)  # most leaf pairs cannot help: a cheap proof first
+                    if lb >= limit:
+                        _keep(fx, fy, fl, fn, i, x, y, lb)
+                        break
                     d = distance_triangle_triangle_disjoint(tris[face[x]], Vb, out)
-                else:
-                    d = distance_triangle_triangle(tris[face[x]], Vb, out)
+                elif intersect_triangle_triangle(tris[face[x]], Vb):
+                    d = 0.0
+                    for r in range(3):
+                        out[0, r], out[1, r] = np.nan, np.nan
+                else:  # among pairs that overlap, the ships may intersect elsewhere: this one's distance
+                    # waits until no pair overlaps (pending as apart, lower bound > 0)
+                    if nh == cap:
+                        return -1.0
+                    nh = _heap_push(key, hx, hy, nh, max(triangle_plane_gap(tris[face[x]], Vb), MIN_GAP), x, y)
+                    break
                 _keep(fx, fy, fl, fn, i, x, y, d)
                 if d < best:
                     best, tri[i, 0], tri[i, 1] = d, face[x], face[y]

@@ -79,6 +79,13 @@ def test_methods_are_timed_in_turn_and_keep_their_best():
     assert got == {"a": (2.0, "a5"), "b": (0.5, "b6")}  # best time, last result
 
 
+def test_methods_timed_together_report_each_their_best():
+    from spaceship_sim.bench.bench_narrowphase import in_turn
+    rounds = iter([{"x": (3.0, "x1"), "y": (1.0, "y1")}, {"x": (2.0, "x2"), "y": (4.0, "y2")}])
+    got = in_turn({"a": lambda: (5.0, "a"), "xy": lambda: next(rounds)}, rounds=2)
+    assert got == {"a": (5.0, "a"), "x": (2.0, "x2"), "y": (1.0, "y2")}  # best time, last result, per name
+
+
 def test_model_names_split_commas_and_drop_repeats():
     assert model_names(["lamp,torus", "capsules", " torus"]) == ["lamp", "torus", "capsules"]
     assert model_names(None) == list(DEFAULT_MODELS)
