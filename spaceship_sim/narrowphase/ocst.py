@@ -66,13 +66,15 @@ from numba import njit
 from ..geometry.triangles import triangle_meets_box
 from ..spheretree.finish import _REL_SLACK, witnesses
 from ..spheretree.geometry import MeshQuery, closest_on_mesh, min_enclosing_sphere
-from ..spheretree.octree import bounding_cube
+from ..spheretree.octree import bounding_cube, occupied_children
 from .kernels import entry_node_b
 from .volumes import SPHERE
 
 ALL_PENDING = 0xFF  # pending bits of a node none of whose octants is built or known empty yet
 _BLOCK = 9          # slots per node's children: octant j in slot j, and a spacer (module docstring)
-TRI_TOP, FREE = 0, 1  # OcstBank._heads: end of tri_idx's used part; lowest block that may be free
+# OcstBank._heads: end of tri_idx's used part; lowest block that may be free; spheres rebuilt (their
+# cell built before, evicted since)
+TRI_TOP, FREE, REBUILT = 0, 1, 2
 
 
 class OcstBank:
@@ -93,18 +95,23 @@ class OcstBank:
     last use only (-inf: never part of a colliding pair); level, parent, model (N,) int64;
     cell (N,3) int64 integer octree cell of the node.
     models: the meshes (spaceship_sim.meshes.Mesh); depth: levels below the roots; evict_after [s];
-    max_nodes: cap on resident spheres over all models; seed: of the roots' enclosing-sphere
-    search (as the prebuilt octree's).
+    max_nodes: cap on resident spheres over all models; max_share: the cap as a share of full_nodes,
+    the spheres of every model's full tree (counted only when max_share < 1; max_nodes is then the
+    smaller of the two); seed: of the roots' enclosing-sphere search (as the prebuilt octree's).
     """
 
     volume = SPHERE  # its nodes are spheres, as a TreeBank's
 
-    def __init__(self, models, depth: int = 3, evict_after: float = 2.0, max_nodes: int = 100_000, seed: int = 0):
+    def __init__(self, models, depth: int = 3, evict_after: float = 2.0, max_nodes: int = 100_000,
+                 max_share: float = 1.0, seed: int = 0):
         self.models = list(models)
         if not self.models:
             raise ValueError("OcstBank needs at least one model")
         M = len(self.models)
         self.evict_after, self.max_nodes, self.now = float(evict_after), int(max_nodes), 0.0
+        self.full_nodes = sum(full_tree_nodes(m, depth) for m in self.models) if max_share < 1 else None
+        if self.full_nodes is not None:  # the roots are never evicted
+            self.max_nodes = min(self.max_nodes, max(M, int(max_share * self.full_nodes)))
         self.depth = np.full(M, int(depth), np.int64)
         n_tris = np.array([len(m.faces) for m in self.models])
         self.tri_offset = np.concatenate([[0], np.cumsum(n_tris)]).astype(np.int64)
@@ -127,14 +134,16 @@ class OcstBank:
         self.cell = np.zeros((n, 3), np.int64)
         self.tri_ptr = np.zeros(n + 1, np.int64)
         self.tri_idx = np.arange(self.tri_offset[-1], dtype=np.int64)  # roots' lists: all their triangles
-        # [TRI_TOP, FREE]: the lowest free block is taken first (it keeps memory compact)
-        self._heads = np.array([len(self.tri_idx), 0], np.int64)
+        # [TRI_TOP, FREE, REBUILT]: the lowest free block is taken first (it keeps memory compact)
+        self._heads = np.array([len(self.tri_idx), 0, 0], np.int64)
+        self._seen = np.zeros(M * _cells_above(int(depth) + 1), np.bool_)  # cells ever built (_cell_key)
         self._block_parent = np.full(n_blocks, -1, np.int64)  # owner of each used block (-1: free)
         self._block_tris = np.zeros((n_blocks, 2), np.int64)  # its region of tri_idx
         # per model: (origin, side) of its octree; its MeshQuery; its _mesh_args
         self._cube, self._queries, self._meshes = [], {}, {}
         self.built_spheres = 0   # counters for reports
         self.evicted_spheres = 0
+        self.peak_nodes = M  # most spheres resident at once since the last take_peak
         self.build_seconds = 0.0  # wall time inside build() (an instrument: no decision reads it)
         for m, mesh in enumerate(self.models):
             self._make_root(m, mesh, seed)
@@ -161,9 +170,14 @@ class OcstBank:
         return self.cell_center, self.cell_radius, self.pending, self.want
 
     @property
+    def rebuilt_spheres(self) -> int:
+        """Spheres built for a cell that had been built before and evicted since (of built_spheres)."""
+        return int(self._heads[REBUILT])
+
+    @property
     def resident_nodes(self) -> int:
-        """Spheres held now, roots included (a slot holds one when its cell radius is a number)."""
-        return len(self.built_nodes())
+        """Spheres held now, roots included (len(built_nodes()), counted as they come and go)."""
+        return self.n_models + self.built_spheres - self.evicted_spheres
 
     def resident_reasons(self) -> dict:
         """Why each resident sphere is held, as counts summing to resident_nodes. "roots": always.
@@ -219,7 +233,7 @@ class OcstBank:
 
     def _topology(self):
         return (self.first_child, self.child_count, self.pending, self.want, self.level, self.parent, self.model,
-                self.cell, self._block_parent, self._block_tris)
+                self.cell, self._block_parent, self._block_tris, self._seen)
 
     def build(self, nodes) -> None:
         """Build the octants the kernels asked for (want bits) of `nodes` (global slots, repeats
@@ -227,6 +241,7 @@ class OcstBank:
         model (_build_octants), and another after growing tri_idx when it runs out of room."""
         t0 = time.perf_counter()
         nodes = np.asarray(nodes, np.int64)
+        self._make_room(nodes)
         for m in range(1) if self.n_models == 1 else np.unique(self.model[nodes]):
             while True:
                 built, room = _build_octants(nodes, m, self.now, self._kernel_args, self.tri_idx, self._mesh_args(m))
@@ -234,7 +249,18 @@ class OcstBank:
                 if not room:
                     break
                 self._compact(room)
+        self.peak_nodes = max(self.peak_nodes, self.resident_nodes)
         self.build_seconds += time.perf_counter() - t0
+
+    def _make_room(self, nodes) -> None:
+        """Hold the cap inside a sample too: before building the octants `nodes` want, evict as
+        many least recently used spheres as the build may add past max_nodes, among those no pair
+        holds in this sample (_evict_lru). Spheres held by the sample's pairs are never evicted, so
+        the cap is exceeded only when they alone fill it."""
+        u = np.unique(nodes)
+        excess = self.resident_nodes + int(np.bitwise_count(self.want[u] & self.pending[u]).sum()) - self.max_nodes
+        if excess > 0:
+            self._evict_lru(excess, held_since=self.now)
 
     @cached_property
     def _kernel_args(self):
@@ -280,14 +306,30 @@ class OcstBank:
 
     def maintain(self, now: float) -> None:
         """Set the time [s] and evict the spheres unused for evict_after seconds, then the least
-        recently used ones (the deepest first among those last used together: a shallow one takes
-        everything below it along) while more than max_nodes are resident."""
+        recently used ones while more than max_nodes are resident (_evict_lru; between samples no
+        pair holds any). Inside the sample, build keeps the cap the same way (_make_room)."""
         self.now = float(now)
         kids = self.built_nodes()[self.n_models:]
         self._evict(kids[self.stamp[kids] < self.now - self.evict_after])
-        while (excess := self.resident_nodes - self.max_nodes) > 0:  # each round frees >= excess
-            kids = self.built_nodes()[self.n_models:]
-            self._evict(kids[np.lexsort((-self.level[kids], self.stamp[kids]))[:excess]])
+        if self.resident_nodes > self.max_nodes:
+            self._evict_lru(self.resident_nodes - self.max_nodes)
+
+    def take_peak(self) -> int:
+        """The most spheres resident at once since the last call (or since the bank was made);
+        the count starts again from those resident now."""
+        peak, self.peak_nodes = self.peak_nodes, self.resident_nodes
+        return peak
+
+    def _evict_lru(self, excess: int, held_since: float = np.inf) -> None:
+        """Evict at least `excess` spheres (each takes its subtree along), least recently used
+        first, the deepest first among those used together, or all there are to take. Inside a
+        sample (held_since = its time) only spheres whose parent no pair has used or built in it:
+        a pair's stack holds its nodes (stamped before each build, resume_stacks) and its
+        continuations will scan their parents' octants, assuming them built (kernels.descend_stacks).
+        Touching stamps ancestors, so such a sphere's subtree holds nothing used in the sample."""
+        kids = self.built_nodes()[self.n_models:]
+        kids = kids[self.stamp[self.parent[kids]] < held_since]
+        self._evict(kids[np.lexsort((-self.level[kids], self.stamp[kids]))[:excess]])
 
     def _evict(self, nodes) -> None:
         """Free resident nodes (global slots, not roots) and everything below them; each one's
@@ -321,6 +363,19 @@ class OcstBank:
                                                                          self.n_models)])
 
 
+def full_tree_nodes(mesh, depth: int) -> int:
+    """Spheres of the mesh's full octree tree of `depth` levels below the root: its occupied cells,
+    the root included (octree.occupied_children, level by level; no sphere is made)."""
+    tris = mesh.vertices[mesh.faces]
+    origin, side = bounding_cube(tris)
+    cells, pair_tri, pair_cell = np.zeros((1, 3), np.int64), np.arange(len(tris)), np.zeros(len(tris), np.int64)
+    n = 1
+    for k in range(1, int(depth) + 1):
+        cells, _, pair_tri, pair_cell = occupied_children(tris, pair_tri, pair_cell, cells, origin, side / 2 ** k)
+        n += len(cells)
+    return n
+
+
 # --- building octants, compiled: a build round was ~1 ms of numpy calls on a few nodes --------
 
 @njit(cache=True)
@@ -333,8 +388,8 @@ def _build_octants(nodes, m, now, bank, tri_idx, mesh):
     want bits cleared.
     bank: (n_models, geometry, topology, tri_ptr, heads, tri_verts) with geometry (center, radius,
     witness, error, cell_center, cell_radius, stamp, touched) and topology (first_child,
-    child_count, pending, want, level, parent, model, cell, block_parent, block_tris), the bank's
-    arrays (OcstBank._kernel_args), heads its [TRI_TOP, FREE]; mesh (origin (3,), side, depth,
+    child_count, pending, want, level, parent, model, cell, block_parent, block_tris, seen), the bank's
+    arrays (OcstBank._kernel_args), heads its [TRI_TOP, FREE, REBUILT]; mesh (origin (3,), side, depth,
     *MeshQuery.kernel_args()) model m's octree cube, depth and distance query.
     Returns (spheres built, room): room > 0 when tri_idx lacks room for the next node's lists
     (it and the rest are left as they were; grow tri_idx by room and call again)."""
@@ -423,7 +478,23 @@ def _make_child(p, j, size, now, n_models, geometry, topology, tri_ptr, heads, m
     witness[s, 0], witness[s, 1], witness[s, 2] = wx, wy, wz
     stamp[s], touched[s] = now, -np.inf
     parent[s], model[s], level[s] = p, model[p], level[p] + 1
+    key = _cell_key(model[s], level[s], cell[s], len(topology[10]) // n_models)
+    heads[REBUILT] += topology[10][key]
+    topology[10][key] = True
     _open_node(s, depth, topology, tri_ptr, heads, n_models)
+
+
+@njit(cache=True)
+def _cells_above(k):
+    """Cells of an octree's levels 0..k-1: 1 + 8 + ... + 8^(k-1)."""
+    return (8 ** k - 1) // 7
+
+
+@njit(cache=True)
+def _cell_key(m, k, c, per_model):
+    """A unique index of model m's cell c (3,) at level k among per_model cells a model."""
+    n = 1 << k
+    return m * per_model + _cells_above(k) + (c[0] * n + c[1]) * n + c[2]
 
 
 @njit(cache=True)
@@ -564,15 +635,23 @@ def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> bool
         return False  # prebuilt trees: nothing is ever unbuilt
     stuck = np.flatnonzero(blocked[rows])
     resumed = len(stuck) > 0
-    while len(stuck):
+    r = rows
+    while True:  # touched before each build: a build may evict what the sample does not hold (_make_room)
+        _touch_rows(A, B, sa, sb, height, r)
+        if not len(stuck):
+            return resumed
         r = rows[stuck]
         _build(A, B, sa[r, height[r] - 1], sb[r, height[r] - 1])
         descend(r, targets[stuck])
         stuck = stuck[blocked[r]]
+
+
+def _touch_rows(A, B, sa, sb, height, rows) -> None:
+    """Touch every node of the colliding pairs the stacks of `rows` hold (a continuation's: its
+    parent pair's, kernels.py)."""
     for bank, s, side_b in ((A, sa, False), (B, sb, True)):
-        if isinstance(bank, OcstBank):  # each entry's colliding pair: a continuation's is its parent (kernels.py)
+        if isinstance(bank, OcstBank):
             _touch_stacks(bank.stamp, bank.touched, bank.parent, bank.now, s, height, rows, side_b)
-    return resumed
 
 
 def resume_blocked(A, B, piece, complete):
@@ -581,7 +660,12 @@ def resume_blocked(A, B, piece, complete):
     blocked rows idx from their output, `complete(idx, ptr, fa, fb)`, until none is blocked.
     Returns (ptr, fa, fb), as a prebuilt bank's call gives it."""
     ptr, fa, fb, blocked = piece
-    while blocked.any():
+    while True:  # touched before each build: a build may evict what the sample does not hold (_make_room)
+        for bank, col in ((A, fa), (B, fb)):
+            if isinstance(bank, OcstBank):
+                bank.touch(col)
+        if not blocked.any():
+            return ptr, fa, fb
         idx = np.flatnonzero(blocked)
         ptr_i, fa_i, fb_i = _rows_of(ptr, (fa, fb), idx)
         _build(A, B, fa_i, fb_i)
@@ -589,10 +673,6 @@ def resume_blocked(A, B, piece, complete):
         ptr, fa, fb = _replace_rows(ptr, (fa, fb), idx, again[0], again[1:3])
         blocked = np.zeros(len(blocked), bool)
         blocked[idx] = again[3]
-    for bank, col in ((A, fa), (B, fb)):
-        if isinstance(bank, OcstBank):
-            bank.touch(col)
-    return ptr, fa, fb
 
 
 def _build(A, B, nodes_a, nodes_b) -> None:
