@@ -436,3 +436,26 @@ def test_rebuilt_spheres_count_cells_built_again(models):
     assert bank.resident_nodes == len(bank.built_nodes()) == 1
     refine_frame(bank, mid, T, np.array([[0, 1]]), deadline=np.inf, min_level=0)
     assert bank.built_spheres == 2 * first and bank.rebuilt_spheres == first
+
+
+def test_a_capped_run_is_deterministic():
+    """Same config and seed, same state hash, with the share cap evicting inside samples (time-critical,
+    on a TickClock: the same budgets each run)."""
+    import dataclasses
+
+    from spaceship_sim.config import load_config, shipped_config
+    from spaceship_sim.world import World
+
+    cfg = load_config(shipped_config("lamps.toml"))
+    cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, tree_method="ocst", tree_depth=4,
+                                                                 ocst_max_share=0.05, ocst_evict_after=2.0))
+    runs = []
+    for _ in range(2):
+        world = World.from_config(cfg, clock=TickClock(1e-5), notify=None)
+        for _ in range(40):
+            world.step()
+            world.end_frame(world.clock.spend(0.0))
+        b = world.bank
+        runs.append((world.state.hash(), b.built_spheres, b.rebuilt_spheres, b.evicted_spheres))
+    assert runs[0] == runs[1]
+    assert runs[0][2] > 0 and world.bank.max_nodes == int(0.05 * world.bank.full_nodes)  # the cap bound
