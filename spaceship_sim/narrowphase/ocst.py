@@ -128,6 +128,7 @@ class OcstBank:
         self.radius, self.cell_radius = np.full(n, np.nan), np.full(n, np.nan)
         self.error, self.stamp = np.zeros(n), np.zeros(n)
         self.touched = np.full(n, -np.inf)
+        self.scanned = np.full(n, -np.inf)  # last time a continuation on a pair's stack held the node
         self.first_child = np.full(n, -1, np.int64)
         self.child_count, self.pending, self.want = (np.zeros(n, np.int64) for _ in range(3))
         self.level, self.parent, self.model = (np.zeros(n, np.int64) for _ in range(3))
@@ -323,12 +324,14 @@ class OcstBank:
     def _evict_lru(self, excess: int, held_since: float = np.inf) -> None:
         """Evict at least `excess` spheres (each takes its subtree along), least recently used
         first, the deepest first among those used together, or all there are to take. Inside a
-        sample (held_since = its time) only spheres whose parent no pair has used or built in it:
-        a pair's stack holds its nodes (stamped before each build, resume_stacks) and its
-        continuations will scan their parents' octants, assuming them built (kernels.descend_stacks).
-        Touching stamps ancestors, so such a sphere's subtree holds nothing used in the sample."""
+        sample (held_since = its time) only spheres neither used nor built in it (a pair's stack
+        holds its nodes, stamped before each build: resume_stacks; touching stamps ancestors, so
+        their subtrees hold nothing used either) and whose parent no continuation on a stack holds
+        (`scanned`): its scan goes on over the parent's octants assuming them built
+        (kernels.descend_stacks). A pair not expanded yet tests its octants when it is, and
+        builds what it needs again."""
         kids = self.built_nodes()[self.n_models:]
-        kids = kids[self.stamp[self.parent[kids]] < held_since]
+        kids = kids[(self.stamp[kids] < held_since) & (self.scanned[self.parent[kids]] < held_since)]
         self._evict(kids[np.lexsort((-self.level[kids], self.stamp[kids]))[:excess]])
 
     def _evict(self, nodes) -> None:
@@ -353,7 +356,7 @@ class OcstBank:
             self._heads[FREE] = min(self._heads[FREE], blocks.min())
         self.radius[dead] = self.cell_radius[dead] = np.nan
         self.first_child[dead], self.child_count[dead], self.pending[dead], self.want[dead] = -1, 0, 0, 0
-        self.touched[dead], self.stamp[dead] = -np.inf, 0.0
+        self.touched[dead], self.scanned[dead], self.stamp[dead] = -np.inf, -np.inf, 0.0
         self.evicted_spheres += len(dead)
 
     def built_nodes(self) -> np.ndarray:
@@ -564,12 +567,16 @@ def _stamp_line(stamp, touched, parent, now, node):
 
 
 @njit(cache=True)
-def _touch_stacks(stamp, touched, parent, now, s, height, rows, side_b):
+def _touch_stacks(stamp, touched, scanned, parent, now, s, sb, height, rows, side_b):
     """OcstBank.touch of every node on one side of the stacks of pair rows `rows`: s = sa (A's
-    side) or sb (B's: entry_node_b, a continuation's parent pair's node)."""
+    side) or sb (B's: entry_node_b, a continuation's parent pair's node); a continuation's node
+    is also marked `scanned`: its scan will go on over its children (OcstBank._evict_lru)."""
     for r in rows:
         for j in range(height[r]):
-            _stamp_line(stamp, touched, parent, now, entry_node_b(s[r, j]) if side_b else s[r, j])
+            node = entry_node_b(s[r, j]) if side_b else s[r, j]
+            _stamp_line(stamp, touched, parent, now, node)
+            if sb[r, j] < 0:
+                scanned[node] = now
 
 
 class OcstTreeView:
@@ -651,7 +658,7 @@ def _touch_rows(A, B, sa, sb, height, rows) -> None:
     parent pair's, kernels.py)."""
     for bank, s, side_b in ((A, sa, False), (B, sb, True)):
         if isinstance(bank, OcstBank):
-            _touch_stacks(bank.stamp, bank.touched, bank.parent, bank.now, s, height, rows, side_b)
+            _touch_stacks(bank.stamp, bank.touched, bank.scanned, bank.parent, bank.now, s, sb, height, rows, side_b)
 
 
 def resume_blocked(A, B, piece, complete):
