@@ -51,9 +51,14 @@ colliding pair (`touched` keeps that time apart from the build's stamp, for `res
 `maintain(now)`, once per detection sample, evicts every sphere unused for `evict_after`
 seconds, with everything below it (its octant pending again in its parent) — the paper deletes a
 complete level unused that long; a sphere is the unit here, as octants are built one by one —
-then the least recently used spheres while more than `max_nodes` are resident. Eviction runs
-only between refinement calls, so no live frontier loses a node; one sample's working set may
-exceed the cap until the next `maintain`.
+then the least recently used spheres while more than `max_nodes` are resident (the paper's memory
+cap; `max_share` sets it as a share of the full trees, whose cells are counted when the bank is
+made). The cap holds inside a sample too: before a build could pass it, the least recently used
+spheres that the sample's pairs do not hold are evicted (`_make_room`, `_evict_lru`): not a node
+on a pair's stack (stamped before every build) nor an ancestor, nor an octant of a node a
+continuation holds (its scan assumes them built). A pair's other pending octants are tested and
+built again when it is expanded, so verdicts and coverage are unchanged; the cap is passed only
+when the spheres held alone fill it.
 """
 from __future__ import annotations
 
@@ -256,12 +261,16 @@ class OcstBank:
     def _make_room(self, nodes) -> None:
         """Hold the cap inside a sample too: before building the octants `nodes` want, evict as
         many least recently used spheres as the build may add past max_nodes, among those no pair
-        holds in this sample (_evict_lru). Spheres held by the sample's pairs are never evicted, so
-        the cap is exceeded only when they alone fill it."""
+        holds in this sample (_evict_lru), and an eighth of the cap more: an eviction costs ~0.3 ms
+        whatever it frees (it was most of a capped lamps frame's building when it freed a build's
+        worth at a time). Spheres held by the sample's pairs are never evicted, so the cap is
+        exceeded only when they alone fill it."""
+        if self.resident_nodes + 8 * len(nodes) <= self.max_nodes:
+            return  # room for every octant of every node: no counting needed
         u = np.unique(nodes)
         excess = self.resident_nodes + int(np.bitwise_count(self.want[u] & self.pending[u]).sum()) - self.max_nodes
         if excess > 0:
-            self._evict_lru(excess, held_since=self.now)
+            self._evict_lru(excess + self.max_nodes // 8, held_since=self.now)
 
     @cached_property
     def _kernel_args(self):
