@@ -338,7 +338,9 @@ class OcstBank:
         their subtrees hold nothing used either) and whose parent no continuation on a stack holds
         (`scanned`): its scan goes on over the parent's octants assuming them built
         (kernels.descend_stacks). A pair not expanded yet tests its octants when it is, and
-        builds what it needs again."""
+        builds what it needs again. Spheres built in the sample stay to its end, so no octant is
+        built twice in a sample and the search ends (letting them go when no pair held them
+        livelocked first contacts under a small cap: each round evicted what the next needed)."""
         kids = self.built_nodes()[self.n_models:]
         kids = kids[(self.stamp[kids] < held_since) & (self.scanned[self.parent[kids]] < held_since)]
         self._evict(kids[np.lexsort((-self.level[kids], self.stamp[kids]))[:excess]])

@@ -362,13 +362,25 @@ def test_a_generous_deadline_refines_as_far_as_no_deadline(models):
     assert r.exact.all() and np.array_equal(r.level, free.level) and np.array_equal(r.colliding, free.colliding)
 
 
-def _held_bound(bank):
+def _held(bank):
     """Roots and every sphere used or built in the sample (bank.now) or whose parent a continuation
-    held: what a build inside the sample may not evict (OcstBank._evict_lru; the marks only grow in
-    a sample), so the most the cap can be exceeded by."""
+    holds: what a build inside the sample may not evict (OcstBank._evict_lru)."""
     kids = bank.built_nodes()[bank.n_models:]
     return bank.n_models + int(np.count_nonzero((bank.stamp[kids] >= bank.now) |
                                                 (bank.scanned[bank.parent[kids]] >= bank.now)))
+
+
+def check_cap_at_every_build(bank):
+    """After every build: resident within the cap, or past it by no more than the held spheres and
+    the build's own new ones; and the counter equals the spheres there are."""
+    build = bank.build
+
+    def checked(nodes):
+        before = bank.built_spheres
+        build(nodes)
+        assert bank.resident_nodes == len(bank.built_nodes())
+        assert bank.resident_nodes <= max(bank.max_nodes, _held(bank) + bank.built_spheres - before)
+    bank.build = checked
 
 
 @settings(max_examples=12, deadline=None)
@@ -380,12 +392,12 @@ def test_the_cap_holds_inside_a_sample_and_verdicts_stay_exact(models, seed, all
     the peak stays within the cap unless the spheres held alone fill it."""
     rng = np.random.default_rng(seed)
     bank = OcstBank(models, depth=DEPTH, evict_after=1e6, max_nodes=cap)  # the cap evicts, age never does
+    check_cap_at_every_build(bank)
     pairs = np.arange(12).reshape(-1, 2)
     evicted_inside = 0
     for step in range(4):
         bank.maintain(float(step))
         assert bank.resident_nodes <= cap
-        bank.take_peak()  # from here: this sample's peak
         mid = rng.integers(0, 2, 12)
         T = poses(rng, models, mid, 12, reach=0.8)
         before = bank.evicted_spheres
@@ -396,8 +408,6 @@ def test_the_cap_holds_inside_a_sample_and_verdicts_stay_exact(models, seed, all
         for k in range(len(pairs)):
             got = {tuple(x) for x in r.tri_pairs[k].tolist()}
             assert got == {tuple(x) for x in want.pairs_of(k).tolist()} if all_contacts else len(got) == want.colliding[k]
-        assert bank.resident_nodes == len(bank.built_nodes())
-        assert bank.take_peak() <= max(cap, _held_bound(bank))
         check_coverage(bank, rng, samples=5)
     assert evicted_inside > 0  # the case the test is for: evictions while a sample's pairs are live
 
