@@ -130,6 +130,10 @@ class CollisionConfig:
                                  "simulation time]", lo=0.0, lo_open=True, hi=1e6)
     ocst_max_nodes: int = _f(100_000, "tree_method ocst: resident spheres of all models above which the least "
                              "recently used spheres are evicted [spheres]", lo=16, hi=10_000_000)
+    ocst_max_share: float = _f(0.25, "tree_method ocst: the same cap as a share of the full trees (every model's "
+                               "complete octree; its cells are counted when the bank is made, ~0.2 s on a "
+                               "200,000-triangle mesh; 1: no share cap, nothing counted) [-]",
+                               lo=0.0, lo_open=True, hi=1.0)
     time_critical: bool = _f(True, "refine only as deep as the frame budget allows (else always exact) [-]")
     min_level: int = _f(1, "every colliding pair is refined at least to this level (at most tree_depth + 1, "
                           "the exact level) [-]", lo=0)

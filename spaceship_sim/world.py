@@ -133,7 +133,8 @@ class World:
 
             exact = EXACT_METHODS[exact_method](models)
         if c.tree_method == "ocst":  # nothing to build before the first frame
-            bank = OcstBank(models, depth=c.tree_depth, evict_after=c.ocst_evict_after, max_nodes=c.ocst_max_nodes)
+            bank = OcstBank(models, depth=c.tree_depth, evict_after=c.ocst_evict_after, max_nodes=c.ocst_max_nodes,
+                            max_share=c.ocst_max_share)
             views = [OcstTreeView(bank, m) for m in range(len(models))]  # what the app draws
             return cls(config, models, views, user=user, warm=warm, clock=clock, notify=notify, exact=exact,
                        bank=bank)

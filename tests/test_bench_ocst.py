@@ -38,15 +38,24 @@ def test_memory_part_reports_a_footprint_per_render_load(tmp_path, capsys):
     assert (out / "ocst_resident.png").stat().st_size > 0
 
 
-def test_max_nodes_caps_the_ocst_runs(tmp_path, capsys):
-    """--max-nodes reaches the on-collide banks: each maintain brings them back under the cap (the
-    spheres a sample builds after it may exceed the cap until the next)."""
-    out = tmp_path / "o"
+def _capped_run(tmp_path, *cap):
+    """The peak resident spheres of each frame of a 12-frame lamps run at render 0 ms, depth 3, under `cap`."""
     args = build_parser().parse_args(["bench", "ocst", "--part", "memory", "--frames", "12", "--render-ms", "0",
-                                      "--depth", "3", "--evict-after", "2", "--max-nodes", "16", "--out", str(out)])
-    assert args.max_nodes == 16
+                                      "--depth", "3", "--evict-after", "2", "--out", str(tmp_path), *cap])
     assert bench_ocst.run(args, clock=TickClock(1e-5)) == 0
-    assert "ocst, evict after 2 s, cap 16:" in capsys.readouterr().out
-    rows = list(csv.DictReader(open(out / "ocst_resident.csv")))
-    assert max(int(r["resident"]) for r in rows) > 16  # samples build past the cap ...
-    assert min(int(r["resident"]) for r in rows[1:]) < max(int(r["resident"]) for r in rows)  # ... maintain trims
+    rows = list(csv.DictReader(open(tmp_path / "ocst_resident.csv")))
+    assert all(int(r["peak"]) >= int(r["resident"]) for r in rows)  # the peak is within the frame
+    return [int(r["peak"]) for r in rows]
+
+
+def test_max_nodes_and_max_share_cap_the_ocst_runs(tmp_path, capsys):
+    """--max-nodes and --max-share reach the on-collide banks: the runs hold fewer spheres than
+    without a cap (past it only by spheres the sample's pairs hold: test_ocst's tests), and the
+    table gives the cap as a share of the full tree."""
+    free = _capped_run(tmp_path / "free", "--max-share", "1")
+    assert "  0        2   none" in capsys.readouterr().out
+    nodes = _capped_run(tmp_path / "nodes", "--max-nodes", "16")
+    assert "ocst, evict after 2 s, cap 16 (10.5%):" in capsys.readouterr().out
+    share = _capped_run(tmp_path / "share", "--max-share", "0.1")  # 153 spheres: a cap of 15
+    assert "ocst, evict after 2 s, cap 15 (9.8%):" in capsys.readouterr().out
+    assert max(nodes) < max(free) and max(share) < max(free)

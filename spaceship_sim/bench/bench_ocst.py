@@ -12,13 +12,16 @@
    prebuilt octree's run under the same load (the reference); the resident spheres after every
    frame against the full octree tree's spheres (every model's: the lamps share one), and why
    they are held (OcstBank.resident_reasons). Writes ocst_resident.csv and ocst_resident.png
-   (resident / full per frame, a curve per load and eviction time) into --out and prints the
-   largest and the median ratio, the spheres built and evicted, the wall time spent building them
-   per frame (OcstBank.build_seconds), the frame times and the levels reached, then the footprint
-   section: per load, resident % of the full tree, the mean share of each reason, frames
-   within target for ocst and the reference, and whether the 25% goal is met.
---depth sets the trees' depth for both parts (default: the config's); --max-nodes the cap on resident
-spheres of the memory run's ocst runs (the least recently used evicted above it; default the config's).
+   (the most spheres resident at once in each frame / full, a curve per load and eviction time)
+   into --out and prints the largest, mean and median ratio, the spheres built, rebuilt (their
+   cell built before and evicted since) and evicted, the wall time spent building them per frame
+   (OcstBank.build_seconds), the frame times and the levels reached, then the footprint section:
+   per load, resident % of the full tree, the mean share of each reason, frames within target
+   for ocst and the reference, and whether the 25% goal is met. The goal is judged on the
+   maximum: the most spheres resident at any moment of the run (OcstBank.take_peak, per frame).
+--depth sets the trees' depth for both parts (default: the config's); --max-nodes and --max-share
+the cap on resident spheres of the memory run's ocst runs (the least recently used evicted above
+it; default the config's ocst_max_nodes and ocst_max_share).
 """
 from __future__ import annotations
 
@@ -53,6 +56,9 @@ def register(sub) -> None:
     p.add_argument("--max-nodes", type=integer(16, 10_000_000), default=None,
                    help="cap on resident spheres in the lamps run's ocst runs (default: the config's "
                         "collision.ocst_max_nodes)")
+    p.add_argument("--max-share", type=share, default=None,
+                   help="cap on resident spheres in the lamps run's ocst runs as a share of the full tree "
+                        "(0 < share <= 1, 1: none; default: the config's collision.ocst_max_share)")
     p.add_argument("--part", choices=("first-frame", "memory", "both"), default="both",
                    help="first frame on the big mesh, resident spheres over the lamps run, or both")
     p.add_argument("--skip-prebuilt", action="store_true",
@@ -68,8 +74,9 @@ def run(args, clock=WALL) -> int:
     if args.part != "memory":
         first_frame(args.triangles, args.skip_prebuilt, cfg.collision.tree_depth)
     if args.part != "first-frame":
-        if args.max_nodes is not None:
-            cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, ocst_max_nodes=args.max_nodes))
+        caps = {k: v for k, v in (("ocst_max_nodes", args.max_nodes), ("ocst_max_share", args.max_share))
+                if v is not None}
+        cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, **caps))
         resident_over_run(cfg, args.frames, [ms / 1e3 for ms in args.render_ms], evict, out, clock)
     return 0
 
@@ -87,6 +94,19 @@ def with_depth(cfg, depth):
                             COMMAND_LINE)
     except ConfigError as e:  # the flag's depth, not the file's
         raise InputError(COMMAND_LINE, "--depth", f"{e.key} {e.problem}") from None
+
+
+def share(text: str) -> float:
+    """--max-share: a number in (0, 1]."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
 
 
 def parse_seconds(text: str) -> list[float]:
@@ -176,11 +196,9 @@ def first_contact(banks, mesh, full: int = 0) -> None:
 
 def full_tree_nodes(models, depth: int) -> int:
     """Spheres of every model's complete octree tree (the geometry OCST builds parts of)."""
-    from ..spheretree.geometry import MeshQuery
-    from ..spheretree.octree import octree_levels
+    from ..narrowphase.ocst import full_tree_nodes as of_one
 
-    return sum(sum(len(r) for _, r, _ in octree_levels(MeshQuery(m.vertices, m.faces, m.closed), depth))
-               for m in models)
+    return sum(of_one(m, depth) for m in models)
 
 
 REASONS = ("in_use", "kept", "never_used")  # OcstBank.resident_reasons beside the roots
@@ -219,15 +237,17 @@ def _one_load(cfg, frames: int, render_s: float, evict_after: list[float], clock
         c = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, tree_method="ocst",
                                                                    ocst_evict_after=evict))
         run_rows, world = _lamps_run(c, frames, render_s, clock)
-        full = full_tree_nodes(world.models, c.collision.tree_depth)
-        ratio = np.array([r["resident"] for r in run_rows]) / full
-        print(f"{head}, ocst, evict after {evict:g} s, cap {c.collision.ocst_max_nodes:,}: resident / full "
-              f"({full:,} spheres) max {ratio.max():.1%}, "
-              f"median {np.median(ratio):.1%}; spheres built {world.bank.built_spheres}, evicted "
-              f"{world.bank.evicted_spheres}, building {1e3 * world.bank.build_seconds / frames:.2f} ms a frame; "
-              f"{_run_summary(run_rows, cfg)}")
-        summaries.append(dict(render_ms=1e3 * render_s, evict_after_s=evict, ratio=ratio,
-                              **_footprint(run_rows, ref_rows, cfg, full)))
+        full, bank = full_tree_nodes(world.models, c.collision.tree_depth), world.bank
+        ratio = np.array([r["peak"] for r in run_rows]) / full
+        end = np.array([r["resident"] for r in run_rows]) / full
+        print(f"{head}, ocst, evict after {evict:g} s, cap {bank.max_nodes:,} ({bank.max_nodes / full:.1%}): "
+              f"resident / full ({full:,} spheres) max {ratio.max():.1%} (most at once), mean {end.mean():.1%}, "
+              f"median {np.median(end):.1%} (frame ends); spheres built {bank.built_spheres} "
+              f"({bank.rebuilt_spheres} rebuilt), evicted {bank.evicted_spheres}, building "
+              f"{1e3 * bank.build_seconds / frames:.2f} ms a frame; {_run_summary(run_rows, cfg)}")
+        summaries.append(dict(render_ms=1e3 * render_s, evict_after_s=evict, ratio=ratio, end=end,
+                              cap=bank.max_nodes / full, built=bank.built_spheres / frames,
+                              rebuilt=bank.rebuilt_spheres / frames, **_footprint(run_rows, ref_rows, cfg, full)))
         rows += [dict(r, render_ms=1e3 * render_s, evict_after_s=evict, full=full) for r in run_rows]
     for r in rows:
         r.pop("levels")
@@ -248,13 +268,15 @@ def print_footprint(summaries: list[dict], full: int, frames: int, depth: int) -
     whose bounding spheres overlap: each is refined, building nodes, even when found apart), and
     frames within target beside the prebuilt reference's."""
     print(f"footprint: resident spheres as % of the full octree tree ({full:,} spheres, depth {depth}), "
-          f"{frames} frames; goal <= 25%")
-    print("  render ms  evict s    max  median | mean: in use    kept  never used | pair-samples/frame | "
-          "within target: ocst  prebuilt  goal")
+          f"{frames} frames; goal: max <= 25% (max: the most resident at any moment; mean, median: at frame ends)")
+    print("  render ms  evict s    cap    max   mean  median | mean: in use    kept  never used | pair-samples/frame | "
+          "built/frame  rebuilt/frame | within target: ocst  prebuilt  goal")
     for s in summaries:
-        r = s["ratio"]
-        print(f"  {s['render_ms']:9g}  {s['evict_after_s']:7g}  {r.max():5.1%}  {np.median(r):6.1%} |       "
-              f"{s['in_use']:6.1%}  {s['kept']:6.1%}  {s['never_used']:10.1%} | {s['pairs']:18.1f} |"
+        r, e = s["ratio"], s["end"]
+        cap = f"{s['cap']:5.1%}" if s["cap"] < 1 else " none"
+        print(f"  {s['render_ms']:9g}  {s['evict_after_s']:7g}  {cap}  {r.max():5.1%}  {e.mean():5.1%}  "
+              f"{np.median(e):6.1%} |       {s['in_use']:6.1%}  {s['kept']:6.1%}  {s['never_used']:10.1%} | "
+              f"{s['pairs']:18.1f} | {s['built']:11.1f}  {s['rebuilt']:13.1f} |"
               f"                {s['within']:4.0%}  {s['ref_within']:8.0%}  {'met' if r.max() <= 0.25 else 'missed'}")
 
 
@@ -289,13 +311,14 @@ def _lamps_run(cfg, frames: int, render_s: float, clock):
 
     world = World.from_config(cfg, clock=clock, notify=None)
     reasons = getattr(world.bank, "resident_reasons", lambda: dict.fromkeys(("roots", *REASONS), 0))
+    peak = getattr(world.bank, "take_peak", lambda: 0)
     rows = []
     for f in tqdm(range(frames), desc=f"{cfg.collision.tree_method}, render {1e3 * render_s:g} ms", unit="frame"):
         stats = world.step()
         world.end_frame(clock.spend(render_s))
         levels = np.zeros(world.max_level + 1, np.int64)
         levels[:len(stats.level_hist)] = stats.level_hist
-        rows.append({"frame": f, "resident": getattr(world.bank, "resident_nodes", 0),
+        rows.append({"frame": f, "resident": getattr(world.bank, "resident_nodes", 0), "peak": peak(),
                      **reasons(),
                      "candidate_pairs": stats.candidate_pairs, "colliding_pairs": stats.colliding_pairs,
                      "frame_ms": 1e3 * stats.frame_time, "levels": levels})

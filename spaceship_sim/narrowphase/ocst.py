@@ -51,9 +51,14 @@ colliding pair (`touched` keeps that time apart from the build's stamp, for `res
 `maintain(now)`, once per detection sample, evicts every sphere unused for `evict_after`
 seconds, with everything below it (its octant pending again in its parent) — the paper deletes a
 complete level unused that long; a sphere is the unit here, as octants are built one by one —
-then the least recently used spheres while more than `max_nodes` are resident. Eviction runs
-only between refinement calls, so no live frontier loses a node; one sample's working set may
-exceed the cap until the next `maintain`.
+then the least recently used spheres while more than `max_nodes` are resident (the paper's memory
+cap; `max_share` sets it as a share of the full trees, whose cells are counted when the bank is
+made). The cap holds inside a sample too: before a build could pass it, the least recently used
+spheres that the sample's pairs do not hold are evicted (`_make_room`, `_evict_lru`): not a node
+on a pair's stack (stamped before every build) nor an ancestor, nor an octant of a node a
+continuation holds (its scan assumes them built). A pair's other pending octants are tested and
+built again when it is expanded, so verdicts and coverage are unchanged; the cap is passed only
+when the spheres held alone fill it.
 """
 from __future__ import annotations
 
@@ -66,13 +71,15 @@ from numba import njit
 from ..geometry.triangles import triangle_meets_box
 from ..spheretree.finish import _REL_SLACK, witnesses
 from ..spheretree.geometry import MeshQuery, closest_on_mesh, min_enclosing_sphere
-from ..spheretree.octree import bounding_cube
+from ..spheretree.octree import bounding_cube, occupied_children
 from .kernels import entry_node_b
 from .volumes import SPHERE
 
 ALL_PENDING = 0xFF  # pending bits of a node none of whose octants is built or known empty yet
 _BLOCK = 9          # slots per node's children: octant j in slot j, and a spacer (module docstring)
-TRI_TOP, FREE = 0, 1  # OcstBank._heads: end of tri_idx's used part; lowest block that may be free
+# OcstBank._heads: end of tri_idx's used part; lowest block that may be free; spheres rebuilt (their
+# cell built before, evicted since)
+TRI_TOP, FREE, REBUILT = 0, 1, 2
 
 
 class OcstBank:
@@ -93,18 +100,23 @@ class OcstBank:
     last use only (-inf: never part of a colliding pair); level, parent, model (N,) int64;
     cell (N,3) int64 integer octree cell of the node.
     models: the meshes (spaceship_sim.meshes.Mesh); depth: levels below the roots; evict_after [s];
-    max_nodes: cap on resident spheres over all models; seed: of the roots' enclosing-sphere
-    search (as the prebuilt octree's).
+    max_nodes: cap on resident spheres over all models; max_share: the cap as a share of full_nodes,
+    the spheres of every model's full tree (counted only when max_share < 1; max_nodes is then the
+    smaller of the two); seed: of the roots' enclosing-sphere search (as the prebuilt octree's).
     """
 
     volume = SPHERE  # its nodes are spheres, as a TreeBank's
 
-    def __init__(self, models, depth: int = 3, evict_after: float = 2.0, max_nodes: int = 100_000, seed: int = 0):
+    def __init__(self, models, depth: int = 3, evict_after: float = 2.0, max_nodes: int = 100_000,
+                 max_share: float = 1.0, seed: int = 0):
         self.models = list(models)
         if not self.models:
             raise ValueError("OcstBank needs at least one model")
         M = len(self.models)
         self.evict_after, self.max_nodes, self.now = float(evict_after), int(max_nodes), 0.0
+        self.full_nodes = sum(full_tree_nodes(m, depth) for m in self.models) if max_share < 1 else None
+        if self.full_nodes is not None:  # the roots are never evicted
+            self.max_nodes = min(self.max_nodes, max(M, int(max_share * self.full_nodes)))
         self.depth = np.full(M, int(depth), np.int64)
         n_tris = np.array([len(m.faces) for m in self.models])
         self.tri_offset = np.concatenate([[0], np.cumsum(n_tris)]).astype(np.int64)
@@ -121,20 +133,23 @@ class OcstBank:
         self.radius, self.cell_radius = np.full(n, np.nan), np.full(n, np.nan)
         self.error, self.stamp = np.zeros(n), np.zeros(n)
         self.touched = np.full(n, -np.inf)
+        self.scanned = np.full(n, -np.inf)  # last time a continuation on a pair's stack held the node
         self.first_child = np.full(n, -1, np.int64)
         self.child_count, self.pending, self.want = (np.zeros(n, np.int64) for _ in range(3))
         self.level, self.parent, self.model = (np.zeros(n, np.int64) for _ in range(3))
         self.cell = np.zeros((n, 3), np.int64)
         self.tri_ptr = np.zeros(n + 1, np.int64)
         self.tri_idx = np.arange(self.tri_offset[-1], dtype=np.int64)  # roots' lists: all their triangles
-        # [TRI_TOP, FREE]: the lowest free block is taken first (it keeps memory compact)
-        self._heads = np.array([len(self.tri_idx), 0], np.int64)
+        # [TRI_TOP, FREE, REBUILT]: the lowest free block is taken first (it keeps memory compact)
+        self._heads = np.array([len(self.tri_idx), 0, 0], np.int64)
+        self._seen = np.zeros(M * _cells_above(int(depth) + 1), np.bool_)  # cells ever built (_cell_key)
         self._block_parent = np.full(n_blocks, -1, np.int64)  # owner of each used block (-1: free)
         self._block_tris = np.zeros((n_blocks, 2), np.int64)  # its region of tri_idx
         # per model: (origin, side) of its octree; its MeshQuery; its _mesh_args
         self._cube, self._queries, self._meshes = [], {}, {}
         self.built_spheres = 0   # counters for reports
         self.evicted_spheres = 0
+        self.peak_nodes = M  # most spheres resident at once since the last take_peak
         self.build_seconds = 0.0  # wall time inside build() (an instrument: no decision reads it)
         for m, mesh in enumerate(self.models):
             self._make_root(m, mesh, seed)
@@ -161,9 +176,14 @@ class OcstBank:
         return self.cell_center, self.cell_radius, self.pending, self.want
 
     @property
+    def rebuilt_spheres(self) -> int:
+        """Spheres built for a cell that had been built before and evicted since (of built_spheres)."""
+        return int(self._heads[REBUILT])
+
+    @property
     def resident_nodes(self) -> int:
-        """Spheres held now, roots included (a slot holds one when its cell radius is a number)."""
-        return len(self.built_nodes())
+        """Spheres held now, roots included (len(built_nodes()), counted as they come and go)."""
+        return self.n_models + self.built_spheres - self.evicted_spheres
 
     def resident_reasons(self) -> dict:
         """Why each resident sphere is held, as counts summing to resident_nodes. "roots": always.
@@ -219,7 +239,7 @@ class OcstBank:
 
     def _topology(self):
         return (self.first_child, self.child_count, self.pending, self.want, self.level, self.parent, self.model,
-                self.cell, self._block_parent, self._block_tris)
+                self.cell, self._block_parent, self._block_tris, self._seen)
 
     def build(self, nodes) -> None:
         """Build the octants the kernels asked for (want bits) of `nodes` (global slots, repeats
@@ -227,6 +247,7 @@ class OcstBank:
         model (_build_octants), and another after growing tri_idx when it runs out of room."""
         t0 = time.perf_counter()
         nodes = np.asarray(nodes, np.int64)
+        self._make_room(nodes)
         for m in range(1) if self.n_models == 1 else np.unique(self.model[nodes]):
             while True:
                 built, room = _build_octants(nodes, m, self.now, self._kernel_args, self.tri_idx, self._mesh_args(m))
@@ -234,7 +255,22 @@ class OcstBank:
                 if not room:
                     break
                 self._compact(room)
+        self.peak_nodes = max(self.peak_nodes, self.resident_nodes)
         self.build_seconds += time.perf_counter() - t0
+
+    def _make_room(self, nodes) -> None:
+        """Hold the cap inside a sample too: before building the octants `nodes` want, evict as
+        many least recently used spheres as the build may add past max_nodes, among those no pair
+        holds in this sample (_evict_lru), and an eighth of the cap more: an eviction costs ~0.3 ms
+        whatever it frees (it was most of a capped lamps frame's building when it freed a build's
+        worth at a time). Spheres held by the sample's pairs are never evicted, so the cap is
+        exceeded only when they alone fill it."""
+        if self.resident_nodes + 8 * len(nodes) <= self.max_nodes:
+            return  # room for every octant of every node: no counting needed
+        u = np.unique(nodes)
+        excess = self.resident_nodes + int(np.bitwise_count(self.want[u] & self.pending[u]).sum()) - self.max_nodes
+        if excess > 0:
+            self._evict_lru(excess + self.max_nodes // 8, held_since=self.now)
 
     @cached_property
     def _kernel_args(self):
@@ -280,14 +316,34 @@ class OcstBank:
 
     def maintain(self, now: float) -> None:
         """Set the time [s] and evict the spheres unused for evict_after seconds, then the least
-        recently used ones (the deepest first among those last used together: a shallow one takes
-        everything below it along) while more than max_nodes are resident."""
+        recently used ones while more than max_nodes are resident (_evict_lru; between samples no
+        pair holds any). Inside the sample, build keeps the cap the same way (_make_room)."""
         self.now = float(now)
         kids = self.built_nodes()[self.n_models:]
         self._evict(kids[self.stamp[kids] < self.now - self.evict_after])
-        while (excess := self.resident_nodes - self.max_nodes) > 0:  # each round frees >= excess
-            kids = self.built_nodes()[self.n_models:]
-            self._evict(kids[np.lexsort((-self.level[kids], self.stamp[kids]))[:excess]])
+        if self.resident_nodes > self.max_nodes:
+            self._evict_lru(self.resident_nodes - self.max_nodes)
+
+    def take_peak(self) -> int:
+        """The most spheres resident at once since the last call (or since the bank was made);
+        the count starts again from those resident now."""
+        peak, self.peak_nodes = self.peak_nodes, self.resident_nodes
+        return peak
+
+    def _evict_lru(self, excess: int, held_since: float = np.inf) -> None:
+        """Evict at least `excess` spheres (each takes its subtree along), least recently used
+        first, the deepest first among those used together, or all there are to take. Inside a
+        sample (held_since = its time) only spheres neither used nor built in it (a pair's stack
+        holds its nodes, stamped before each build: resume_stacks; touching stamps ancestors, so
+        their subtrees hold nothing used either) and whose parent no continuation on a stack holds
+        (`scanned`): its scan goes on over the parent's octants assuming them built
+        (kernels.descend_stacks). A pair not expanded yet tests its octants when it is, and
+        builds what it needs again. Spheres built in the sample stay to its end, so no octant is
+        built twice in a sample and the search ends (letting them go when no pair held them
+        livelocked first contacts under a small cap: each round evicted what the next needed)."""
+        kids = self.built_nodes()[self.n_models:]
+        kids = kids[(self.stamp[kids] < held_since) & (self.scanned[self.parent[kids]] < held_since)]
+        self._evict(kids[np.lexsort((-self.level[kids], self.stamp[kids]))[:excess]])
 
     def _evict(self, nodes) -> None:
         """Free resident nodes (global slots, not roots) and everything below them; each one's
@@ -311,7 +367,7 @@ class OcstBank:
             self._heads[FREE] = min(self._heads[FREE], blocks.min())
         self.radius[dead] = self.cell_radius[dead] = np.nan
         self.first_child[dead], self.child_count[dead], self.pending[dead], self.want[dead] = -1, 0, 0, 0
-        self.touched[dead], self.stamp[dead] = -np.inf, 0.0
+        self.touched[dead], self.scanned[dead], self.stamp[dead] = -np.inf, -np.inf, 0.0
         self.evicted_spheres += len(dead)
 
     def built_nodes(self) -> np.ndarray:
@@ -319,6 +375,19 @@ class OcstBank:
         the blocks in use (fewer to look at than every slot)."""
         return np.concatenate([np.arange(self.n_models), _built_children(self._block_parent, self.cell_radius,
                                                                          self.n_models)])
+
+
+def full_tree_nodes(mesh, depth: int) -> int:
+    """Spheres of the mesh's full octree tree of `depth` levels below the root: its occupied cells,
+    the root included (octree.occupied_children, level by level; no sphere is made)."""
+    tris = mesh.vertices[mesh.faces]
+    origin, side = bounding_cube(tris)
+    cells, pair_tri, pair_cell = np.zeros((1, 3), np.int64), np.arange(len(tris)), np.zeros(len(tris), np.int64)
+    n = 1
+    for k in range(1, int(depth) + 1):
+        cells, _, pair_tri, pair_cell = occupied_children(tris, pair_tri, pair_cell, cells, origin, side / 2 ** k)
+        n += len(cells)
+    return n
 
 
 # --- building octants, compiled: a build round was ~1 ms of numpy calls on a few nodes --------
@@ -333,8 +402,8 @@ def _build_octants(nodes, m, now, bank, tri_idx, mesh):
     want bits cleared.
     bank: (n_models, geometry, topology, tri_ptr, heads, tri_verts) with geometry (center, radius,
     witness, error, cell_center, cell_radius, stamp, touched) and topology (first_child,
-    child_count, pending, want, level, parent, model, cell, block_parent, block_tris), the bank's
-    arrays (OcstBank._kernel_args), heads its [TRI_TOP, FREE]; mesh (origin (3,), side, depth,
+    child_count, pending, want, level, parent, model, cell, block_parent, block_tris, seen), the bank's
+    arrays (OcstBank._kernel_args), heads its [TRI_TOP, FREE, REBUILT]; mesh (origin (3,), side, depth,
     *MeshQuery.kernel_args()) model m's octree cube, depth and distance query.
     Returns (spheres built, room): room > 0 when tri_idx lacks room for the next node's lists
     (it and the rest are left as they were; grow tri_idx by room and call again)."""
@@ -423,7 +492,23 @@ def _make_child(p, j, size, now, n_models, geometry, topology, tri_ptr, heads, m
     witness[s, 0], witness[s, 1], witness[s, 2] = wx, wy, wz
     stamp[s], touched[s] = now, -np.inf
     parent[s], model[s], level[s] = p, model[p], level[p] + 1
+    key = _cell_key(model[s], level[s], cell[s], len(topology[10]) // n_models)
+    heads[REBUILT] += topology[10][key]
+    topology[10][key] = True
     _open_node(s, depth, topology, tri_ptr, heads, n_models)
+
+
+@njit(cache=True)
+def _cells_above(k):
+    """Cells of an octree's levels 0..k-1: 1 + 8 + ... + 8^(k-1)."""
+    return (8 ** k - 1) // 7
+
+
+@njit(cache=True)
+def _cell_key(m, k, c, per_model):
+    """A unique index of model m's cell c (3,) at level k among per_model cells a model."""
+    n = 1 << k
+    return m * per_model + _cells_above(k) + (c[0] * n + c[1]) * n + c[2]
 
 
 @njit(cache=True)
@@ -493,12 +578,16 @@ def _stamp_line(stamp, touched, parent, now, node):
 
 
 @njit(cache=True)
-def _touch_stacks(stamp, touched, parent, now, s, height, rows, side_b):
+def _touch_stacks(stamp, touched, scanned, parent, now, s, sb, height, rows, side_b):
     """OcstBank.touch of every node on one side of the stacks of pair rows `rows`: s = sa (A's
-    side) or sb (B's: entry_node_b, a continuation's parent pair's node)."""
+    side) or sb (B's: entry_node_b, a continuation's parent pair's node); a continuation's node
+    is also marked `scanned`: its scan will go on over its children (OcstBank._evict_lru)."""
     for r in rows:
         for j in range(height[r]):
-            _stamp_line(stamp, touched, parent, now, entry_node_b(s[r, j]) if side_b else s[r, j])
+            node = entry_node_b(s[r, j]) if side_b else s[r, j]
+            _stamp_line(stamp, touched, parent, now, node)
+            if sb[r, j] < 0:
+                scanned[node] = now
 
 
 class OcstTreeView:
@@ -564,15 +653,23 @@ def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> bool
         return False  # prebuilt trees: nothing is ever unbuilt
     stuck = np.flatnonzero(blocked[rows])
     resumed = len(stuck) > 0
-    while len(stuck):
+    r = rows
+    while True:  # touched before each build: a build may evict what the sample does not hold (_make_room)
+        _touch_rows(A, B, sa, sb, height, r)
+        if not len(stuck):
+            return resumed
         r = rows[stuck]
         _build(A, B, sa[r, height[r] - 1], sb[r, height[r] - 1])
         descend(r, targets[stuck])
         stuck = stuck[blocked[r]]
+
+
+def _touch_rows(A, B, sa, sb, height, rows) -> None:
+    """Touch every node of the colliding pairs the stacks of `rows` hold (a continuation's: its
+    parent pair's, kernels.py)."""
     for bank, s, side_b in ((A, sa, False), (B, sb, True)):
-        if isinstance(bank, OcstBank):  # each entry's colliding pair: a continuation's is its parent (kernels.py)
-            _touch_stacks(bank.stamp, bank.touched, bank.parent, bank.now, s, height, rows, side_b)
-    return resumed
+        if isinstance(bank, OcstBank):
+            _touch_stacks(bank.stamp, bank.touched, bank.scanned, bank.parent, bank.now, s, sb, height, rows, side_b)
 
 
 def resume_blocked(A, B, piece, complete):
@@ -581,7 +678,12 @@ def resume_blocked(A, B, piece, complete):
     blocked rows idx from their output, `complete(idx, ptr, fa, fb)`, until none is blocked.
     Returns (ptr, fa, fb), as a prebuilt bank's call gives it."""
     ptr, fa, fb, blocked = piece
-    while blocked.any():
+    while True:  # touched before each build: a build may evict what the sample does not hold (_make_room)
+        for bank, col in ((A, fa), (B, fb)):
+            if isinstance(bank, OcstBank):
+                bank.touch(col)
+        if not blocked.any():
+            return ptr, fa, fb
         idx = np.flatnonzero(blocked)
         ptr_i, fa_i, fb_i = _rows_of(ptr, (fa, fb), idx)
         _build(A, B, fa_i, fb_i)
@@ -589,10 +691,6 @@ def resume_blocked(A, B, piece, complete):
         ptr, fa, fb = _replace_rows(ptr, (fa, fb), idx, again[0], again[1:3])
         blocked = np.zeros(len(blocked), bool)
         blocked[idx] = again[3]
-    for bank, col in ((A, fa), (B, fb)):
-        if isinstance(bank, OcstBank):
-            bank.touch(col)
-    return ptr, fa, fb
 
 
 def _build(A, B, nodes_a, nodes_b) -> None:

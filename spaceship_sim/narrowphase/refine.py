@@ -624,8 +624,8 @@ class _Search:
         todo = rows
         while len(todo):
             first_contacts(*self.tree_args, todo, self.depth[todo], *self.state, *self._triangle_arrays(), hit, tries)
-            todo = todo[self.blocked[todo]]
-            resume_stacks(self.A, self.B, todo, self.depth[todo], self.sa, self.sb, self.height, self.blocked,
+            todo = todo[self.blocked[todo]]  # all rows given: touched before a build may evict (ocst._make_room)
+            resume_stacks(self.A, self.B, rows, self.depth[rows], self.sa, self.sb, self.height, self.blocked,
                           self._descend)
         resume_stacks(self.A, self.B, rows, self.depth[rows], self.sa, self.sb, self.height, self.blocked,
                       self._descend)  # none blocked now: this touches the nodes the stacks hold

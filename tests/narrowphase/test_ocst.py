@@ -360,3 +360,114 @@ def test_a_generous_deadline_refines_as_far_as_no_deadline(models):
                      clock=clock)
     free = refine_frame(OcstBank(models[:1], depth=DEPTH), mid, T, pairs, deadline=np.inf, min_level=0)
     assert r.exact.all() and np.array_equal(r.level, free.level) and np.array_equal(r.colliding, free.colliding)
+
+
+def _held(bank):
+    """Roots and every sphere used or built in the sample (bank.now) or whose parent a continuation
+    holds: what a build inside the sample may not evict (OcstBank._evict_lru)."""
+    kids = bank.built_nodes()[bank.n_models:]
+    return bank.n_models + int(np.count_nonzero((bank.stamp[kids] >= bank.now) |
+                                                (bank.scanned[bank.parent[kids]] >= bank.now)))
+
+
+def check_cap_at_every_build(bank):
+    """After every build: resident within the cap, or past it by no more than the held spheres and
+    the build's own new ones; and the counter equals the spheres there are."""
+    build = bank.build
+
+    def checked(nodes):
+        before = bank.built_spheres
+        build(nodes)
+        assert bank.resident_nodes == len(bank.built_nodes())
+        assert bank.resident_nodes <= max(bank.max_nodes, _held(bank) + bank.built_spheres - before)
+    bank.build = checked
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), all_contacts=st.booleans(), cap=st.integers(30, 150))
+def test_the_cap_holds_inside_a_sample_and_verdicts_stay_exact(models, seed, all_contacts, cap):
+    """A cap the samples' pairs overrun: builds inside a sample evict least recently used spheres
+    of earlier samples, never what the sample's pairs hold (their stacks' nodes, the octants their
+    continuations will scan), so verdicts and contacts still equal brute force, coverage holds, and
+    the peak stays within the cap unless the spheres held alone fill it."""
+    rng = np.random.default_rng(seed)
+    bank = OcstBank(models, depth=DEPTH, evict_after=1e6, max_nodes=cap)  # the cap evicts, age never does
+    check_cap_at_every_build(bank)
+    pairs = np.arange(12).reshape(-1, 2)
+    evicted_inside = 0
+    for step in range(4):
+        bank.maintain(float(step))
+        assert bank.resident_nodes <= cap
+        mid = rng.integers(0, 2, 12)
+        T = poses(rng, models, mid, 12, reach=0.8)
+        before = bank.evicted_spheres
+        r = refine_frame(bank, mid, T, pairs, deadline=np.inf, min_level=0, all_contacts=all_contacts)
+        evicted_inside += bank.evicted_spheres - before
+        want = BruteForceExact(models).collide(mid[pairs[:, 0]], mid[pairs[:, 1]], T[pairs[:, 0]], T[pairs[:, 1]])
+        assert r.exact.all() and np.array_equal(r.colliding, want.colliding)
+        for k in range(len(pairs)):
+            got = {tuple(x) for x in r.tri_pairs[k].tolist()}
+            assert got == {tuple(x) for x in want.pairs_of(k).tolist()} if all_contacts else len(got) == want.colliding[k]
+        check_coverage(bank, rng, samples=5)
+    assert evicted_inside > 0  # the case the test is for: evictions while a sample's pairs are live
+
+
+def test_the_cap_holds_exactly_when_the_sample_holds_less(models):
+    """Earlier samples' spheres fill the cap; a new sample's pair needs fewer than the cap: its builds
+    evict old spheres first, and the resident count never passes the cap."""
+    torus = models[1:]
+    mid = np.zeros(2, np.int64)
+    rng = np.random.default_rng(21)
+    one = OcstBank(torus, depth=DEPTH)
+    T_new = poses(rng, torus, mid, 2, reach=0.5)
+    refine_frame(one, mid, T_new, np.array([[0, 1]]), deadline=np.inf, min_level=0)
+    need = one.resident_nodes  # what the new pair builds on its own
+    bank = OcstBank(torus, depth=DEPTH, evict_after=1e6)
+    refine_frame(bank, np.zeros(8, np.int64), poses(rng, torus, np.zeros(8, np.int64), 8, reach=0.5),
+                 np.arange(8).reshape(-1, 2), deadline=np.inf, min_level=0)
+    bank.max_nodes = cap = need + 2
+    bank.maintain(1.0)
+    assert bank.resident_nodes == cap
+    bank.take_peak()
+    before = bank.evicted_spheres
+    r = refine_frame(bank, mid, T_new, np.array([[0, 1]]), deadline=np.inf, min_level=0)
+    assert bank.take_peak() <= cap and bank.evicted_spheres > before
+    assert r.exact[0] and r.colliding[0] == BruteForceExact(torus).collide(mid[:1], mid[1:], T_new[:1], T_new[1:]).colliding[0]
+
+
+def test_rebuilt_spheres_count_cells_built_again(models):
+    """A sphere built for a cell built before (and evicted since) is a rebuild; a first build is not."""
+    torus = models[1:]
+    mid = np.zeros(2, np.int64)
+    T = poses(np.random.default_rng(9), torus, mid, 2, reach=0.5)
+    bank = OcstBank(torus, depth=DEPTH, evict_after=1.0)
+    refine_frame(bank, mid, T, np.array([[0, 1]]), deadline=np.inf, min_level=0)
+    first = bank.built_spheres
+    assert first > 0 and bank.rebuilt_spheres == 0 and bank.resident_nodes == 1 + first
+    bank.maintain(10.0)  # all evicted
+    assert bank.resident_nodes == len(bank.built_nodes()) == 1
+    refine_frame(bank, mid, T, np.array([[0, 1]]), deadline=np.inf, min_level=0)
+    assert bank.built_spheres == 2 * first and bank.rebuilt_spheres == first
+
+
+def test_a_capped_run_is_deterministic():
+    """Same config and seed, same state hash, with the share cap evicting inside samples (time-critical,
+    on a TickClock: the same budgets each run)."""
+    import dataclasses
+
+    from spaceship_sim.config import load_config, shipped_config
+    from spaceship_sim.world import World
+
+    cfg = load_config(shipped_config("lamps.toml"))
+    cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, tree_method="ocst", tree_depth=4,
+                                                                 ocst_max_share=0.05, ocst_evict_after=2.0))
+    runs = []
+    for _ in range(2):
+        world = World.from_config(cfg, clock=TickClock(1e-5), notify=None)
+        for _ in range(40):
+            world.step()
+            world.end_frame(world.clock.spend(0.0))
+        b = world.bank
+        runs.append((world.state.hash(), b.built_spheres, b.rebuilt_spheres, b.evicted_spheres))
+    assert runs[0] == runs[1]
+    assert runs[0][2] > 0 and world.bank.max_nodes == int(0.05 * world.bank.full_nodes)  # the cap bound
