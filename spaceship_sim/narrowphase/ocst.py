@@ -268,7 +268,8 @@ class OcstBank:
         if self.resident_nodes + 8 * len(nodes) <= self.max_nodes:
             return  # room for every octant of every node: no counting needed
         u = np.unique(nodes)
-        excess = self.resident_nodes + int(np.bitwise_count(self.want[u] & self.pending[u]).sum()) - self.max_nodes
+        wanted = np.unpackbits((self.want[u] & self.pending[u]).astype(np.uint8))  # one bit per octant
+        excess = self.resident_nodes + int(wanted.sum()) - self.max_nodes
         if excess > 0:
             self._evict_lru(excess + self.max_nodes // 8, held_since=self.now)
 
