@@ -87,6 +87,11 @@ def test_closest_point_matches_projection_reference(seed):
     assert np.array_equal(got[0], closest_point_triangle(*P[0], T[0])[:3])
 
 
+def random_pair(rng):
+    """Two random triangles, the second shifted by up to ~3 of their size: apart, touching or crossing."""
+    return rng.normal(size=(3, 3)), rng.normal(size=(3, 3)) + rng.normal(size=3) * rng.uniform(0, 3)
+
+
 @SETTINGS
 @given(SEEDS)
 def test_distance_is_attained_and_no_larger_than_dense_sampling(seed):
@@ -96,8 +101,7 @@ def test_distance_is_attained_and_no_larger_than_dense_sampling(seed):
     rng = np.random.default_rng(seed)
     out = np.empty((2, 3))
     for _ in range(5):
-        T1 = rng.normal(size=(3, 3))
-        T2 = rng.normal(size=(3, 3)) + rng.normal(size=3) * rng.uniform(0, 3)
+        T1, T2 = random_pair(rng)
         d = distance_triangle_triangle(T1, T2, out)
         hit = ref.intersect_tri_tri(T1[None], T2[None])[0]
         assert (d == 0.0) == hit
@@ -130,8 +134,7 @@ def test_plane_gap_is_a_lower_bound_attained_by_vertex_face_pairs(seed):
     rng = np.random.default_rng(seed)
     out = np.empty((2, 3))
     for _ in range(20):
-        T1 = rng.normal(size=(3, 3))
-        T2 = rng.normal(size=(3, 3)) + rng.normal(size=3) * rng.uniform(0, 3)
+        T1, T2 = random_pair(rng)
         d = distance_triangle_triangle(T1, T2, out)
         g = triangle_plane_gap(T1, T2)
         assert 0.0 <= g <= d * (1 + 1e-12) + 1e-15
