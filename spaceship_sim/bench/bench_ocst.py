@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..args import MAX_FRAMES, integer, milliseconds_list, output_folder
+from ..args import MAX_FRAMES, integer, milliseconds_list, number, output_folder
 from ..clock import WALL
 from ..config import load_config, shipped_config
 
@@ -56,7 +56,7 @@ def register(sub) -> None:
     p.add_argument("--max-nodes", type=integer(16, 10_000_000), default=None,
                    help="cap on resident spheres in the lamps run's ocst runs (default: the config's "
                         "collision.ocst_max_nodes)")
-    p.add_argument("--max-share", type=share, default=None,
+    p.add_argument("--max-share", type=number(0.0, 1.0, lo_open=True), default=None,
                    help="cap on resident spheres in the lamps run's ocst runs as a share of the full tree "
                         "(0 < share <= 1, 1: none; default: the config's collision.ocst_max_share)")
     p.add_argument("--part", choices=("first-frame", "memory", "both"), default="both",
@@ -94,19 +94,6 @@ def with_depth(cfg, depth):
                             COMMAND_LINE)
     except ConfigError as e:  # the flag's depth, not the file's
         raise InputError(COMMAND_LINE, "--depth", f"{e.key} {e.problem}") from None
-
-
-def share(text: str) -> float:
-    """--max-share: a number in (0, 1]."""
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
-    return value
 
 
 def parse_seconds(text: str) -> list[float]:

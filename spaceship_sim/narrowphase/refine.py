@@ -281,8 +281,9 @@ def _run_batches(kernel, n: int, deadline: float, n_forced: int, clock, probe: i
     row; each later batch is sized to use a third of the time left, so the deadline is approached
     geometrically with few numba dispatches (one when there is no deadline) and an overshoot of
     a few rows at most; no batch past the forced ones starts where even a probe batch (at the
-    measured time per row; first_cost [s] before any is measured) would end past the deadline. kernel(s, e) -> (end, piece): it may stop early, at row end < e, when the
-    rest would not finish in time (then the batches stop too), and `piece` covers rows s..end.
+    measured time per row; first_cost [s] before any is measured) would end past the deadline.
+    kernel(s, e) -> (end, piece): it may stop early, at row end < e, when the rest would not
+    finish in time (then the batches stop too), and `piece` covers rows s..end.
     Returns (rows processed, [piece], wall seconds inside kernel(): an instrument for reports,
     read from the wall clock, never from `clock`, so that it changes nothing a test's clock
     sees)."""
@@ -624,11 +625,11 @@ class _Search:
         todo = rows
         while len(todo):
             first_contacts(*self.tree_args, todo, self.depth[todo], *self.state, *self._triangle_arrays(), hit, tries)
-            todo = todo[self.blocked[todo]]  # all rows given: touched before a build may evict (ocst._make_room)
+            todo = todo[self.blocked[todo]]
+            # every row given, not only the blocked: all stacks are touched before a build may evict
+            # (ocst._make_room), and the last round, none blocked, touches the nodes the stacks hold
             resume_stacks(self.A, self.B, rows, self.depth[rows], self.sa, self.sb, self.height, self.blocked,
                           self._descend)
-        resume_stacks(self.A, self.B, rows, self.depth[rows], self.sa, self.sb, self.height, self.blocked,
-                      self._descend)  # none blocked now: this touches the nodes the stacks hold
         got = hit[rows, 0] >= 0
         ptr = np.zeros(len(rows) + 1, np.int64)
         np.cumsum(got, out=ptr[1:])
