@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """How often the narrow phase overruns its deadline in a lamps run, on this thread's CPU time.
 
-    python scripts/deadline_overruns.py [--renders 26,28,30] [--frames 600] [--over-ms 0.3]
+    python scripts/deadline_overruns.py [--renders 26,28,30] [--frames 600] [--over-ms 0.3] [--config TOML]
 
-Runs configs/lamps.toml time-critical under each stand-in render load, the world's clock reading
+Runs configs/lamps.toml (or --config) time-critical under each stand-in render load, the world's clock reading
 this thread's CPU time (time.thread_time, so that the host preempting the process is left out and
 what remains is the narrow phase's own deadline keeping), and counts the narrow-phase calls that
 end more than --over-ms past their deadline, with the stage that took longest in each. The script
@@ -48,7 +48,7 @@ def instrument() -> None:
         setattr(refine._Search, name, timed)
 
 
-def overruns(render: float, frames: int, over: float) -> tuple[int, int, collections.Counter]:
+def overruns(config: str, render: float, frames: int, over: float) -> tuple[int, int, collections.Counter]:
     """(narrow-phase calls, calls over their deadline by more than `over` s, {longest stage: count})."""
     longest, counts = collections.Counter(), [0, 0]
     inner = refine._refine
@@ -64,7 +64,7 @@ def overruns(render: float, frames: int, over: float) -> tuple[int, int, collect
 
     refine._refine = refine_counted
     try:
-        world = World.from_config(load_config("configs/lamps.toml"), clock=CpuClock())
+        world = World.from_config(load_config(config), clock=CpuClock())
         for _ in range(frames):
             world.step()
             world.end_frame(WALL.spend(render))
@@ -78,10 +78,11 @@ def main() -> None:
     p.add_argument("--renders", default="26,28,30", help="stand-in render loads [ms, comma-separated]")
     p.add_argument("--frames", type=int, default=600)
     p.add_argument("--over-ms", type=float, default=0.3)
+    p.add_argument("--config", default="configs/lamps.toml", help="scenario (time-critical)")
     args = p.parse_args()
     instrument()
     for ms in map(float, args.renders.split(",")):
-        calls, late, longest = overruns(ms / 1e3, args.frames, args.over_ms / 1e3)
+        calls, late, longest = overruns(args.config, ms / 1e3, args.frames, args.over_ms / 1e3)
         print(f"render {ms:g} ms: {late} of {calls} narrow-phase calls over their deadline by > {args.over_ms:g} ms "
               f"(longest stage: {dict(longest)})")
 
