@@ -87,10 +87,13 @@ class World:
             # on-collide trees: a scratch bank of a tiny mesh compiles the same kernels, where this
             # bank would build every model's whole tree
             bank = self.bank if isinstance(self.bank, TreeBank) else warm_up_bank()
-            exact = dataclasses.replace(self.narrow, min_level=0, max_level=None, exact=True)
+            # all contacts too: a first-contact search whose tries run out tests the rest of its leaf
+            # frontier whole, with the all-contact kernels (a model against itself finds a contact first)
+            exact = [dataclasses.replace(self.narrow, min_level=0, max_level=None, exact=True, all_contacts=every)
+                     for every in {self.narrow.all_contacts, True}]
             for m in range(len(self.trees)):
-                if m < bank.n_models:
-                    exact(bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf)
+                for refine in exact if m < bank.n_models else ():
+                    refine(bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf)
                 if self.exact is not None:
                     self.exact.collide(np.array([m]), np.array([m]), eye[:1], eye[1:], all_contacts=False)
                 if self.swept:

@@ -176,6 +176,41 @@ def test_cold_world_steps_on_numpy_stages_then_switches_to_compiled_kernels():
     assert cold.compiled and cold.integrator.backend == "numba" and cold.broad.name == w.config.collision.broadphase
 
 
+@pytest.mark.parametrize("all_contacts", [False, True])
+def test_warm_up_loads_every_narrow_phase_kernel_the_frames_call(monkeypatch, all_contacts):
+    """No collision stalls on numba: every kernel signature the frames call through the refinement
+    was called by warm_up first. (A first-contact search whose tries run out tests the rest of its
+    leaf frontier with the all-contact kernels, which warm_up did not reach: a 50 ms stall at the
+    first such pair, seconds on an empty cache.) Kernel calls are told apart by name and argument
+    types, so kernels other tests compiled in this process do not hide a miss."""
+    from numba.core.registry import CPUDispatcher
+
+    from spaceship_sim.narrowphase import refine
+
+    cfg = load_config(REPO / "configs/lamps.toml")
+    cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, all_contacts=all_contacts))
+    world = World.from_config(cfg, warm=False, notify=None, clock=TickClock(tick=1e-5))
+    calls = {"warm-up": set(), "frames": set()}
+    phase = ["warm-up"]
+
+    def spy(name, kernel):
+        def call(*args):
+            calls[phase[0]].add((name, tuple(kernel.typeof_pyval(a) for a in args)))
+            return kernel(*args)
+        return call
+
+    for name, kernel in list(vars(refine).items()):
+        if isinstance(kernel, CPUDispatcher):
+            monkeypatch.setattr(refine, name, spy(name, kernel))
+    world.warm_up(notify=None)
+    phase[0] = "frames"
+    for _ in range(100):
+        world.step()
+        world.end_frame(0.02)
+    assert {name for name, _ in calls["frames"]} >= {"search_levels", "exact_pairs", "complete_pairs"}
+    assert calls["frames"] <= calls["warm-up"], sorted(calls["frames"] - calls["warm-up"])
+
+
 def test_narrow_phase_settings_are_typed_and_changed_only_through_set_collision():
     from spaceship_sim.narrowphase import NarrowPhase
     w = small_world()
