@@ -643,12 +643,14 @@ class OcstExact:
 
 # --- the hooks refine.py calls after each descent kernel ---------------------------------
 
-def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> bool:
+def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend, stop=None) -> bool:
     """After kernels.descend_stacks ran pair rows `rows` (n,) toward targets (n,): build the
     octants each blocked row stopped for (the want bits of its top entry's nodes: a tested pair)
     and resume those rows, `descend(rows, targets)`, until none is blocked; then touch every node of the
     colliding pairs the stacks hold (a continuation's: its parent pair's).
     sa, sb (k, width) int64, height (k,) int64, blocked (k,) bool: the in-place stacks.
+    stop: None, or stop() -> True when no build round may start now (BuildRounds): the rows still
+    blocked are left so, their want bits cleared (no later build makes octants for them).
     Returns whether any row was resumed (its level changed)."""
     if not (isinstance(A, OcstBank) or isinstance(B, OcstBank)):
         return False  # prebuilt trees: nothing is ever unbuilt
@@ -660,9 +662,40 @@ def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> bool
         if not len(stuck):
             return resumed
         r = rows[stuck]
+        if stop is not None and stop():
+            _drop_wants(A, B, sa[r, height[r] - 1], sb[r, height[r] - 1])
+            return resumed
         _build(A, B, sa[r, height[r] - 1], sb[r, height[r] - 1])
         descend(r, targets[stuck])
         stuck = stuck[blocked[r]]
+
+
+class BuildRounds:
+    """resume_stacks's `stop` under a deadline [s] of `clock`: whether the next build round (a build,
+    the rows' resume and their search up to the next build) would end past the deadline, at the
+    longest round measured so far by this object (the first starts unless the deadline has passed:
+    the caller started the batch because a row was predicted to fit). A round cannot be cut once started, and a
+    row's first contact on trees being built may take tens of rounds (~0.1 ms each, more with
+    evictions): run to the end they overran a lamps frame's deadline by up to 19 ms."""
+
+    def __init__(self, clock, deadline: float):
+        self.clock, self.deadline = clock, deadline
+        self.last, self.longest = None, 0.0
+
+    def __call__(self) -> bool:
+        now = self.clock()
+        if self.last is not None:
+            self.longest = max(self.longest, now - self.last)
+        self.last = now
+        return now + self.longest > self.deadline
+
+
+def _drop_wants(A, B, nodes_a, nodes_b) -> None:
+    """Clear the want bits of blocked pairs left unbuilt (stale bits would make a later build of
+    those nodes build octants that no pair asked for then)."""
+    for bank, nodes in ((A, nodes_a), (B, nodes_b)):
+        if isinstance(bank, OcstBank):
+            bank.want[nodes] = 0
 
 
 def _touch_rows(A, B, sa, sb, height, rows) -> None:

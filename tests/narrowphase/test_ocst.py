@@ -243,6 +243,41 @@ def test_building_counts_against_the_deadline_and_min_level_holds(models):
     assert warm.level[warm.colliding].max() > 2
 
 
+@pytest.mark.parametrize("seed", [1, 3])
+def test_first_contacts_start_no_build_round_past_the_deadline(models, seed):
+    """First contacts on trees being built take many build rounds a row (pairs apart at the
+    triangles visit every colliding leaf pair). Under a deadline none starts past it (they used to
+    run a row to its end, 22-24 rounds past a 5 ms deadline here: 40-76 ms over), the rows cut short
+    stay at their sphere leaves, colliding (conservative), and the bank is left consistent: the same
+    pairs without a deadline then answer as brute force does."""
+    lamp = models[:1]
+    rng = np.random.default_rng(seed)
+    mid = np.zeros(16, np.int64)
+    T = poses(rng, lamp, mid, 16, reach=0.9)
+    pairs = np.arange(16).reshape(-1, 2)
+    bank = OcstBank(lamp, depth=DEPTH)
+    refine_frame(bank, mid, T, pairs, deadline=np.inf, min_level=0, max_level=DEPTH, exact=False)  # to the leaves
+    clock = BuildClock(bank, cost=1e-3)
+    starts, build = [], bank.build
+
+    def recorded(nodes):
+        starts.append(clock.now)
+        before = bank.built_spheres
+        build(nodes)
+        starts[-1] = (starts[-1], clock.now - starts[-1], bank.built_spheres - before)
+    bank.build = recorded
+    deadline = clock() + 0.005
+    r = refine_frame(bank, mid, T, pairs, deadline=deadline, min_level=DEPTH, all_contacts=False, clock=clock)
+    assert starts and all(t < deadline for t, _, _ in starts)
+    assert clock.now - deadline <= max(cost for _, cost, _ in starts)  # what one round started in time may take
+    want = BruteForceExact(lamp).collide(mid[pairs[:, 0]], mid[pairs[:, 1]], T[pairs[:, 0]], T[pairs[:, 1]])
+    assert np.array_equal(r.colliding[r.exact], want.colliding[r.exact]) and r.colliding[want.colliding].all()
+    cut = r.colliding & ~r.exact
+    assert cut.any() and (r.level[cut] == DEPTH).all()
+    free = refine_frame(bank, mid, T, pairs, deadline=np.inf, min_level=0, all_contacts=False)
+    assert free.exact.all() and np.array_equal(free.colliding, want.colliding)
+
+
 def test_prebuilt_and_on_collide_trees_agree_level_by_level(models):
     """Same octree geometry: the sphere levels reached and their verdicts equal the prebuilt
     octree's (built through the project's builder) when both refine without deadline."""
