@@ -621,8 +621,8 @@ class _Search:
         tested whole: near-touching rows are mostly apart at the triangles, and the whole frontier
         tests each triangle pair once where leaf pairs repeat them. On on-collide trees to the end,
         since every leaf pair of the frontier is a node pair to build; there a row may need tens of
-        build rounds, so under a finite deadline no round starts that would end past it
-        (ocst.BuildRounds), and the rows from the first unfinished one on are put back at their
+        build rounds, so under a finite deadline no round starts that would end past it or pass
+        the cap (ocst.BuildRounds), and the rows from the first unfinished one on are put back at their
         sphere leaves as they were (conservative; the fair order serves them first next time)."""
         tries = LEAF_PAIRS_TRIED["prebuilt" if self.prebuilt else "on-collide"]
         hit = np.full((len(self.level), 2), -1, np.int64)
@@ -636,7 +636,7 @@ class _Search:
             # (ocst._make_room), and the last round, none blocked, touches the nodes the stacks hold
             resume_stacks(self.A, self.B, rows, self.depth[rows], self.sa, self.sb, self.height, self.blocked,
                           self._descend, stop=rounds)
-            if len(todo) and self.blocked[todo].any():  # stopped before a build: out of time
+            if len(todo) and self.blocked[todo].any():  # stopped before a build: out of time or of room
                 done = int(np.argmax(np.isin(rows, todo)))
                 for a, b in zip(self.state, before):
                     a[rows[done:]] = b[done:]
