@@ -52,8 +52,8 @@ def step(world) -> FrameStats:
             samples_left=n_samples - sample, overrun=world.overrun_predictor.predict(),
             rest=world.fixed_predictor.predict(n_samples - sample))
         with timed(stats, "t_narrow", clock):
+            deadline = clock() + budget  # first: on-collide trees' evictions (maintain) count against it
             world.bank.maintain(world.t)  # on-collide trees evict what went unused (prebuilt: nothing)
-            deadline = clock() + budget
             convex = field.collide(world.compiled)  # asteroid pairs: exact and cheap, first on the budget
             model_id, T = field.model_ids(state), field.transforms(state, world.compiled)
             narrow = narrow_phase(world, model_id, T, pairs, deadline=deadline)

@@ -39,7 +39,10 @@ unchanged. A pair that needs pending octants stops its row there (`descend_stack
 `complete_pairs` report blocked rows, the octants in the banks' `want` bits); `resume_stacks` /
 `resume_blocked` build them (the triangles of the parent's cell in those octants) and resume the
 rows where they stopped, inside the same timed batch, so building counts against the frame budget
-and `min_level` holds as for prebuilt trees. A build round is one compiled call per model
+and `min_level` holds as for prebuilt trees. Where work may be left undone (the exact level's first
+contacts under a deadline, tens of rounds a row) a round starts only when it is predicted to end in
+time and its octants fit within the cap (BuildRounds); else the rows go back to their sphere leaves.
+A build round is one compiled call per model
 (`_build_octants`: the split of the parents' triangle lists, the spheres, witnesses and error
 bounds, the children's blocks and lists; free blocks are found by a scan from the lowest one that
 may be free, `_heads`): ~35 µs (median) a round in a lamps run, where numpy calls over a few
@@ -258,20 +261,21 @@ class OcstBank:
         self.peak_nodes = max(self.peak_nodes, self.resident_nodes)
         self.build_seconds += time.perf_counter() - t0
 
-    def _make_room(self, nodes) -> None:
+    def _make_room(self, nodes) -> bool:
         """Hold the cap inside a sample too: before building the octants `nodes` want, evict as
         many least recently used spheres as the build may add past max_nodes, among those no pair
         holds in this sample (_evict_lru), and an eighth of the cap more: an eviction costs ~0.3 ms
         whatever it frees (it was most of a capped lamps frame's building when it freed a build's
         worth at a time). Spheres held by the sample's pairs are never evicted, so the cap is
-        exceeded only when they alone fill it."""
+        exceeded only when they alone fill it. Returns whether every wanted octant now fits."""
         if self.resident_nodes + 8 * len(nodes) <= self.max_nodes:
-            return  # room for every octant of every node: no counting needed
+            return True  # room for every octant of every node: no counting needed
         u = np.unique(nodes)
         wanted = np.unpackbits((self.want[u] & self.pending[u]).astype(np.uint8))  # one bit per octant
         excess = self.resident_nodes + int(wanted.sum()) - self.max_nodes
         if excess > 0:
             self._evict_lru(excess + self.max_nodes // 8, held_since=self.now)
+        return self.resident_nodes + int(wanted.sum()) <= self.max_nodes
 
     @cached_property
     def _kernel_args(self):
@@ -643,12 +647,15 @@ class OcstExact:
 
 # --- the hooks refine.py calls after each descent kernel ---------------------------------
 
-def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> bool:
+def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend, stop=None) -> bool:
     """After kernels.descend_stacks ran pair rows `rows` (n,) toward targets (n,): build the
     octants each blocked row stopped for (the want bits of its top entry's nodes: a tested pair)
     and resume those rows, `descend(rows, targets)`, until none is blocked; then touch every node of the
     colliding pairs the stacks hold (a continuation's: its parent pair's).
     sa, sb (k, width) int64, height (k,) int64, blocked (k,) bool: the in-place stacks.
+    stop: None, or stop(A, B, nodes_a, nodes_b) -> True when the build round for those nodes may not
+    start (BuildRounds): the rows still blocked are left so, their want bits cleared (no later
+    build makes octants for them).
     Returns whether any row was resumed (its level changed)."""
     if not (isinstance(A, OcstBank) or isinstance(B, OcstBank)):
         return False  # prebuilt trees: nothing is ever unbuilt
@@ -660,9 +667,43 @@ def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend) -> bool
         if not len(stuck):
             return resumed
         r = rows[stuck]
-        _build(A, B, sa[r, height[r] - 1], sb[r, height[r] - 1])
+        tops = sa[r, height[r] - 1], sb[r, height[r] - 1]
+        if stop is not None and stop(A, B, *tops):
+            for bank, nodes in _by_bank(A, B, *tops):
+                bank.want[nodes] = 0
+            return resumed
+        _build(A, B, *tops)
         descend(r, targets[stuck])
         stuck = stuck[blocked[r]]
+
+
+class BuildRounds:
+    """resume_stacks's `stop` for work that may be left undone (the exact level's first contacts
+    under a deadline [s] of `clock`): a build round (a build, the rows' resume and their search up
+    to the next build) starts only when it is predicted to end by the deadline, at the mean of the
+    rounds this object let start (the first starts unless the deadline has passed: the caller
+    started the batch because a row was predicted to fit), and when its octants fit within each
+    bank's cap once the spheres the sample does not hold are evicted (OcstBank._make_room). A round
+    cannot be cut once started, and a row's first contact on trees being built may take tens of
+    rounds (~0.1 ms each, more with evictions): run to the end they overran a lamps frame's deadline
+    by up to 19 ms, and the spheres they held passed the cap. (The longest round instead of the mean
+    can refuse every later round after one preempted on a shared core; in paired lamps runs the mean
+    reached the triangles in 1.0-1.9x as many pair-samples, frames within target no fewer.)"""
+
+    def __init__(self, clock, deadline: float):
+        self.clock, self.deadline = clock, deadline
+        self.start, self.rounds = None, 0
+
+    def __call__(self, A, B, nodes_a, nodes_b) -> bool:
+        now = self.clock()
+        if self.start is None:
+            self.start = now
+        mean = (now - self.start) / self.rounds if self.rounds else 0.0  # each round ends before the next call
+        if now + mean > self.deadline or not all(bank._make_room(nodes) for bank, nodes in
+                                                 _by_bank(A, B, nodes_a, nodes_b)):
+            return True
+        self.rounds += 1
+        return False
 
 
 def _touch_rows(A, B, sa, sb, height, rows) -> None:
@@ -695,14 +736,17 @@ def resume_blocked(A, B, piece, complete):
 
 
 def _build(A, B, nodes_a, nodes_b) -> None:
-    """Build the octants blocked pairs want at their nodes of A and of B, one call per bank (a
-    frame's pairs are mostly within one bank: one build, not two)."""
-    if A is B and isinstance(A, OcstBank):
-        A.build(np.concatenate([nodes_a, nodes_b]))
-        return
-    for bank, nodes in ((A, nodes_a), (B, nodes_b)):
-        if isinstance(bank, OcstBank):
-            bank.build(nodes)
+    """Build the octants blocked pairs want at their nodes of A and of B, one call per bank."""
+    for bank, nodes in _by_bank(A, B, nodes_a, nodes_b):
+        bank.build(nodes)
+
+
+def _by_bank(A, B, nodes_a, nodes_b):
+    """(bank, its nodes) for each on-collide bank of A and B: one entry when A is B (a frame's
+    pairs are mostly within one bank: one build, not two)."""
+    if A is B:
+        return [(A, np.concatenate([nodes_a, nodes_b]))] if isinstance(A, OcstBank) else []
+    return [(bank, nodes) for bank, nodes in ((A, nodes_a), (B, nodes_b)) if isinstance(bank, OcstBank)]
 
 
 def _rows_of(ptr, cols, idx):

@@ -38,7 +38,7 @@ from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B,
                       count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, first_contacts, scratch_views,
                       search_levels, stack_width, stacks_csr, summarize_stacks, SCRATCH_FLAGS, SCRATCH_FLOATS,
                       SCRATCH_INTS)
-from .ocst import resume_blocked, resume_stacks
+from .ocst import BuildRounds, resume_blocked, resume_stacks
 from .volumes import volume_of
 
 PROBE = 8               # pair rows in the first descent call of a level under a finite deadline
@@ -566,7 +566,7 @@ class _Search:
                 return e, self._detector_hits(detector, rows, all_contacts)
             if all_contacts:
                 return self._fitting_contacts(leaves, s, e, n_forced, left, spent)
-            return e, self._first_contacts(rows)
+            return self._first_contacts(rows, s, left if s >= n_forced else math.inf)
 
         spent = [0.0, 0]  # clock seconds and cost units of the triangle tests so far
         done, pieces, busy = _run_batches(kernel, len(leaves), left, n_forced, self.clock, probe=EXACT_PROBE,
@@ -613,15 +613,21 @@ class _Search:
         np.cumsum(per_pair, out=total[1:])
         return np.diff(total[front.ptr])
 
-    def _first_contacts(self, rows):
-        """Hits (CSR over `rows`) of rows that want one contact each: depth-first from the witness,
+    def _first_contacts(self, rows, s=0, deadline=math.inf):
+        """(s + rows done, hits CSR over them) of rows (leaves[s:...]) that want one contact each:
+        depth-first from the witness,
         the deepest overlap found, leaf pair by leaf pair (kernels.first_contacts), where a contact
         is likeliest. On prebuilt trees for a few leaf pairs, then the rest of the leaf frontier is
         tested whole: near-touching rows are mostly apart at the triangles, and the whole frontier
         tests each triangle pair once where leaf pairs repeat them. On on-collide trees to the end,
-        since every leaf pair of the frontier is a node pair to build."""
+        since every leaf pair of the frontier is a node pair to build; there a row may need tens of
+        build rounds, so under a finite deadline no round starts that would end past it or pass
+        the cap (ocst.BuildRounds), and the rows from the first unfinished one on are put back at their
+        sphere leaves as they were (conservative; the fair order serves them first next time)."""
         tries = LEAF_PAIRS_TRIED["prebuilt" if self.prebuilt else "on-collide"]
         hit = np.full((len(self.level), 2), -1, np.int64)
+        rounds = None if self.prebuilt or not math.isfinite(deadline) else BuildRounds(self.clock, deadline)
+        before = [a[rows] for a in self.state] if rounds is not None else None  # copies: fancy indexing
         todo = rows
         while len(todo):
             first_contacts(*self.tree_args, todo, self.depth[todo], *self.state, *self._triangle_arrays(), hit, tries)
@@ -629,13 +635,20 @@ class _Search:
             # every row given, not only the blocked: all stacks are touched before a build may evict
             # (ocst._make_room), and the last round, none blocked, touches the nodes the stacks hold
             resume_stacks(self.A, self.B, rows, self.depth[rows], self.sa, self.sb, self.height, self.blocked,
-                          self._descend)
+                          self._descend, stop=rounds)
+            if len(todo) and self.blocked[todo].any():  # stopped before a build: out of time or of room
+                done = int(np.argmax(np.isin(rows, todo)))
+                for a, b in zip(self.state, before):
+                    a[rows[done:]] = b[done:]
+                rows = rows[:done]
+                break
         got = hit[rows, 0] >= 0
         ptr = np.zeros(len(rows) + 1, np.int64)
         np.cumsum(got, out=ptr[1:])
         hits = ptr, hit[rows[got], 0], hit[rows[got], 1]
         rest = np.flatnonzero(~got & (self.height[rows] > 0))  # out of tries
-        return _merge_hits(hits, rest, self._triangles(self._all_leaves(rows[rest]), True)) if len(rest) else hits
+        return s + len(rows), (_merge_hits(hits, rest, self._triangles(self._all_leaves(rows[rest]), True))
+                               if len(rest) else hits)
 
     def _triangle_arrays(self):
         """A's and B's triangle arrays (read at each use: an on-collide bank reallocates tri_idx)."""

@@ -243,6 +243,66 @@ def test_building_counts_against_the_deadline_and_min_level_holds(models):
     assert warm.level[warm.colliding].max() > 2
 
 
+def _lamps_at_their_leaves(models, seed, **bank_args):
+    """8 lamp pairs (many grazing) refined to their sphere leaves, not further, on a fresh bank;
+    returns (bank, refine_frame's model ids, poses, pairs) and brute force's answer."""
+    lamp = models[:1]
+    mid = np.zeros(16, np.int64)
+    T = poses(np.random.default_rng(seed), lamp, mid, 16, reach=0.9)
+    pairs = np.arange(16).reshape(-1, 2)
+    bank = OcstBank(lamp, depth=DEPTH, **bank_args)
+    refine_frame(bank, mid, T, pairs, deadline=np.inf, min_level=0, max_level=DEPTH, exact=False)
+    return (bank, mid, T, pairs), BruteForceExact(lamp).collide(mid[pairs[:, 0]], mid[pairs[:, 1]], T[pairs[:, 0]],
+                                                                 T[pairs[:, 1]])
+
+
+def check_cut_rows(r, want, bank, args):
+    """Rows the exact level left undone are colliding at their sphere leaves (conservative), the
+    rest answer as brute force; the bank is left consistent: no deadline then gives brute force's
+    answer for every pair."""
+    assert np.array_equal(r.colliding[r.exact], want.colliding[r.exact]) and r.colliding[want.colliding].all()
+    cut = r.colliding & ~r.exact
+    assert cut.any() and (r.level[cut] == DEPTH).all()
+    free = refine_frame(*args, deadline=np.inf, min_level=0, all_contacts=False)
+    assert free.exact.all() and np.array_equal(free.colliding, want.colliding)
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_first_contacts_start_no_build_round_past_the_deadline(models, seed):
+    """First contacts on trees being built take many build rounds a row (pairs apart at the
+    triangles visit every colliding leaf pair). Under a deadline none starts past it (they used to
+    run a row to its end, 22-24 rounds past a 5 ms deadline here: 40-76 ms over)."""
+    args, want = _lamps_at_their_leaves(models, seed)
+    bank = args[0]
+    clock = BuildClock(bank, cost=1e-3)
+    starts, build = [], bank.build
+
+    def recorded(nodes):
+        t0 = clock.now
+        build(nodes)
+        starts.append((t0, clock.now - t0))
+    bank.build = recorded
+    deadline = clock() + 0.005
+    r = refine_frame(*args, deadline=deadline, min_level=DEPTH, all_contacts=False, clock=clock)
+    assert starts and all(t < deadline for t, _ in starts)
+    assert clock.now - deadline <= max(cost for _, cost in starts)  # what one round started in time may take
+    check_cut_rows(r, want, bank, args)
+
+
+def test_first_contacts_under_a_deadline_keep_the_cap(models):
+    """Under a deadline, the first contacts' builds stay within the cap even where the spheres the
+    sample holds fill it (they used to pass it: those cannot be evicted); the rows that would need
+    more stay at their sphere leaves."""
+    args, want = _lamps_at_their_leaves(models, 1, evict_after=1e6)
+    bank = args[0]
+    bank.max_nodes = cap = bank.resident_nodes + 4  # everything resident is held: built in this sample
+    bank.take_peak()
+    clock = TickClock(1e-6)
+    r = refine_frame(*args, deadline=clock() + 10.0, min_level=DEPTH, all_contacts=False, clock=clock)
+    assert bank.take_peak() <= cap and bank.resident_nodes > cap - 4  # it built what fitted
+    check_cut_rows(r, want, bank, args)
+
+
 def test_prebuilt_and_on_collide_trees_agree_level_by_level(models):
     """Same octree geometry: the sphere levels reached and their verdicts equal the prebuilt
     octree's (built through the project's builder) when both refine without deadline."""
