@@ -203,7 +203,7 @@ def _split(tris_idx, tris, centroids):
     whose halves' SSVs have the least surface area in all. Against the one cut at the mean along
     the centroids' principal axis (builder version 4; fcl cuts so), a distance query visits 27-51%
     fewer node pairs on the bench models' deep poses (a cross, a ring, a lamp's arms: the principal
-    axis runs between the parts); the build takes ~10x as long (the freighter ~45 s, cached). By
+    axis runs between the parts); the build takes ~4x as long (the freighter 17 s, cached). By
     volume the twelve cuts did worse than six on the capsules (+46%); by area 0-24% better."""
     best, seen = (np.inf,), set()
     for x in _cuts(centroids[tris_idx]):
