@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.ssv.core import LSS, PSS, RSS, box_gap, core_frame, normal_gaps, rect_distance, ssv_box_gap
-from spaceship_sim.ssv.tree import build_ssv, fit_ssv
+from spaceship_sim.ssv.tree import RECT_TURNS, _turned_axes, build_ssv, fit_ssv
 
 SETTINGS = settings(max_examples=40, deadline=None)
 
@@ -131,6 +131,36 @@ def test_fit_covers_its_points(seed, n):
     d = np.array([_dist_to_core(p, c, u, v, (a, b)) for p in pts])
     assert np.all(d <= r * (1 + 1e-12) + 1e-12)
     assert kind == (RSS if b > 0 else LSS if a > 0 else PSS) and a >= b >= 0
+
+
+def _rect_area(X2, c, s):
+    """Area of the bounding rectangle of plane points X2 (p, 2) along the axes turned by (cos, sin)."""
+    Y = X2 @ np.array([[c, -s], [s, c]])
+    return float(np.ptp(Y[:, 0]) * np.ptp(Y[:, 1]))
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.integers(3, 40), st.floats(0.0, np.pi))
+def test_turned_axes_leave_nearly_the_least_bounding_rectangle(seed, n, angle):
+    """Against the oracle, the least rectangle over every two points' direction (a hull edge's
+    among them): never more than its sides widened by the diameter times half a turn step
+    (a support width changes by at most the diameter times the angle), never more than unturned."""
+    rng = np.random.default_rng(seed)
+    X2 = rng.uniform(-1, 1, (n, 2)) * rng.uniform(0.01, 3, 2) @ np.array([[np.cos(angle), np.sin(angle)],
+                                                                           [-np.sin(angle), np.cos(angle)]])
+    c, s = _turned_axes(X2)
+    got = _rect_area(X2, c, s)
+    best, sides = np.inf, None
+    for i, j in itertools.combinations(range(n), 2):
+        e = X2[j] - X2[i]
+        if np.hypot(*e) > 0:
+            e = e / np.hypot(*e)
+            Y = X2 @ np.array([[e[0], -e[1]], [e[1], e[0]]])
+            if np.ptp(Y[:, 0]) * np.ptp(Y[:, 1]) < best:
+                best, sides = np.ptp(Y[:, 0]) * np.ptp(Y[:, 1]), (np.ptp(Y[:, 0]), np.ptp(Y[:, 1]))
+    slack = max(np.hypot(*(X2[i] - X2[j])) for i, j in itertools.combinations(range(n), 2)) * np.pi / 4 / RECT_TURNS
+    assert got <= (sides[0] + slack) * (sides[1] + slack) * (1 + 1e-12)
+    assert got <= _rect_area(X2, 1.0, 0.0) * (1 + 1e-12)
 
 
 def test_tree_nodes_cover_their_triangles(meshes):
