@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from ..narrowphase.exact import ExactAnswer
+from ..progress import slow_notice, to_stderr
 from ..narrowphase.kernels import relative_poses
 from .query import chunks, collide_pairs, distance_pairs
 from .tree import SSVBank, build_ssv, load_or_build_ssv
@@ -85,10 +86,13 @@ class SSVExact:
     cache_dir : tree cache folder (None: assets/trees/); cache=False builds without caching
     threads   : numba threads for batches of PARALLEL_MIN_ROWS pairs or more (None: numba's default);
                 the answers do not depend on it
+    notify    : where to say that trees are being built when that takes over a second (a mesh's first
+                use: the freighter's takes ~17 s; None: nowhere)
     """
 
-    def __init__(self, meshes, cache_dir=None, cache: bool = True, threads: int | None = None):
-        trees = [load_or_build_ssv(m, cache_dir) if cache else build_ssv(m.vertices, m.faces) for m in meshes]
+    def __init__(self, meshes, cache_dir=None, cache: bool = True, threads: int | None = None, notify=to_stderr):
+        with slow_notice("building the SSV trees not cached yet (once per mesh)", notify):
+            trees = [load_or_build_ssv(m, cache_dir) if cache else build_ssv(m.vertices, m.faces) for m in meshes]
         self.trees = trees
         self.bank = SSVBank.from_trees(trees)
         self.depth = int(self.bank.depth.max())
