@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -52,6 +53,8 @@ EXACT_PROBE = 1         # ... of the exact level: one row's triangle tests can t
 CALL_UNITS = 2000
 EXACT_UNIT_COST = 3.1e-8
 EXACT_FIRST_COST = 1.5e-4
+# an exact strategy's last measured cost per unit (seconds per CALL_UNITS + leaf triangle): its prior
+_UNIT_COST = weakref.WeakKeyDictionary()
 MAX_BATCH = 1 << 16     # pairs per kernel call at most (bounds the scratch arrays)
 FINISH_COST = 6e-8      # [s] per held node pair: time kept back from the deadline for the final
                         # summary (bounds, contacts), measured ~50 ns per pair on a 2-core runner
@@ -561,16 +564,20 @@ class _Search:
         n_forced, left = int(np.sum(min_level > self.depth[leaves])), self.time_left(deadline)
 
         def kernel(s, e):
-            rows = leaves[s:e]
-            if detector is not None:
-                return e, self._detector_hits(detector, rows, all_contacts)
-            if all_contacts:
-                return self._fitting_contacts(leaves, s, e, n_forced, left, spent)
-            return self._first_contacts(rows, s, left if s >= n_forced else math.inf)
+            if detector is None and not all_contacts:
+                return self._first_contacts(leaves[s:e], s, left if s >= n_forced else math.inf)
+            return self._fitting_contacts(leaves, s, e, n_forced, left, spent, test, prior)
 
-        spent = [0.0, 0]  # clock seconds and cost units of the triangle tests so far
+        if detector is None:
+            test, prior = self._leaf_contacts, EXACT_UNIT_COST
+        else:  # an exact strategy's own cost per unit, as its last call measured it
+            test, prior = functools.partial(self._detector_hits, detector, all_contacts=all_contacts), \
+                _UNIT_COST.get(detector, EXACT_UNIT_COST)
+        spent = [0.0, 0]  # clock seconds and cost units of the contact tests so far
         done, pieces, busy = _run_batches(kernel, len(leaves), left, n_forced, self.clock, probe=EXACT_PROBE,
-                                          first_cost=EXACT_FIRST_COST if detector is None else 0.0)
+                                          first_cost=EXACT_FIRST_COST)
+        if detector is not None and spent[1]:
+            _UNIT_COST[detector] = spent[0] / spent[1]
         self.busy += busy
         tested = leaves[:done]
         found = _join(tested, pieces)
@@ -581,29 +588,35 @@ class _Search:
         self.height[none] = 0  # rows found apart by the triangles keep no sphere pairs
         self.hits = csr_by_pose_row(found.rows, found.ptr, found.fa, found.fb, len(self.level))
 
-    def _fitting_contacts(self, leaves, s, e, n_forced, deadline, spent):
+    def _fitting_contacts(self, leaves, s, e, n_forced, deadline, spent, test, prior):
         """(end, hits) for all contacts of rows leaves[s:e] under the deadline: their leaf frontier,
-        then triangle tests for the longest run of them predicted to finish in time (at least the
-        forced ones). One row's tests cannot be cut and may take milliseconds (two lamps in deep
-        overlap hold ~1,000 leaf pairs), so a row whose cost would overrun the deadline is left at
-        its sphere leaves, a conservative answer, instead of being started. The call costs
-        CALL_UNITS plus the rows' leaf triangles, at the rate measured so far (`spent`: clock
-        seconds, units)."""
+        then test(front, take) — the contacts of its first `take` rows, by the leaves' triangles
+        (_leaf_contacts) or an exact strategy (_detector_hits) — for the longest run of them
+        predicted to finish in time (at least the forced ones). One row's tests cannot be cut and
+        may take milliseconds (two lamps in deep overlap hold ~1,000 leaf pairs; a face octree of two
+        pulsing lamps, up to 19 ms), so a row whose cost would overrun the deadline is left at its
+        sphere leaves, a conservative answer, instead of being started. The call costs CALL_UNITS
+        plus the rows' leaf triangles (what any strategy's work grows with: the overlap), at the
+        rate measured so far (`spent`: clock seconds, units; `prior` [s/unit] before any)."""
         rows = leaves[s:e]
         front = self._all_leaves(rows)
         units = np.cumsum(self._leaf_triangles(front)) + CALL_UNITS
-        rate = spent[0] / spent[1] if spent[1] else EXACT_UNIT_COST
+        rate = spent[0] / spent[1] if spent[1] else prior
         now = self.clock()
         late = units * rate > deadline - now
         take = max(int(np.argmax(late)) if late.any() else len(rows), min(max(n_forced - s, 0), len(rows)))
         if not take:
             return s, (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
-        end = int(front.ptr[take])
-        hits = self._triangles(_Frontier(rows[:take], front.ptr[:take + 1], front.fa[:end], front.fb[:end],
-                                         front.fl[:end]), False)
+        hits = test(front, take)
         spent[0] += self.clock() - now
         spent[1] += int(units[take - 1])
         return s + take, hits
+
+    def _leaf_contacts(self, front, take):
+        """Hits (CSR) of the first `take` rows of `front`: their leaf pairs' triangles, every contact."""
+        end = int(front.ptr[take])
+        return self._triangles(_Frontier(front.rows[:take], front.ptr[:take + 1], front.fa[:end], front.fb[:end],
+                                         front.fl[:end]), False)
 
     def _leaf_triangles(self, front) -> np.ndarray:
         """Per row of `front`, the triangles of its leaf pairs (A's leaf's and B's, per pair)."""
@@ -670,8 +683,10 @@ class _Search:
         piece = complete_pairs(*self.tree_args, rows, front.ptr, front.fa, front.fb, 0, len(rows))
         return _join(rows, [resume_blocked(self.A, self.B, piece, resume)])
 
-    def _detector_hits(self, detector, rows, all_contacts):
-        """The strategy's own answer for `rows`, as CSR (ptr, hit_a, hit_b) of global triangle ids."""
+    def _detector_hits(self, detector, front, take, all_contacts):
+        """The strategy's own answer for the first `take` rows of `front`, as CSR (ptr, hit_a, hit_b)
+        of global triangle ids."""
+        rows = front.rows[:take]
         ma, mb = self.ma[rows], self.mb[rows]
         got = detector.collide(ma, mb, self.Ta[rows], self.Tb[rows], all_contacts)
         self.distance[rows] = got.distance

@@ -277,6 +277,44 @@ def test_exact_rows_start_only_when_predicted_to_finish(trees, monkeypatch, budg
         assert 0 < np.sum(tested & hit) < np.sum(full.exact & hit)
 
 
+@pytest.mark.parametrize("budget_us", [60, 250, 1000, 4000, 10000])
+def test_an_exact_strategys_rows_start_only_when_predicted_to_finish(trees, meshes, monkeypatch, budget_us):
+    """An exact strategy at the exact level (collision.exact_method) is held to the deadline as the
+    leaves are: each call measures its cost per unit (refine.CALL_UNITS + leaf triangles) and the
+    next call prices its rows at that rate. On a clock where the strategy costs ten times the
+    leaves' prior per unit, a first call learns the rate and a second overruns no budget; the rows
+    it tests agree with the full answer, the others stay at their sphere leaves."""
+    from types import SimpleNamespace
+
+    from spaceship_sim.narrowphase.exact import BruteForceExact
+
+    clock = TickClock(1e-9)
+    names = ["torus", "torus_hand3", "ico"]
+    shapes = [SimpleNamespace(vertices=meshes[n.split("_")[0]][0], faces=meshes[n.split("_")[0]][1]) for n in names]
+    detector, oracle = BruteForceExact(shapes), BruteForceExact(shapes)
+    real = refine._Search._detector_hits
+
+    def costly(self, strategy, front, take, all_contacts):
+        if strategy is detector:
+            clock.spend(10 * refine.EXACT_UNIT_COST * (refine.CALL_UNITS + self._leaf_triangles(front)[:take].sum()))
+        return real(self, strategy, front, take, all_contacts)
+
+    monkeypatch.setattr(refine._Search, "_detector_hits", costly)
+    bank, model_id, T, pairs = random_scene(trees, np.random.default_rng(5), 12, names)
+    full = refine_frame(bank, model_id, T, pairs, deadline=np.inf, detector=oracle)
+    refine_frame(bank, model_id, T, pairs, deadline=clock() + 1.0, clock=clock, detector=detector)
+    assert refine._UNIT_COST[detector] == pytest.approx(10 * refine.EXACT_UNIT_COST, rel=0.05)
+    start = clock()
+    part = refine_frame(bank, model_id, T, pairs, deadline=start + budget_us * 1e-6, min_level=1, clock=clock,
+                        detector=detector)
+    assert clock() - start <= budget_us * 1e-6
+    tested, hit = part.exact, full.colliding
+    assert np.array_equal(part.colliding[tested], full.colliding[tested])
+    assert np.all(part.colliding[hit]) and np.all(part.level[hit & ~tested] <= bank.depth.max())
+    if budget_us == 10000:  # this budget tests some colliding rows, not all
+        assert 0 < np.sum(tested & hit) < np.sum(full.exact & hit)
+
+
 @pytest.mark.parametrize("n_forced", [0, 3])
 @pytest.mark.parametrize("first_cost", [0.0, 5.0])
 def test_batches_stop_before_one_that_would_overrun(n_forced, first_cost):
