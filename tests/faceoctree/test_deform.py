@@ -3,6 +3,7 @@ against brute force on the shapes of each sample."""
 import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.clock import TickClock
@@ -83,6 +84,33 @@ def test_flexing_pairs_within_a_budget_miss_no_contact_frame_by_frame():
             short += int((got.colliding & ~got.exact).sum())
             exact_hits += int((got.colliding & got.exact).sum())
     assert short >= 1 and exact_hits >= 1  # the budget bites, and not always
+
+
+def test_the_time_a_mixed_sample_reports_includes_joining_its_rigid_and_flexing_answers(monkeypatch):
+    """A sample with rigid and flexing pairs reports as time_used everything up to its joined answer,
+    the join too (its every-contact lists of two deep overlaps took up to 12 ms), so that the
+    budget's overrun prediction sees it: here the join costs 5 s of the clock."""
+    from spaceship_sim.faceoctree import deform
+
+    world = World.from_config(config_from_dict(CROWDED, "crowded"), clock=TickClock(), notify=None)
+    clock = TickClock(tick=1e-6)
+    join = deform._csr
+
+    def slow_join(*args):
+        clock.spend(2.5)  # two joins a merge (spheres, triangles)
+        return join(*args)
+
+    monkeypatch.setattr(deform, "_csr", slow_join)
+    for _ in range(60):
+        world.step()
+        pairs, model_id = world.last_narrow.pairs, world.state.model_id
+        flex = world.deforming.is_deforming[model_id[pairs]].any(1)
+        if flex.any() and not flex.all():
+            start = clock()
+            got = world.narrow(world.bank, model_id, transforms(world.state), pairs, deadline=np.inf, clock=clock)
+            assert 5.0 <= got.time_used <= clock() - start
+            return
+    pytest.fail("no sample mixed rigid and flexing pairs")
 
 
 @settings(max_examples=25, deadline=None)
