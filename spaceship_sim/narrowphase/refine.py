@@ -568,11 +568,10 @@ class _Search:
                 return self._first_contacts(leaves[s:e], s, left if s >= n_forced else math.inf)
             return self._fitting_contacts(leaves, s, e, n_forced, left, spent, test, prior)
 
-        if detector is None:
-            test, prior = self._leaf_contacts, EXACT_UNIT_COST
-        else:  # an exact strategy's own cost per unit, as its last call measured it
-            test, prior = functools.partial(self._detector_hits, detector, all_contacts=all_contacts), \
-                _UNIT_COST.get(detector, EXACT_UNIT_COST)
+        test = self._leaf_contacts if detector is None else \
+            functools.partial(self._detector_hits, detector, all_contacts=all_contacts)
+        # a strategy's prior: its own rate per unit, as its last call measured it
+        prior = EXACT_UNIT_COST if detector is None else _UNIT_COST.get(detector, EXACT_UNIT_COST)
         spent = [0.0, 0]  # clock seconds and cost units of the contact tests so far
         done, pieces, busy = _run_batches(kernel, len(leaves), left, n_forced, self.clock, probe=EXACT_PROBE,
                                           first_cost=EXACT_FIRST_COST)
@@ -628,15 +627,15 @@ class _Search:
 
     def _first_contacts(self, rows, s=0, deadline=math.inf):
         """(s + rows done, hits CSR over them) of rows (leaves[s:...]) that want one contact each:
-        depth-first from the witness,
-        the deepest overlap found, leaf pair by leaf pair (kernels.first_contacts), where a contact
-        is likeliest. On prebuilt trees for a few leaf pairs, then the rest of the leaf frontier is
-        tested whole: near-touching rows are mostly apart at the triangles, and the whole frontier
-        tests each triangle pair once where leaf pairs repeat them. On on-collide trees to the end,
-        since every leaf pair of the frontier is a node pair to build; there a row may need tens of
-        build rounds, so under a finite deadline no round starts that would end past it or pass
-        the cap (ocst.BuildRounds), and the rows from the first unfinished one on are put back at their
-        sphere leaves as they were (conservative; the fair order serves them first next time)."""
+        depth-first from the witness, the deepest overlap found, leaf pair by leaf pair
+        (kernels.first_contacts), where a contact is likeliest. On prebuilt trees for a few leaf
+        pairs, then the rest of the leaf frontier is tested whole: near-touching rows are mostly
+        apart at the triangles, and the whole frontier tests each triangle pair once where leaf
+        pairs repeat them. On on-collide trees to the end, since every leaf pair of the frontier is
+        a node pair to build; there a row may need tens of build rounds, so under a finite deadline
+        no round starts that would end past it or pass the cap (ocst.BuildRounds), and the rows
+        from the first unfinished one on are put back at their sphere leaves as they were
+        (conservative; the fair order serves them first next time)."""
         tries = LEAF_PAIRS_TRIED["prebuilt" if self.prebuilt else "on-collide"]
         hit = np.full((len(self.level), 2), -1, np.int64)
         rounds = None if self.prebuilt or not math.isfinite(deadline) else BuildRounds(self.clock, deadline)

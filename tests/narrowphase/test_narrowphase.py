@@ -247,6 +247,17 @@ def test_any_deadline_gives_a_conservative_answer(trees, ticks):
     assert np.all(part.separation_bound[sure] == 0.0)
 
 
+def assert_held_to_the_budget(part, full, bank, some_tested):
+    """A refinement cut short by its budget: the rows it tested agree with the full answer, every
+    colliding row stays colliding (the untested at their sphere leaves); some_tested: this budget
+    tests some colliding rows, not all."""
+    tested, hit = part.exact, full.colliding
+    assert np.array_equal(part.colliding[tested], full.colliding[tested])
+    assert np.all(part.colliding[hit]) and np.all(part.level[hit & ~tested] <= bank.depth.max())
+    if some_tested:
+        assert 0 < np.sum(tested & hit) < np.sum(full.exact & hit)
+
+
 @pytest.mark.parametrize("budget_us", [5, 60, 250, 1000, 4000])
 def test_exact_rows_start_only_when_predicted_to_finish(trees, monkeypatch, budget_us):
     """One row's triangle tests cannot be cut, so the exact level starts a row only when its
@@ -270,11 +281,7 @@ def test_exact_rows_start_only_when_predicted_to_finish(trees, monkeypatch, budg
     start = clock()
     part = refine_frame(bank, model_id, T, pairs, deadline=start + budget_us * 1e-6, min_level=1, clock=clock)
     assert clock() - start <= budget_us * 1e-6
-    tested, hit = part.exact, full.colliding
-    assert np.array_equal(part.colliding[tested], full.colliding[tested])
-    assert np.all(part.colliding[hit]) and np.all(part.level[hit & ~tested] <= bank.depth.max())
-    if budget_us == 1000:  # this budget tests some colliding rows, not all
-        assert 0 < np.sum(tested & hit) < np.sum(full.exact & hit)
+    assert_held_to_the_budget(part, full, bank, some_tested=budget_us == 1000)
 
 
 @pytest.mark.parametrize("budget_us", [60, 250, 1000, 4000, 10000])
@@ -308,11 +315,7 @@ def test_an_exact_strategys_rows_start_only_when_predicted_to_finish(trees, mesh
     part = refine_frame(bank, model_id, T, pairs, deadline=start + budget_us * 1e-6, min_level=1, clock=clock,
                         detector=detector)
     assert clock() - start <= budget_us * 1e-6
-    tested, hit = part.exact, full.colliding
-    assert np.array_equal(part.colliding[tested], full.colliding[tested])
-    assert np.all(part.colliding[hit]) and np.all(part.level[hit & ~tested] <= bank.depth.max())
-    if budget_us == 10000:  # this budget tests some colliding rows, not all
-        assert 0 < np.sum(tested & hit) < np.sum(full.exact & hit)
+    assert_held_to_the_budget(part, full, bank, some_tested=budget_us == 10000)
 
 
 @pytest.mark.parametrize("n_forced", [0, 3])
