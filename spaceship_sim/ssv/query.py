@@ -30,6 +30,7 @@ from ..geometry.triangles import (distance_triangle_triangle, distance_triangle_
 from .core import _cross, _dot, box_gap, core_frame, framed_rect_distance, normal_gaps
 
 CHUNKS_PER_THREAD = 4
+PRUNE_ROUNDING = 1e-12  # relative: far above a few ulps, far below any tolerance asked for
 MIN_GAP = 5e-324  # the least positive float: a lower bound on the distance of triangles found disjoint
 FRONT_GROWTH = 1.5  # a front this many times its fresh size is dropped (capsules, lamp, freighter trajectories)
 # The traversal's helpers take the node arrays: called, each array argument costs reference counting
@@ -197,8 +198,12 @@ def _collide_row(half, radius, child, face, tris, box_center, box_half, u, v, R,
 
 @njit(cache=True, inline=INLINE)
 def _prune_at(best, rel, abs_tol):
-    """Node pairs with a lower bound at least this cannot improve `best` beyond the tolerance."""
-    return min(best / (1.0 + rel), best - abs_tol)
+    """Node pairs with a lower bound at least this cannot improve `best` beyond the tolerance. The
+    bounds are rounded (a triangle pair's plane gap can come out an ulp above its computed distance
+    where a vertex over a face is the closest pair): a pair within PRUNE_ROUNDING of the limit is
+    looked at, so the search finds the distance as the triangle distance computes it, and a
+    tolerance query at exactly that distance says so."""
+    return min(best / (1.0 + rel), best - abs_tol) * (1.0 + PRUNE_ROUNDING)
 
 
 @njit(cache=True, inline=INLINE)
