@@ -23,6 +23,8 @@ from .narrowphase.exact import exact_frame
 from .response import respond, respond_hits
 from .stats import FrameStats, timed
 
+NO_PAIRS = np.zeros((0, 2), np.int64)
+
 
 def step(world) -> FrameStats:
     """Advance `world` by one frame; returns the frame's stats (render fields filled later)."""
@@ -96,17 +98,18 @@ def collision_response(field, state, narrow, convex, collision, compiled: bool) 
     numba kernel once compiled); returns the sorted indices of the bodies whose velocity changed."""
     hit = narrow.colliding
     pos, vel, inv_mass = field.bodies(state)
-    if compiled and not len(convex.hits):  # the usual sample: ship pairs only, one kernel call
+    convex_hits = convex.hits if len(convex.pairs) else NO_PAIRS  # most samples have no asteroid pair
+    if compiled and not len(convex_hits):  # the usual sample: ship pairs only, one kernel call
         changed = respond_hits(vel, inv_mass, pos, narrow.pairs, hit, narrow.contact_normal, collision.restitution,
                                collision.separation_speed)
         field.set_velocities(state, vel)
         return changed
-    if not hit.any() and not len(convex.hits):
+    if not hit.any() and not len(convex_hits):
         return np.zeros(0, np.int64)
     hits, normals = narrow.pairs[hit], narrow.contact_normal[hit]
-    if len(convex.hits):
-        hits = np.concatenate([hits, convex.hits])
-        normals = np.concatenate([normals, centre_line(pos, convex.hits)])
+    if len(convex_hits):
+        hits = np.concatenate([hits, convex_hits])
+        normals = np.concatenate([normals, centre_line(pos, convex_hits)])
     changed = respond(vel, inv_mass, hits, normals, collision.restitution, centre_line(pos, hits),
                       collision.separation_speed, compiled=compiled)
     field.set_velocities(state, vel)

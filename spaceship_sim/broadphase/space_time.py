@@ -280,15 +280,18 @@ class SpaceTime(BroadPhase):
         return self.ball[:, 3]
 
     def invalidate(self, ships) -> None:
-        if not np.size(ships):  # most calls name no ship
-            return
-        if isinstance(ships, np.ndarray) and ships.dtype == np.bool_ and ships.shape == (self.n,):
-            self.dirty |= ships  # a mask (the controllers'): no index to check
-            return
-        if isinstance(ships, np.ndarray) and ships.dtype == np.int64 and ships.ndim == 1:
-            # the pipeline's indices (from kernels): checked and marked in one call
-            if not _mark_dirty(ships, self.dirty):
-                raise ValueError(f"ship index out of range [0, {self.n})")
+        if isinstance(ships, np.ndarray):  # the pipeline's (attributes, not numpy calls: a frame makes ~4)
+            if not ships.size:  # most calls name no ship
+                return
+            if ships.dtype == np.bool_ and ships.shape == (self.n,):
+                self.dirty |= ships  # a mask (the controllers'): no index to check
+                return
+            if ships.dtype == np.int64 and ships.ndim == 1:
+                # indices from kernels: checked and marked in one call
+                if not _mark_dirty(ships, self.dirty):
+                    raise ValueError(f"ship index out of range [0, {self.n})")
+                return
+        elif not np.size(ships):
             return
         self.dirty[self._check_ships(ships)] = True
 
