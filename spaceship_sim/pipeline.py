@@ -21,7 +21,7 @@ from .dynamics import accel_bound, contain
 from .narrowphase import refine_roots
 from .narrowphase.exact import exact_frame
 from .response import respond, respond_hits
-from .stats import FrameStats, timed
+from .stats import FrameStats
 
 NO_PAIRS = np.zeros((0, 2), np.int64)
 
@@ -32,40 +32,50 @@ def step(world) -> FrameStats:
     start, t0 = clock(), world.t
     stats = FrameStats(frame=world.frame, target=world.target_frame_time,
                        render_predicted=world.render_predictor.predict())
-    with timed(stats, "t_controls", clock):
-        world.broad.invalidate(world.controllers.update(world.t, state, world.compiled))  # a mask
+    # each stage's time: a clock read on either side (no context manager: its three Python-level
+    # calls a stage are frame objects more to run with cold caches, scripts/cold_frames.py)
+    t = clock()
+    world.broad.invalidate(world.controllers.update(world.t, state, world.compiled))  # a mask
+    stats.t_controls = stats.t_controls + clock() - t
     n_samples = samples_per_frame(cfg.sim.frame_dt, cfg.sim.min_temporal_resolution)
     field = world.field  # asteroids (convex/field.py), bodies n.. after the ships; NoField when none
     for sample in range(n_samples):
-        with timed(stats, "t_integrate", clock):
-            # start poses of the swept test
-            before = field.transforms(state, world.compiled) if world.swept else None
-            stats.add_integration(world.integrator.step(state, cfg.sim.frame_dt / n_samples))
-            world.broad.invalidate(contain(state, cfg.arena.size, world.compiled))
-            field.integrate(cfg.sim.frame_dt / n_samples, world.compiled)
-            world.t += cfg.sim.frame_dt / n_samples
-        with timed(stats, "t_broad", clock):
-            bound = accel_bound(state, cfg.controls, world.compiled)
-            pairs = world.broad.find_pairs(world.t, state.pos, state.vel, bound)
-            if field.count:  # ship–asteroid pairs
-                pairs = np.concatenate([pairs, field.ship_pairs(state, world.compiled)])
+        t = clock()
+        before = field.transforms(state, world.compiled) if world.swept else None  # start poses of the swept test
+        stats.add_integration(world.integrator.step(state, cfg.sim.frame_dt / n_samples))
+        world.broad.invalidate(contain(state, cfg.arena.size, world.compiled))
+        field.integrate(cfg.sim.frame_dt / n_samples, world.compiled)
+        world.t += cfg.sim.frame_dt / n_samples
+        stats.t_integrate = stats.t_integrate + clock() - t
+
+        t = clock()
+        bound = accel_bound(state, cfg.controls, world.compiled)
+        pairs = world.broad.find_pairs(world.t, state.pos, state.vel, bound)
+        if field.count:  # ship–asteroid pairs
+            pairs = np.concatenate([pairs, field.ship_pairs(state, world.compiled)])
+        stats.t_broad = stats.t_broad + clock() - t
+
         budget = math.inf if not world.time_critical else detection_budget(
             stats.target, stats.render_predicted, spent=clock() - start, margin=cfg.collision.safety_margin,
             samples_left=n_samples - sample, overrun=world.overrun_predictor.predict(),
             rest=world.fixed_predictor.predict(n_samples - sample))
-        with timed(stats, "t_narrow", clock):
-            deadline = clock() + budget  # first: on-collide trees' evictions (maintain) count against it
-            world.bank.maintain(world.t)  # on-collide trees evict what went unused (prebuilt: nothing)
-            convex = field.collide(world.compiled)  # asteroid pairs: exact and cheap, first on the budget
-            model_id, T = field.model_ids(state), field.transforms(state, world.compiled)
-            narrow = narrow_phase(world, model_id, T, pairs, deadline=deadline)
-            if before is not None and world.compiled:  # crossings between samples (faceoctree.continuous)
-                moved = world.swept.catch(narrow, state, before, T, world.bank.max_level)
-                world.broad.invalidate(moved)
-        with timed(stats, "t_response", clock):
-            changed = collision_response(field, state, narrow, convex, cfg.collision, world.compiled)
-            if len(changed):
-                world.broad.invalidate(changed[changed < state.n])
+        t = clock()
+        deadline = clock() + budget  # first: on-collide trees' evictions (maintain) count against it
+        world.bank.maintain(world.t)  # on-collide trees evict what went unused (prebuilt: nothing)
+        convex = field.collide(world.compiled)  # asteroid pairs: exact and cheap, first on the budget
+        model_id, T = field.model_ids(state), field.transforms(state, world.compiled)
+        narrow = narrow_phase(world, model_id, T, pairs, deadline=deadline)
+        if before is not None and world.compiled:  # crossings between samples (faceoctree.continuous)
+            moved = world.swept.catch(narrow, state, before, T, world.bank.max_level)
+            world.broad.invalidate(moved)
+        stats.t_narrow = stats.t_narrow + clock() - t
+
+        t = clock()
+        changed = collision_response(field, state, narrow, convex, cfg.collision, world.compiled)
+        if len(changed):
+            world.broad.invalidate(changed[changed < state.n])
+        stats.t_response = stats.t_response + clock() - t
+
         stats.add_detection(narrow, budget, len(changed), field.radii(state), convex, world.compiled)
         if math.isfinite(budget):  # what the narrow phase overran its deadline by
             world.overrun_predictor.record(max(0.0, narrow.time_used - budget))

@@ -167,24 +167,6 @@ def _tally_verdicts(colliding, exact, bound, pairs, radii, distance):
     return n_hit, n_exact, bounds, rel, nearest
 
 
-class timed:
-    """`with timed(stats, attr, clock):` adds the time the block takes on `clock` to stats.<attr>.
-    (A class, not a generator context manager: a frame enters eleven of these, and a generator's
-    set-up costs microseconds each.)"""
-
-    __slots__ = ("stats", "attr", "clock", "t0")
-
-    def __init__(self, stats: FrameStats, attr: str, clock=WALL):
-        self.stats, self.attr, self.clock = stats, attr, clock
-
-    def __enter__(self):
-        self.t0 = self.clock()
-
-    def __exit__(self, *exc):
-        setattr(self.stats, self.attr, getattr(self.stats, self.attr) + self.clock() - self.t0)
-        return False
-
-
 class MovingAverage:
     """Predicts the next value of a measured time as the mean of the last `k` measurements
     (render time per frame; the narrow phase's overrun of its deadline per sample)."""
