@@ -59,7 +59,7 @@ def step(world) -> FrameStats:
             stats.target, stats.render_predicted, spent=clock() - start, margin=cfg.collision.safety_margin,
             samples_left=n_samples - sample, overrun=world.overrun_predictor.predict(),
             rest=world.fixed_predictor.predict(n_samples - sample))
-        t = clock()
+        t = clock()  # two reads, as before: a TickClock run counts them
         deadline = clock() + budget  # first: on-collide trees' evictions (maintain) count against it
         world.bank.maintain(world.t)  # on-collide trees evict what went unused (prebuilt: nothing)
         convex = field.collide(world.compiled)  # asteroid pairs: exact and cheap, first on the budget

@@ -92,8 +92,9 @@ class World:
             exact = [dataclasses.replace(self.narrow, min_level=0, max_level=None, exact=True, all_contacts=every)
                      for every in {self.narrow.all_contacts, True}]
             for m in range(len(self.trees)):
-                for refine in exact if m < bank.n_models else ():
-                    refine(bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf)
+                if m < bank.n_models:
+                    for refine in exact:
+                        refine(bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf)
                 if self.exact is not None:
                     self.exact.collide(np.array([m]), np.array([m]), eye[:1], eye[1:], all_contacts=False)
                 if self.swept:

@@ -225,9 +225,9 @@ def _merge(pairs, parts, clock, start: float) -> FrameNarrowResult:
 
     colliding, level = scatter("colliding", dtype=bool), scatter("level", dtype=np.int64)
     n_levels = max(len(r.level_histogram) for _, r in parts)
-    merged = dict(pairs=pairs, colliding=colliding, level=level, exact=scatter("exact", dtype=bool),
-                  separation_bound=scatter("separation_bound"), contact_point=scatter("contact_point", (3,)),
-                  contact_normal=scatter("contact_normal", (3,)), distance=scatter("distance"),
-                  level_histogram=np.bincount(level[colliding], minlength=n_levels).astype(np.int64),
-                  _spheres=csr("_spheres"), _tris=csr("_tris"))
-    return FrameNarrowResult(**merged, time_used=clock() - start)
+    return FrameNarrowResult(  # keyword arguments run in order: time_used, last, counts the rest
+        pairs=pairs, colliding=colliding, level=level, exact=scatter("exact", dtype=bool),
+        separation_bound=scatter("separation_bound"), contact_point=scatter("contact_point", (3,)),
+        contact_normal=scatter("contact_normal", (3,)), distance=scatter("distance"),
+        level_histogram=np.bincount(level[colliding], minlength=n_levels).astype(np.int64),
+        _spheres=csr("_spheres"), _tris=csr("_tris"), time_used=clock() - start)
