@@ -130,6 +130,7 @@ class DeformingShips:
             bank.error[s:e] = tree.error + D + moved.max(initial=0.0)
             tri, bary = self._witness[m]
             bank.witness[s:e] = np.einsum("nj,njk->nk", bary, v[np.asarray(tree.faces)[tri]])
+        bank.refresh_spheres()  # the grown radii
 
     def refine(self, rigid_phase: NarrowPhase, flex_phase: NarrowPhase, bank, model_id, T, pairs,
                deadline: float, clock=WALL) -> FrameNarrowResult:

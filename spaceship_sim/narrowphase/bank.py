@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError
-from .volumes import SPHERE
+from .volumes import SPHERE, enclosing_spheres
 
 if TYPE_CHECKING:
     from ..spheretree.tree import SphereTree
@@ -111,6 +111,17 @@ class TreeBank:
     def maintain(self, now: float) -> None:
         """Called before each detection sample at simulation time `now` [s]: prebuilt trees keep
         every node (on-collide trees, ocst.OcstBank, evict unused ones here)."""
+
+    @cached_property
+    def spheres(self) -> np.ndarray:
+        """(N, 8): spheres around each node's volume and its children's (volumes.enclosing_spheres),
+        what the loop tests before a node's child pairs."""
+        return enclosing_spheres(self)
+
+    def refresh_spheres(self) -> None:
+        """Remake `spheres` in place after the node arrays changed in place (faceoctree.deform's
+        flexing ships): the kernels' cached arguments refer to that array."""
+        self.spheres[:] = enclosing_spheres(self)
 
     @cached_property
     def nodes(self):

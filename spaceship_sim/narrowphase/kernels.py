@@ -51,7 +51,7 @@ from numba import njit
 from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
 from ..sorting import argsort_stable
 from .fairness import record_service, service
-from .volumes import contact, dist2 as _dist2, enclosing, overlap, place, separation, to_a as _to_a
+from .volumes import contact, dist2 as _dist2, enclosing, moved, overlap, place, separation, to_a as _to_a
 
 
 # Points are passed as (array, row) and never sliced: array views cost reference counting in
@@ -97,7 +97,7 @@ def stack_pairs_b(sb):
 
 
 @njit(cache=True, _nrt=False)
-def _scan_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, lazy):
+def _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, lazy):
     """Test the child pairs of node pair (a0, b0) from index j on (B's children outer, A's inner,
     in node order; a leaf stands in for its own children) and write the overlapping ones at
     (sa, sb, sl)[top:], at `level`. Returns (new top, whether one overlapped).
@@ -117,6 +117,10 @@ def _scan_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb
     hit = False
     while bi < nb:
         b = b_first + bi
+        if not _reaches_children(eb, b, ea, a0, R, t, r):
+            ai = 0
+            bi += 1
+            continue
         place(VB, np.uint64(b), R, t, r, xb)  # node ids are >= 0: unsigned, numba checks no wraparound
         while ai < na:
             a = a_first + ai
@@ -136,18 +140,31 @@ def _scan_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb
 
 
 @njit(cache=True, _nrt=False)
-def _expand(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
-    """Lazy expansion of node pair (a0, b0) from child-pair index j (_scan_children, lazy):
-    returns (new top, whether a child pair overlapped); nothing is written when none does."""
-    return _scan_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, True)
+def _reaches_children(eb, b, ea, a0, R, t, r):
+    """Whether B's node b's own sphere reaches the sphere around A's node a0's children (spheres,
+    volumes.enclosing_spheres): else b overlaps none of them."""
+    a0, b = np.uint64(a0), np.uint64(b)
+    reach = ea[a0, 7]
+    if reach == np.inf:  # unbounded (on-collide trees): no test
+        return True
+    x0, x1, x2 = moved(R, t, r, eb, b)
+    s = eb[b, 3] + reach
+    return (ea[a0, 4] - x0) ** 2 + (ea[a0, 5] - x1) ** 2 + (ea[a0, 6] - x2) ** 2 <= s * s
 
 
 @njit(cache=True, _nrt=False)
-def _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
+def _expand(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
+    """Lazy expansion of node pair (a0, b0) from child-pair index j (_scan_children, lazy):
+    returns (new top, whether a child pair overlapped); nothing is written when none does."""
+    return _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, True)
+
+
+@njit(cache=True, _nrt=False)
+def _push_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
     """Push every overlapping child pair of node pair (a0, b0) from index j on (_scan_children):
     the whole expansion (j = 0), or a continuation's rest, as the exact level needs it. Returns
     the new top."""
-    return _scan_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, False)[0]
+    return _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, False)[0]
 
 
 # On-collide trees (ocst.py) build a node's children one octant at a time, as pairs need them. A
@@ -287,7 +304,7 @@ def stack_width(bank_a, bank_b, depth: int) -> int:
 
 
 @njit(cache=True)
-def descend_stacks(VA, fca, cca, VB, fcb, ccb, R, t, cells, rows, s, e, target, sa, sb, sl, height, level, apart,
+def descend_stacks(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, s, e, target, sa, sb, sl, height, level, apart,
                    blocked):
     """Depth-first search, in place, for pair rows rows[s:e], of one colliding node pair at
     level target[i].
@@ -316,12 +333,12 @@ def descend_stacks(VA, fca, cca, VB, fcb, ccb, R, t, cells, rows, s, e, target, 
     """
     xb = np.empty((2, 3))
     for i in range(s, e):
-        _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, rows[i], target[i], sa, sb, sl, height, level, apart,
+        _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows[i], target[i], sa, sb, sl, height, level, apart,
                      blocked, xb)
 
 
 @njit(cache=True, _nrt=False)
-def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, r, target, sa, sb, sl, height, level, apart, blocked, xb):
+def _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, target, sa, sb, sl, height, level, apart, blocked, xb):
     """descend_stacks for pair row r toward level `target`."""
     A, B, L = sa[r], sb[r], sl[r]
     top = height[r]
@@ -331,7 +348,7 @@ def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, r, target, sa, sb, sl,
         b = B[top - 1]
         if b < 0:  # a continuation: resume its scan in its place
             top -= 1
-            top, hit = _expand(VA, fca, cca, VB, fcb, ccb, R, t, r, A[top], cont_node_b(b), cont_index(b), L[top],
+            top, hit = _expand(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, A[top], cont_node_b(b), cont_index(b), L[top],
                                A, B, L, top, xb)
         elif L[top - 1] >= target:
             break
@@ -340,7 +357,7 @@ def _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, r, target, sa, sb, sl,
             break
         else:
             top -= 1
-            top, hit = _expand(VA, fca, cca, VB, fcb, ccb, R, t, r, A[top], b, Z, L[top] + 1, A, B, L, top, xb)
+            top, hit = _expand(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, A[top], b, Z, L[top] + 1, A, B, L, top, xb)
         if hit:
             deep = max(deep, L[top - 1])
     height[r] = top
@@ -386,8 +403,8 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget)
     levels, where a kernel call per stage and per level used to cost more than the search itself
     (refine._Search.levels).
 
-    banks : (fca, cca, fcb, ccb, node_offset_a, tri_offset_a, depth_a, node_offset_b, ...) int64,
-            the banks' topology and per-model tables
+    banks : (fca, cca, ea, fcb, ccb, eb, cells, node_offset_a, tri_offset_a, depth_a, node_offset_b, ...),
+            the banks' topology, enclosing spheres and per-model tables
     frame : (model_id (n,), T (n, 4, 4), pairs (k, 2), max_level) as refine_frame's
     scratch, k, width: the search's arrays for k pair rows, stacks `width` deep (scratch_views),
             in place:
@@ -412,7 +429,7 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget)
     Returns (rows deepened, more, leaves): more is False when no row can go deeper; leaves counts
     the rows that may go on to the exact level (at their leaves, not apart).
     """
-    fca, cca, fcb, ccb, cells = banks[:5]
+    fca, cca, ea, fcb, ccb, eb, cells = banks[:7]
     rows, pose, state, known, plan, batch, order = scratch_views(scratch, k, width)
     R, t = pose[2], pose[3]
     sa, sb, sl, height, level, apart, blocked = state
@@ -420,7 +437,7 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget)
     xb = np.empty((2, 3))
     n = 0
     if plan[0] < 0:  # set-up and forced pass
-        bad = _start_rows(banks[5:], frame, rows, pose)
+        bad = _start_rows(banks[7:], frame, rows, pose)
         if bad:
             plan[0] = bad
             return n, False, 0
@@ -435,7 +452,7 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget)
             target = min(cap[r], forced)
             first = max(first, target)
             if not apart[r] and target > 0:
-                _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, r, target, sa, sb, sl, height, level, apart,
+                _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, target, sa, sb, sl, height, level, apart,
                              blocked, xb)
                 batch[0, n], batch[1, n] = r, target
                 n += 1
@@ -455,7 +472,7 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget)
             continue
         if new_level or done == budget:
             break
-        _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, r, L + 1, sa, sb, sl, height, level, apart, blocked,
+        _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, L + 1, sa, sb, sl, height, level, apart, blocked,
                      xb)
         batch[0, n], batch[1, n] = r, L + 1
         n += 1
@@ -538,7 +555,7 @@ def csr_by_pose_row(rows, ptr, fa, fb, k):
 
 
 @njit(cache=True)
-def complete_pairs(VA, fca, cca, VB, fcb, ccb, R, t, cells, rows, ptr, fa, fb, s, e):
+def complete_pairs(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, ptr, fa, fb, s, e):
     """Every colliding leaf pair below the stacks of active rows s..e (see descend_stacks;
     continuations resumed to their end): the breadth-first frontier at the leaves, which the
     exact level's triangle tests need whole.
@@ -559,7 +576,7 @@ def complete_pairs(VA, fca, cca, VB, fcb, ccb, R, t, cells, rows, ptr, fa, fb, s
             top -= 1
             a, b = sa[top], sb[top]
             if b < 0:  # a continuation: the rest of its parent's child pairs
-                top = _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a, cont_node_b(b), cont_index(b), sl[top],
+                top = _push_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a, cont_node_b(b), cont_index(b), sl[top],
                                      sa, sb, sl, top, xb)
                 continue
             unbuilt = _needs_children(cells, fca, cca, a, fcb, ccb, b, R, t, r)
@@ -570,7 +587,7 @@ def complete_pairs(VA, fca, cca, VB, fcb, ccb, R, t, cells, rows, ptr, fa, fb, s
                 out_a[n], out_b[n] = a, b
                 n += 1
             else:
-                top = _push_children(VA, fca, cca, VB, fcb, ccb, R, t, r, a, b, Z, sl[top], sa, sb, sl, top,
+                top = _push_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a, b, Z, sl[top], sa, sb, sl, top,
                                      xb)
         out_ptr[i - s + 1] = n
     return out_ptr, out_a[:n], out_b[:n], blocked
@@ -765,7 +782,7 @@ def _first_hit_in_leaf_pair(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb,
 
 
 @njit(cache=True)
-def first_contacts(VA, fca, cca, VB, fcb, ccb, R, t, cells, rows, target, sa, sb, sl, height, level, apart, blocked,
+def first_contacts(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, target, sa, sb, sl, height, level, apart, blocked,
                    tpa, tia, tva, tca, tra, tpb, tib, tvb, tcb, trb, hit, tries):
     """Depth-first to one intersecting triangle pair, for pair rows rows[i] at their leaves
     (target[i]: the leaf level). The triangles of the witness, the colliding leaf pair on top of
@@ -788,7 +805,7 @@ def first_contacts(VA, fca, cca, VB, fcb, ccb, R, t, cells, rows, target, sa, sb
         while height[r] > 0 and hit[r, 0] < 0:
             top = height[r] - 1
             if sb[r, top] < 0 or sl[r, top] < goal:  # no witness on top: descend to the next one
-                _descend_row(VA, fca, cca, VB, fcb, ccb, R, t, cells, r, goal, sa, sb, sl, height, level, apart, blocked,
+                _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, goal, sa, sb, sl, height, level, apart, blocked,
                              xb)
                 if blocked[r]:
                     break

@@ -76,7 +76,7 @@ from ..spheretree.finish import _REL_SLACK, witnesses
 from ..spheretree.geometry import MeshQuery, closest_on_mesh, min_enclosing_sphere
 from ..spheretree.octree import bounding_cube, occupied_children
 from .kernels import entry_node_b
-from .volumes import SPHERE
+from .volumes import SPHERE, unbounded_spheres
 
 ALL_PENDING = 0xFF  # pending bits of a node none of whose octants is built or known empty yet
 _BLOCK = 9          # slots per node's children: octant j in slot j, and a spacer (module docstring)
@@ -172,6 +172,12 @@ class OcstBank:
     def nodes(self):
         """The node arrays as the bounding volume's tuple (allocated up front: they never move)."""
         return self.volume.arrays(self)
+
+    @cached_property
+    def spheres(self) -> np.ndarray:
+        """Unbounded (volumes.unbounded_spheres): children are built and evicted as pairs go, so
+        the loop tests every child pair of a node."""
+        return unbounded_spheres(len(self.first_child))
 
     @property
     def cells(self):

@@ -421,9 +421,10 @@ def _bank_args(A, B, R, t) -> dict:
     descend_stacks's tree arguments)."""
     cells = cells_of(A), cells_of(B)
     VA, VB = A.nodes, B.nodes
-    return dict(VA=VA, VB=VB, banks=(A.first_child, A.child_count, B.first_child, B.child_count, cells,
-                                     A.node_offset, A.tri_offset, A.depth, B.node_offset, B.tri_offset, B.depth),
-                tree_args=(VA, A.first_child, A.child_count, VB, B.first_child, B.child_count, R, t, cells))
+    ta, tb = (A.first_child, A.child_count, A.spheres), (B.first_child, B.child_count, B.spheres)
+    return dict(VA=VA, VB=VB, banks=(*ta, *tb, cells, A.node_offset, A.tri_offset, A.depth, B.node_offset,
+                                     B.tri_offset, B.depth),
+                tree_args=(VA, *ta, VB, *tb, R, t, cells))
 
 
 class _ScratchPool:

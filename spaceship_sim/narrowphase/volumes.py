@@ -217,6 +217,59 @@ SPHERE = Volume("sphere", SphereNodes, _sphere_place, _sphere_overlap, _sphere_s
                 _sphere_enclosing)
 
 
+# --- enclosing spheres: the loop's cheap test before a node's child pairs ----------------------------
+# A bank's `spheres` (N, 8): per node, [centre, radius] of a sphere around its own volume, then of one
+# around its children's volumes (a leaf's: its own, as a leaf stands in for its children), node
+# frame. A child of one node can overlap a child of the other only if its own sphere reaches the
+# other's children's sphere, so the loop tests that first (kernels._scan_children). Radii are grown
+# by SPHERE_SLACK (relative) plus that times the bank's largest sphere, so that rounding never fails
+# a sphere test where the volumes' own test would pass: the answers are those of testing every pair.
+SPHERE_SLACK = 1e-9
+
+
+def enclosing_spheres(bank) -> np.ndarray:
+    """The bank's (N, 8) spheres (see above), made with its volume's `enclosing`."""
+    spheres = np.empty((len(bank.first_child), 8))
+    _enclosing_spheres(bank.nodes, bank.first_child, bank.child_count, spheres)
+    return spheres
+
+
+def unbounded_spheres(n: int) -> np.ndarray:
+    """(n, 8) spheres of infinite radius: no child pair is skipped (a bank whose children come and
+    go, ocst.OcstBank)."""
+    spheres = np.zeros((n, 8))
+    spheres[:, 3] = spheres[:, 7] = np.inf
+    return spheres
+
+
+@njit(cache=True)
+def _enclosing_spheres(V, first_child, child_count, spheres):
+    """Fill spheres (a TreeBank's nodes: every slot holds a volume, check_tree)."""
+    own, kids = spheres[:, :4], spheres[:, 4:]
+    c = np.empty((1, 3))
+    for i in range(len(own)):
+        own[i, 3] = enclosing(V, i, c)
+        own[i, :3] = c[0]
+    grow = SPHERE_SLACK * own[:, 3].max() if len(own) else 0.0
+    centres = np.empty((3, 3))
+    for i in range(len(own)):
+        lo, hi = (first_child[i], first_child[i] + child_count[i]) if child_count[i] > 0 else (i, i + 1)
+        for d in range(3):  # candidate centres: the box's around the children's spheres, their mean, the node's
+            centres[0, d] = 0.5 * ((own[lo:hi, d] - own[lo:hi, 3]).min() + (own[lo:hi, d] + own[lo:hi, 3]).max())
+            centres[1, d] = own[lo:hi, d].mean()
+            centres[2, d] = own[i, d]
+        kids[i, 3] = np.inf
+        for j in range(3):
+            reach = 0.0
+            for k in range(lo, hi):
+                reach = max(reach, np.sqrt(dist2_to(own, k, centres[j, 0], centres[j, 1], centres[j, 2])) + own[k, 3])
+            if reach < kids[i, 3]:
+                kids[i, :3], kids[i, 3] = centres[j], reach
+        kids[i, 3] = kids[i, 3] * (1.0 + SPHERE_SLACK) + grow
+    for i in range(len(own)):
+        own[i, 3] = own[i, 3] * (1.0 + SPHERE_SLACK) + grow
+
+
 def volume_of(bank_a, bank_b) -> Volume:
     """The volume type two banks share (ValueError when they differ)."""
     if bank_a.volume is not bank_b.volume:

@@ -443,7 +443,7 @@ def test_complete_kernel_gives_the_breadth_first_leaf_frontier(trees, seed):
     rows, ptr = np.arange(3), np.arange(4, dtype=np.int64)
     roots_a, roots_b = np.zeros(3, np.int64), np.full(3, ta.n_nodes, np.int64)  # B's nodes follow A's
     V = bank.volume
-    tree = (V.arrays(bank), bank.first_child, bank.child_count)
+    tree = (V.arrays(bank), bank.first_child, bank.child_count, bank.spheres)
     out_ptr, oa, ob, _ = complete_pairs(*tree, *tree, R, t, (cells_of(bank),) * 2, rows, ptr, roots_a, roots_b, 0, 3)
     for row in range(3):
         fronts = frontiers_ref(ta, tb, R[row], t[row], depth)

@@ -15,7 +15,7 @@ from numba import njit
 from spaceship_sim.narrowphase import TreeBank, refine_frame
 from spaceship_sim.narrowphase.kernels import min_distance_all_pairs
 from spaceship_sim.narrowphase.reference import brute_force_pair, world_triangles
-from spaceship_sim.narrowphase.volumes import SPHERE, Volume, dist2, to_a, volume_of
+from spaceship_sim.narrowphase.volumes import SPHERE, Volume, dist2, to_a, unbounded_spheres, volume_of
 
 from narrow_helpers import random_pose, random_rotation
 
@@ -144,18 +144,20 @@ def trees(meshes):
 
 @pytest.fixture(scope="module")
 def uncached_kernels(trees):
-    """The loop's kernels compile this module's cube volume without writing numba's on-disk cache:
+    """The loop's kernels (and the banks' enclosing spheres) compile this module's cube volume
+    without writing numba's on-disk cache:
     a cached entry's key names test_volumes.CubeNodes, and every later process loading the kernels'
     cache index (the app, a headless run) would fail to import it. The sphere kernels are loaded
     first, from the cache as usual."""
     from numba.core.caching import NullCache
     from numba.core.registry import CPUDispatcher
-    from spaceship_sim.narrowphase import kernels
+    from spaceship_sim.narrowphase import kernels, volumes
 
     bank, T = TreeBank.from_trees([trees["ico"]]), np.stack([np.eye(4)] * 2)
     for all_contacts in (False, True):
         refine_frame(bank, np.zeros(2, np.int64), T, [[0, 1]], deadline=math.inf, all_contacts=all_contacts)
-    cached = {d: d._cache for d in vars(kernels).values() if isinstance(d, CPUDispatcher)}
+    cached = {d: d._cache for module in (kernels, volumes) for d in vars(module).values()
+              if isinstance(d, CPUDispatcher)}
     for d in cached:
         d._cache = NullCache()
     yield
@@ -181,12 +183,16 @@ def test_a_second_volume_plugs_into_the_same_loop(trees, uncached_kernels, seed,
 
     d = min_distance_all_pairs(world_triangles(tree.vertices, tree.faces, Ta),
                                world_triangles(tree.vertices, tree.faces, Tb))
+    every = CubeBank.from_trees([tree])  # the loop tests every child pair: the cubes' enclosing spheres change nothing
+    every.__dict__["spheres"] = unbounded_spheres(len(every.first_child))
     for level in range(tree.depth + 1):
-        by_cube, by_sphere = (refine_frame(bank, models, T, pairs, deadline=math.inf, min_level=0, max_level=level,
-                                           exact=False) for bank in (cubes, spheres))
+        by_cube, by_sphere, by_every = (refine_frame(bank, models, T, pairs, deadline=math.inf, min_level=0,
+                                                     max_level=level, exact=False) for bank in (cubes, spheres, every))
         assert by_cube.colliding[0] >= by_sphere.colliding[0]  # cubes contain the spheres
         if by_cube.colliding[0]:
             assert by_cube.separation_bound[0] >= d - 1e-9
+        assert (by_cube.level[0], by_cube.separation_bound[0]) == (by_every.level[0], by_every.separation_bound[0])
+        assert np.array_equal(by_cube.sphere_pairs[0], by_every.sphere_pairs[0])
 
 
 def test_a_pair_of_banks_must_share_a_volume_type(trees):
