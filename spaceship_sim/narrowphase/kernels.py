@@ -10,7 +10,10 @@ between batches.
 The kernels own the trees' topology (first_child, child_count), the stacks and the triangles; the
 geometry of a node is the bounding volume's (volumes.py): the kernels take node-array tuples (VA,
 VB) and call volumes.place, overlap, ..., which numba resolves by the tuples' class, so one loop
-serves every volume type (compiled once per type).
+serves every volume type (compiled once per type). Beside the topology each tree side passes its
+bank's `spheres` (ea, eb): a sphere around each node's volume and one around its children's, made
+with the volume's `enclosing`, which rule out child pairs before their volumes are tested
+(_scan_children).
 
 Depth-first stacks and lazy sibling testing. A pair row's sphere-level state is a stack of entries
 (sa, sb, sl)[r, :height[r]], top last (descend_stacks). An entry is one of two kinds:
@@ -107,7 +110,11 @@ def _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level
     witness descends from — and the overlapping pair above it (module docstring). Otherwise
     (_push_children, the exact level) every overlapping pair is written. (Testing first the child
     pairs whose centres face the other node was measured slower: ordering cost more tests than it
-    saved.)"""
+    saved.) A child of B whose enclosing sphere misses the sphere around A's children (ea, eb: the
+    banks' `spheres`, volumes.enclosing_spheres) is skipped with one test in place of one per A
+    child: on deep poses that halves the tests, and the answers are the same (measured: level 2 on
+    the freighter 0.31 -> 0.27 us a pair, the fighter 0.47 -> 0.38; also testing A's children
+    against B's children's sphere first, into a bit mask, cost more than it saved)."""
     a_first, na, b_first, nb = a0, 1, b0, 1
     if cca[a0] > 0:
         a_first, na = fca[a0], cca[a0]
@@ -117,7 +124,7 @@ def _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level
     hit = False
     while bi < nb:
         b = b_first + bi
-        if not _reaches_children(eb, b, ea, a0, R, t, r):
+        if not _reaches_children(eb, b, ea, a0, R, t, r):  # b overlaps none of A's children
             ai = 0
             bi += 1
             continue

@@ -20,7 +20,8 @@ into A's by the pair row's relative pose R[r], t[r] — with xb a (2, 3) scratch
       the root pair's direction, for the response)
   enclosing(V, i, c) -> float
       a sphere around node i's volume, c[0, :] its centre (the node's own frame), returned its radius:
-      the exact level gathers only triangles whose spheres reach the other leaf's
+      the exact level gathers only triangles whose spheres reach the other leaf's, and a bank's
+      `spheres` (enclosing_spheres, below), which let the loop skip child pairs, are made from it
 
 place and overlap run in the descent's innermost loop, which kernels.py compiles without reference
 counting (a call there would otherwise incref and decref some twenty arrays): they may not
