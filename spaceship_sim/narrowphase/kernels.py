@@ -124,7 +124,8 @@ def _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level
     hit = False
     while bi < nb:
         b = b_first + bi
-        if not _reaches_children(eb, b, ea, a0, R, t, r):  # b overlaps none of A's children
+        if not _reaches_children(eb, b, ea, a0, R, t, r):  # b overlaps none of A's children (a continue,
+            # not an if block around the rest: measured 9% faster)
             ai = 0
             bi += 1
             continue

@@ -223,8 +223,9 @@ SPHERE = Volume("sphere", SphereNodes, _sphere_place, _sphere_overlap, _sphere_s
 # around its children's volumes (a leaf's: its own, as a leaf stands in for its children), node
 # frame. A child of one node can overlap a child of the other only if its own sphere reaches the
 # other's children's sphere, so the loop tests that first (kernels._scan_children). Radii are grown
-# by SPHERE_SLACK (relative) plus that times the bank's largest sphere, so that rounding never fails
-# a sphere test where the volumes' own test would pass: the answers are those of testing every pair.
+# by SPHERE_SLACK (relative) plus that times the bank's largest sphere, so that rounding (~1e-16 of
+# the coordinates) never fails a sphere test where the volumes' own test would pass, for models within
+# 10^6 of their largest sphere from their origin: the answers are those of testing every pair.
 SPHERE_SLACK = 1e-9
 
 
