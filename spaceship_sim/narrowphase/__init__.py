@@ -16,7 +16,8 @@ brute-force oracle pick it up from the registry.
 Adding a bounding volume to the refinement loop touches three files: its node-array namedtuple,
 five numba functions (place, overlap, separation, contact, enclosing) and `Volume` (in `volumes.py`
 or its own module), the builder of its trees, and a bank that holds their node arrays and names the
-volume (`volume = ...`). The loop's kernels call the generic `volumes.overlap` etc., which numba
+volume (`volume = ...`; a TreeBank subclass also gets the `spheres` the loop's skip test reads, made
+with `enclosing`). The loop's kernels call the generic `volumes.overlap` etc., which numba
 resolves by the node tuple's class, so nothing of the loop is copied; `place` and `overlap` run inside
 the descent compiled without reference counting, so they may not allocate (volumes.py says why)
 (`tests/narrowphase/test_volumes.py` plugs in oriented cubes that way and checks them against brute

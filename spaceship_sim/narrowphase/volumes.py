@@ -38,8 +38,8 @@ numba's on-disk cache of kernels.py does not notice edits to this file (it check
 own file only): after changing a volume's functions, delete spaceship_sim/narrowphase/__pycache__.
 
 Adding a bounding volume touches three files: its namedtuple, functions and `Volume`, the builder of
-its trees, and the bank that holds their arrays and names the volume (`volume = ...`); the loop and
-its tests are shared (tests/narrowphase/test_volumes.py plugs in oriented cubes that way).
+its trees, and the bank that holds their arrays and names the volume (`volume = ...`; as a TreeBank
+subclass it gets its `spheres` from `enclosing`, below); the loop and its tests are shared (tests/narrowphase/test_volumes.py plugs in oriented cubes that way).
 """
 from __future__ import annotations
 
