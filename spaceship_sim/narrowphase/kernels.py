@@ -312,8 +312,8 @@ def stack_width(bank_a, bank_b, depth: int) -> int:
 
 
 @njit(cache=True)
-def descend_stacks(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, s, e, target, sa, sb, sl, height, level, apart,
-                   blocked):
+def descend_stacks(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, s, e, target, sa, sb, sl, height, level,
+                   apart, blocked):
     """Depth-first search, in place, for pair rows rows[s:e], of one colliding node pair at
     level target[i].
 
@@ -341,12 +341,13 @@ def descend_stacks(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, s, e, 
     """
     xb = np.empty((2, 3))
     for i in range(s, e):
-        _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows[i], target[i], sa, sb, sl, height, level, apart,
-                     blocked, xb)
+        _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows[i], target[i], sa, sb, sl, height, level,
+                     apart, blocked, xb)
 
 
 @njit(cache=True, _nrt=False)
-def _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, target, sa, sb, sl, height, level, apart, blocked, xb):
+def _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, target, sa, sb, sl, height, level, apart,
+                 blocked, xb):
     """descend_stacks for pair row r toward level `target`."""
     A, B, L = sa[r], sb[r], sl[r]
     top = height[r]
@@ -356,8 +357,8 @@ def _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, target, sa,
         b = B[top - 1]
         if b < 0:  # a continuation: resume its scan in its place
             top -= 1
-            top, hit = _expand(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, A[top], cont_node_b(b), cont_index(b), L[top],
-                               A, B, L, top, xb)
+            top, hit = _expand(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, A[top], cont_node_b(b), cont_index(b),
+                               L[top], A, B, L, top, xb)
         elif L[top - 1] >= target:
             break
         elif _needs_children(cells, fca, cca, A[top - 1], fcb, ccb, b, R, t, r):
@@ -460,8 +461,8 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget)
             target = min(cap[r], forced)
             first = max(first, target)
             if not apart[r] and target > 0:
-                _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, target, sa, sb, sl, height, level, apart,
-                             blocked, xb)
+                _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, target, sa, sb, sl, height, level,
+                             apart, blocked, xb)
                 batch[0, n], batch[1, n] = r, target
                 n += 1
         plan[0], plan[1], plan[2] = first, 0, 0
@@ -480,8 +481,8 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget)
             continue
         if new_level or done == budget:
             break
-        _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, L + 1, sa, sb, sl, height, level, apart, blocked,
-                     xb)
+        _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, L + 1, sa, sb, sl, height, level, apart,
+                     blocked, xb)
         batch[0, n], batch[1, n] = r, L + 1
         n += 1
         done += 1
@@ -584,8 +585,8 @@ def complete_pairs(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, ptr, f
             top -= 1
             a, b = sa[top], sb[top]
             if b < 0:  # a continuation: the rest of its parent's child pairs
-                top = _push_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a, cont_node_b(b), cont_index(b), sl[top],
-                                     sa, sb, sl, top, xb)
+                top = _push_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a, cont_node_b(b), cont_index(b),
+                                     sl[top], sa, sb, sl, top, xb)
                 continue
             unbuilt = _needs_children(cells, fca, cca, a, fcb, ccb, b, R, t, r)
             if unbuilt or (cca[a] == 0 and ccb[b] == 0):
@@ -790,8 +791,8 @@ def _first_hit_in_leaf_pair(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb,
 
 
 @njit(cache=True)
-def first_contacts(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, target, sa, sb, sl, height, level, apart, blocked,
-                   tpa, tia, tva, tca, tra, tpb, tib, tvb, tcb, trb, hit, tries):
+def first_contacts(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, target, sa, sb, sl, height, level, apart,
+                   blocked, tpa, tia, tva, tca, tra, tpb, tib, tvb, tcb, trb, hit, tries):
     """Depth-first to one intersecting triangle pair, for pair rows rows[i] at their leaves
     (target[i]: the leaf level). The triangles of the witness, the colliding leaf pair on top of
     the stack, are tested; where they meet nothing it is popped and the stack descended to the
@@ -813,8 +814,8 @@ def first_contacts(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, target
         while height[r] > 0 and hit[r, 0] < 0:
             top = height[r] - 1
             if sb[r, top] < 0 or sl[r, top] < goal:  # no witness on top: descend to the next one
-                _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, goal, sa, sb, sl, height, level, apart, blocked,
-                             xb)
+                _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, goal, sa, sb, sl, height, level,
+                             apart, blocked, xb)
                 if blocked[r]:
                     break
                 continue

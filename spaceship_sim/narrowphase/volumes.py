@@ -39,7 +39,8 @@ own file only): after changing a volume's functions, delete spaceship_sim/narrow
 
 Adding a bounding volume touches three files: its namedtuple, functions and `Volume`, the builder of
 its trees, and the bank that holds their arrays and names the volume (`volume = ...`; as a TreeBank
-subclass it gets its `spheres` from `enclosing`, below); the loop and its tests are shared (tests/narrowphase/test_volumes.py plugs in oriented cubes that way).
+subclass it gets its `spheres` from `enclosing`, below); the loop and its tests are shared
+(tests/narrowphase/test_volumes.py plugs in oriented cubes that way).
 """
 from __future__ import annotations
 
