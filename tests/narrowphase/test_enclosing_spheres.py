@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.narrowphase import TreeBank, refine_frame
-from spaceship_sim.narrowphase.volumes import enclosing_spheres, unbounded_spheres
+from spaceship_sim.narrowphase.volumes import SPHERE_SLACK, enclosing_spheres, unbounded_spheres
 
 from narrow_helpers import hand_octree, random_pose
 
@@ -45,6 +45,11 @@ def test_spheres_hold_each_node_and_its_children(trees, name):
         members = np.arange(bank.first_child[i], bank.first_child[i] + n) if n else np.array([i])
         reach = np.linalg.norm(bank.center[members] - kids[i, :3], axis=1) + bank.radius[members]
         assert np.all(reach < kids[i, 3]), i  # with room for rounding (SPHERE_SLACK)
+        # and no looser than the sphere centred in the children's box (else it would skip little)
+        lo, hi = (bank.center[members] - bank.radius[members, None]).min(0), \
+            (bank.center[members] + bank.radius[members, None]).max(0)
+        boxed = (np.linalg.norm(bank.center[members] - (lo + hi) / 2, axis=1) + bank.radius[members]).max()
+        assert kids[i, 3] <= boxed * (1 + SPHERE_SLACK) + SPHERE_SLACK * bank.radius.max() + 1e-12, i
 
 
 @settings(max_examples=25, deadline=None)
