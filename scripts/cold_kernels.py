@@ -20,17 +20,12 @@ import time
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
+from cold_calls import busy_wait  # scripts/, beside this one
 from spaceship_sim.clock import WallClock
 from spaceship_sim.config import load_config, shipped_config
 from spaceship_sim.world import World
 
 SETTLE = 100  # frames before the recorded one: predictors settled, kernels compiled
-
-
-def busy_wait(seconds: float) -> None:
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        pass
 
 
 def _kernel_names() -> list[tuple]:

@@ -121,7 +121,7 @@ class TreeBank:
     def refresh_spheres(self) -> None:
         """Remake `spheres` in place after the node arrays changed in place (faceoctree.deform's
         flexing ships): the kernels' cached arguments refer to that array."""
-        self.spheres[:] = enclosing_spheres(self)
+        enclosing_spheres(self, out=self.spheres)
 
     @cached_property
     def nodes(self):

@@ -230,9 +230,9 @@ SPHERE = Volume("sphere", SphereNodes, _sphere_place, _sphere_overlap, _sphere_s
 SPHERE_SLACK = 1e-9
 
 
-def enclosing_spheres(bank) -> np.ndarray:
-    """The bank's (N, 8) spheres (see above), made with its volume's `enclosing`."""
-    spheres = np.empty((len(bank.first_child), 8))
+def enclosing_spheres(bank, out=None) -> np.ndarray:
+    """The bank's (N, 8) spheres (see above), made with its volume's `enclosing` (into `out` if given)."""
+    spheres = np.empty((len(bank.first_child), 8)) if out is None else out
     _enclosing_spheres(bank.nodes, bank.first_child, bank.child_count, spheres)
     return spheres
 

@@ -67,3 +67,11 @@ def random_pose(rng, reach) -> np.ndarray:
     v = rng.normal(size=3)
     T[:3, 3] = v / np.linalg.norm(v) * reach * rng.uniform() ** (1 / 3)
     return T
+
+
+def with_every_child_pair(bank):
+    """`bank` with unbounded spheres, so that the loop skips no child pair (what its own spheres must
+    not change); set before any refinement call caches the bank's arguments."""
+    from spaceship_sim.narrowphase.volumes import unbounded_spheres
+    bank.__dict__["spheres"] = unbounded_spheres(len(bank.first_child))
+    return bank

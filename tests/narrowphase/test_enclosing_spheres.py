@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.narrowphase import TreeBank, refine_frame
-from spaceship_sim.narrowphase.volumes import SPHERE_SLACK, enclosing_spheres, unbounded_spheres
+from spaceship_sim.narrowphase.volumes import SPHERE_SLACK, enclosing_spheres
 
-from narrow_helpers import hand_octree, random_pose
+from narrow_helpers import hand_octree, random_pose, with_every_child_pair
 
 NAMES = ["ico", "box", "torus", "torus_hand3", "torus_medial"]
 
@@ -25,13 +25,6 @@ def trees(meshes):
     out["torus_hand3"] = hand_octree(*meshes["torus"], depth=3)
     out["torus_medial"] = build_tree(*meshes["torus"], method="medial", branching=8, depth=2)
     return out
-
-
-def unbounded_bank(trees) -> TreeBank:
-    """A bank whose loop tests every child pair (what the spheres must not change)."""
-    bank = TreeBank.from_trees(trees)
-    bank.__dict__["spheres"] = unbounded_spheres(len(bank.first_child))  # before any call caches its arguments
-    return bank
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -60,7 +53,7 @@ def test_skipping_child_pairs_changes_no_answer(trees, seed, name_a, name_b, spr
     reach = spread * (ta.radius[0] + tb.radius[0])
     T = np.stack([pose for _ in range(6) for pose in (random_pose(rng, 0.0), random_pose(rng, reach))])
     pairs, models = np.arange(12).reshape(6, 2), np.tile([0, 1], 6)
-    pruned, every = TreeBank.from_trees([ta, tb]), unbounded_bank([ta, tb])
+    pruned, every = TreeBank.from_trees([ta, tb]), with_every_child_pair(TreeBank.from_trees([ta, tb]))
     depth = max(ta.depth, tb.depth)
     for level, exact, all_contacts in [(lv, False, True) for lv in range(depth + 1)] + [(None, True, True),
                                                                                        (None, True, False)]:

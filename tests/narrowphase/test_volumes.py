@@ -15,9 +15,9 @@ from numba import njit
 from spaceship_sim.narrowphase import TreeBank, refine_frame
 from spaceship_sim.narrowphase.kernels import min_distance_all_pairs
 from spaceship_sim.narrowphase.reference import brute_force_pair, world_triangles
-from spaceship_sim.narrowphase.volumes import SPHERE, Volume, dist2, to_a, unbounded_spheres, volume_of
+from spaceship_sim.narrowphase.volumes import SPHERE, Volume, dist2, to_a, volume_of
 
-from narrow_helpers import random_pose, random_rotation
+from narrow_helpers import random_pose, random_rotation, with_every_child_pair
 
 SETTINGS = settings(max_examples=20, deadline=None)
 
@@ -183,8 +183,7 @@ def test_a_second_volume_plugs_into_the_same_loop(trees, uncached_kernels, seed,
 
     d = min_distance_all_pairs(world_triangles(tree.vertices, tree.faces, Ta),
                                world_triangles(tree.vertices, tree.faces, Tb))
-    every = CubeBank.from_trees([tree])  # the loop tests every child pair: the cubes' enclosing spheres change nothing
-    every.__dict__["spheres"] = unbounded_spheres(len(every.first_child))
+    every = with_every_child_pair(CubeBank.from_trees([tree]))  # the cubes' spheres must change nothing
     for level in range(tree.depth + 1):
         by_cube, by_sphere, by_every = (refine_frame(bank, models, T, pairs, deadline=math.inf, min_level=0,
                                                      max_level=level, exact=False) for bank in (cubes, spheres, every))
