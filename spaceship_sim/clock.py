@@ -14,7 +14,14 @@ readings, a run stepped on a ReplayClock makes exactly the recorded decisions, o
 """
 from __future__ import annotations
 
+import sys
 import time
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 
 class WallClock:
@@ -30,6 +37,7 @@ class WallClock:
     # the builtin itself, not a method around it: a frame reads the clock some 36 times, and a
     # Python-level call each time is a frame object more to run with cold caches (scripts/cold_frames.py)
     __call__ = staticmethod(time.perf_counter)
+    kernel_kind = 0  # what read_clock reads for it (KERNEL_KINDS)
 
     def spend(self, seconds: float) -> float:
         """Occupy the CPU for `seconds`; returns the time actually taken."""
@@ -51,6 +59,7 @@ class ThreadClock(WallClock):
     stand-in render does but returns the nominal time: the render is not the work measured."""
 
     __call__ = staticmethod(time.thread_time)
+    kernel_kind = 1
 
     def spend(self, seconds: float) -> float:
         super().spend(seconds)
@@ -64,6 +73,8 @@ class TickClock:
     """Deterministic time measured in clock reads: every reading advances by `tick` seconds and
     `spend(s)` by exactly s. Code that checks the clock between units of work (batches of pair
     rows, levels, stages) then gets a budget of a fixed number of checks, whatever the machine."""
+
+    kernel_kind = 2
 
     def __init__(self, tick: float = 1e-5, start: float = 0.0):
         if not tick > 0:
@@ -140,3 +151,66 @@ class ReplayClock:
 
 WALL = WallClock()
 CLOCKS = {"wall": WALL, "thread": ThreadClock()}  # the clocks a command line may name
+
+
+# --- the clock inside a numba kernel ----------------------------------------------------------
+# A kernel that runs a whole detection sample (compiled_sample.py) reads the world's clock where the
+# Python stages would, so it must read the same clock: the wall and thread clocks by the same system
+# call Python makes (clock_gettime, seconds as Python converts them), a TickClock by advancing its
+# count. kernel_clock(clock) -> (3,) float64 [kind, tick, now] that read_clock takes, or None for
+# clocks a kernel cannot read (recording and replaying clocks keep their readings in Python lists).
+_KERNEL_IDS = {0: 1, 1: 3}  # kind -> clock id: CLOCK_MONOTONIC (perf_counter), CLOCK_THREAD_CPUTIME_ID
+_NATIVE = sys.platform.startswith("linux") and [time.get_clock_info(n).implementation for n in
+                                                 ("perf_counter", "thread_time")] == [
+    "clock_gettime(CLOCK_MONOTONIC)", "clock_gettime(CLOCK_THREAD_CPUTIME_ID)"]
+
+
+def kernel_clock(clock, state=None):
+    """[kind, tick, now] for read_clock (written into `state` when given: a kernel's clock made
+    once), or None where a kernel cannot read `clock`. A TickClock's count is copied in:
+    sync_clock(clock, state) after the kernel carries it back."""
+    kind = getattr(type(clock), "kernel_kind", None)
+    if kind is None or (kind in _KERNEL_IDS and not _NATIVE):
+        return None
+    if state is None:
+        state = np.zeros(3)
+    state[0], state[1], state[2] = kind, getattr(clock, "tick", 0.0), getattr(clock, "now", 0.0)
+    return state
+
+
+def sync_clock(clock, state) -> None:
+    """What a kernel's reads did to `clock` (a TickClock's count) carried back to it."""
+    if state[0] == TickClock.kernel_kind:
+        clock.now = float(state[2])
+
+
+@intrinsic
+def _clock_gettime(typingctx, clock_id, ts):
+    """clock_gettime(clock_id, ts.ctypes.data) called by name (so that the kernel can be cached)."""
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(32), ir.IntType(8).as_pointer()])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "clock_gettime")
+        data = context.make_array(signature.args[1])(context, builder, args[1]).data
+        return builder.call(fn, [builder.trunc(args[0], ir.IntType(32)), builder.bitcast(data, ir.IntType(8).as_pointer())])
+
+    return types.int32(clock_id, ts), codegen
+
+
+@njit(cache=True)
+def read_clock(state):
+    """One reading of the clock `state` describes (kernel_clock) [s]."""
+    kind = int(state[0])
+    if kind == 2:  # TickClock: every reading advances by its tick
+        state[2] += state[1]
+        return state[2]
+    ts = np.empty(2, np.int64)
+    _clock_gettime(np.int64(1 if kind == 0 else 3), ts)
+    return (ts[0] * 1000000000 + ts[1]) / 1e9  # as Python turns nanoseconds into seconds
+
+
+@njit(cache=True)
+def read_wall():
+    """time.perf_counter() inside a kernel (instruments that are never the world's clock)."""
+    ts = np.empty(2, np.int64)
+    _clock_gettime(np.int64(1), ts)
+    return (ts[0] * 1000000000 + ts[1]) / 1e9

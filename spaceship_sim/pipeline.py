@@ -16,12 +16,13 @@ import math
 
 import numpy as np
 
+from . import compiled_sample
 from .config import samples_per_frame
 from .dynamics import accel_bound, contain
 from .narrowphase import refine_roots
 from .narrowphase.exact import exact_frame
 from .response import respond, respond_hits
-from .stats import FrameStats
+from .stats import FrameStats, detection_budget
 
 NO_PAIRS = np.zeros((0, 2), np.int64)
 
@@ -38,45 +39,18 @@ def step(world) -> FrameStats:
     world.broad.invalidate(world.controllers.update(world.t, state, world.compiled))  # a mask
     stats.t_controls = clock() - t
     n_samples = samples_per_frame(cfg.sim.frame_dt, cfg.sim.min_temporal_resolution)
-    field = world.field  # asteroids (convex/field.py), bodies n.. after the ships; NoField when none
+    dt = cfg.sim.frame_dt / n_samples
+    fused = compiled_sample.for_world(world)  # the common sample in two numba calls, or None
     for sample in range(n_samples):
-        t = clock()
-        before = field.transforms(state, world.compiled) if world.swept else None  # start poses of the swept test
-        stats.add_integration(world.integrator.step(state, cfg.sim.frame_dt / n_samples))
-        world.broad.invalidate(contain(state, cfg.arena.size, world.compiled))
-        field.integrate(cfg.sim.frame_dt / n_samples, world.compiled)
-        world.t += cfg.sim.frame_dt / n_samples
-        stats.t_integrate = stats.t_integrate + clock() - t
-
-        t = clock()
-        bound = accel_bound(state, cfg.controls, world.compiled)
-        pairs = world.broad.find_pairs(world.t, state.pos, state.vel, bound)
-        if field.count:  # ship–asteroid pairs
-            pairs = np.concatenate([pairs, field.ship_pairs(state, world.compiled)])
-        stats.t_broad = stats.t_broad + clock() - t
-
-        budget = math.inf if not world.time_critical else detection_budget(
-            stats.target, stats.render_predicted, spent=clock() - start, margin=cfg.collision.safety_margin,
-            samples_left=n_samples - sample, overrun=world.overrun_predictor.predict(),
-            rest=world.fixed_predictor.predict(n_samples - sample))
-        t = clock()  # two reads, as before: a TickClock run counts them
-        deadline = clock() + budget  # first: on-collide trees' evictions (maintain) count against it
-        world.bank.maintain(world.t)  # on-collide trees evict what went unused (prebuilt: nothing)
-        convex = field.collide(world.compiled)  # asteroid pairs: exact and cheap, first on the budget
-        model_id, T = field.model_ids(state), field.transforms(state, world.compiled)
-        narrow = narrow_phase(world, model_id, T, pairs, deadline=deadline)
-        if before is not None and world.compiled:  # crossings between samples (faceoctree.continuous)
-            moved = world.swept.catch(narrow, state, before, T, world.bank.max_level)
-            world.broad.invalidate(moved)
-        stats.t_narrow = stats.t_narrow + clock() - t
-
-        t = clock()
-        changed = collision_response(field, state, narrow, convex, cfg.collision, world.compiled)
-        if len(changed):
-            world.broad.invalidate(changed[changed < state.n])
-        stats.t_response = stats.t_response + clock() - t
-
-        stats.add_detection(narrow, budget, len(changed), field.radii(state), convex, world.compiled)
+        left = n_samples - sample
+        if fused is None:
+            pairs, budget, before = _advance(world, stats, start, left, dt)
+            narrow = _detect(world, stats, pairs, budget, before)
+        else:
+            pairs, budget, narrow = fused.sample(world, stats, start, left, dt)
+            if narrow is None:  # the kernel stopped early: Python goes on from there
+                budget = sample_budget(world, stats, start, left) if budget is None else budget
+                narrow = _detect(world, stats, pairs, budget, None)
         if math.isfinite(budget):  # what the narrow phase overran its deadline by
             world.overrun_predictor.record(max(0.0, narrow.time_used - budget))
         world.last_narrow = narrow
@@ -86,6 +60,61 @@ def step(world) -> FrameStats:
     stats.t_other = max(0.0, clock() - start - stats.t_sim)  # the frame's time is all of it, not the stages'
     world.fixed_predictor.record(stats)
     return stats
+
+
+def _advance(world, stats: FrameStats, start: float, samples_left: int, dt: float):
+    """A sample's first half: integration over dt [s] (and the arena rule), the broad phase and the
+    narrow phase's budget. Returns (pairs, budget, before: the swept test's start poses or None)."""
+    cfg, state, clock, field = world.config, world.state, world.clock, world.field
+    t = clock()
+    before = field.transforms(state, world.compiled) if world.swept else None  # start poses of the swept test
+    stats.add_integration(world.integrator.step(state, dt))
+    world.broad.invalidate(contain(state, cfg.arena.size, world.compiled))
+    field.integrate(dt, world.compiled)  # asteroids (convex/field.py), bodies n.. after the ships; NoField when none
+    world.t += dt
+    stats.t_integrate = stats.t_integrate + clock() - t
+
+    t = clock()
+    bound = accel_bound(state, cfg.controls, world.compiled)
+    pairs = world.broad.find_pairs(world.t, state.pos, state.vel, bound)
+    if field.count:  # ship–asteroid pairs
+        pairs = np.concatenate([pairs, field.ship_pairs(state, world.compiled)])
+    stats.t_broad = stats.t_broad + clock() - t
+    return pairs, sample_budget(world, stats, start, samples_left), before
+
+
+def sample_budget(world, stats: FrameStats, start: float, samples_left: int) -> float:
+    """The narrow phase's budget for this sample [s] (inf when not time-critical)."""
+    if not world.time_critical:
+        return math.inf
+    return detection_budget(stats.target, stats.render_predicted, spent=world.clock() - start,
+                            margin=world.config.collision.safety_margin, samples_left=samples_left,
+                            overrun=world.overrun_predictor.predict(),
+                            rest=world.fixed_predictor.predict(samples_left))
+
+
+def _detect(world, stats: FrameStats, pairs, budget: float, before):
+    """A sample's second half: the narrow phase within `budget`, the response, the sample's stats.
+    Returns the narrow phase's answer."""
+    cfg, state, clock, field = world.config, world.state, world.clock, world.field
+    t = clock()  # two reads, as before: a TickClock run counts them
+    deadline = clock() + budget  # first: on-collide trees' evictions (maintain) count against it
+    world.bank.maintain(world.t)  # on-collide trees evict what went unused (prebuilt: nothing)
+    convex = field.collide(world.compiled)  # asteroid pairs: exact and cheap, first on the budget
+    model_id, T = field.model_ids(state), field.transforms(state, world.compiled)
+    narrow = narrow_phase(world, model_id, T, pairs, deadline=deadline)
+    if before is not None and world.compiled:  # crossings between samples (faceoctree.continuous)
+        moved = world.swept.catch(narrow, state, before, T, world.bank.max_level)
+        world.broad.invalidate(moved)
+    stats.t_narrow = stats.t_narrow + clock() - t
+
+    t = clock()
+    changed = collision_response(field, state, narrow, convex, cfg.collision, world.compiled)
+    if len(changed):
+        world.broad.invalidate(changed[changed < state.n])
+    stats.t_response = stats.t_response + clock() - t
+    stats.add_detection(narrow, budget, len(changed), field.radii(state), convex, world.compiled)
+    return narrow
 
 
 def narrow_phase(world, model_id, T, pairs, deadline: float):
@@ -131,14 +160,3 @@ def centre_line(pos: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     d = pos[pairs[:, 1]] - pos[pairs[:, 0]]
     length = np.linalg.norm(d, axis=1, keepdims=True)
     return np.divide(d, length, out=np.zeros_like(d), where=length > 0)
-
-
-def detection_budget(target: float, render_predicted: float, spent: float, margin: float, samples_left: int,
-                     overrun: float, rest: float = 0.0) -> float:
-    """Narrow-phase time for this sample [s]: what is left of the target frame time after the
-    predicted render, the time the frame has spent so far, a safety margin and `rest` — the
-    predicted time of the frame's stages outside the narrow phase still to come after this
-    sample's narrow phase (stats.FixedCost) — shared over the samples still to come, less the
-    predicted overrun of the deadline; never negative."""
-    left = target - render_predicted - spent - margin - rest
-    return max(0.0, left / samples_left - overrun)

@@ -92,8 +92,12 @@ class FrameStats:
             self.convex_pairs += len(convex.pairs)
             self.convex_colliding += int(np.count_nonzero(convex.colliding))
         tally = _tally_verdicts if compiled else tally_verdicts_numpy
-        n_hit, n_exact, bounds, rel, nearest = tally(narrow.colliding, narrow.exact, narrow.separation_bound,
-                                                     narrow.pairs, radii, narrow.distance)
+        self.add_tally(narrow, budget, responses, tally(narrow.colliding, narrow.exact, narrow.separation_bound,
+                                                        narrow.pairs, radii, narrow.distance))
+
+    def add_tally(self, narrow, budget: float, responses: int, tally: tuple) -> None:
+        """add_detection's counting, its verdicts already tallied (_tally_verdicts's answer)."""
+        n_hit, n_exact, bounds, rel, nearest = tally
         self.candidate_pairs += len(narrow.pairs)
         self.colliding_pairs += n_hit
         self.exact_pairs += n_exact
@@ -202,6 +206,18 @@ class FixedCost:
     def predict(self, samples_left: int) -> float:
         """[s] after the narrow phase of the sample with `samples_left` samples to go (itself included)."""
         return self.after.predict() + (samples_left - 1) * self.sample.predict()
+
+
+@njit(cache=True)
+def detection_budget(target: float, render_predicted: float, spent: float, margin: float, samples_left: int,
+                     overrun: float, rest: float = 0.0) -> float:
+    """Narrow-phase time for this sample [s]: what is left of the target frame time after the
+    predicted render, the time the frame has spent so far, a safety margin and `rest` — the
+    predicted time of the frame's stages outside the narrow phase still to come after this
+    sample's narrow phase (stats.FixedCost) — shared over the samples still to come, less the
+    predicted overrun of the deadline; never negative."""
+    left = target - render_predicted - spent - margin - rest
+    return max(0.0, left / samples_left - overrun)
 
 
 class Quantiles:

@@ -70,6 +70,7 @@ class World:
         self.kernels_ready = threading.Event()  # set by warm_up
         self.recorder = None  # spaceship_sim.replay.Recorder: sees every input of every frame
         self.compiled = False  # stages run numba kernels (else their numpy references)
+        self.compiled_sample = True  # the common sample in two numba calls (compiled_sample.py; False: Python's)
         self.reset()
         if warm:
             self.warm_up(notify)
@@ -111,6 +112,10 @@ class World:
             scratch = World(self.config, self.models, self.trees, user=self.user, warm=False, notify=None,
                             bank=None if isinstance(self.bank, TreeBank) else self.bank)
             scratch.use_compiled_stages()
+            scratch.step()
+            # a second frame with no time to spare: the compiled sample's whole path (compiled_sample.py),
+            # which needs a first frame of the broad phase
+            scratch.time_critical, scratch.target_frame_time = True, 0.0
             scratch.step()
         self.kernels_ready.set()
 

@@ -144,7 +144,7 @@ def _balls_and_drop(ships, t, cycle, phase, pos, vel, accel, radius, ball, ship_
 
 
 @njit(cache=True)
-def _reball_kernel(ships, t, cycle, phase, pos, vel, accel, radius, ball, ship_end, a_ref, dirty, pa, pb, head,
+def _reball_kernel(ships, t, pos, vel, accel, cycle, phase, radius, ball, ship_end, a_ref, dirty, pa, pb, head,
                    nxt, prv, wake, heap, hpos, due, dpos, free, counts, origin, h, dims, h_want, n_outside, home,
                    outside, heads, link, batch, out_a, out_b):
     """SpaceTime._reball in one call (a frame re-balls some ships every sample; each call from
@@ -301,12 +301,21 @@ class SpaceTime(BroadPhase):
         # predictions and reach balls assume the bound a_ref[i]; a larger one invalidates them
         due = _due_ships(t, accel, self.a_ref, self.ship_end, self.dirty)
         added = self._reball(t, due, pos, vel, accel) if len(due) else 0
+        return self._wake_pairs(t, pos, vel, len(due), added)
+
+    def _wake_pairs(self, t, pos, vel, reballed: int, added: int) -> np.ndarray:
+        """The pairs due by t, tested (_st_pairs), and the call's last_stats."""
         s = self.schedule
         m, pairs = _st_pairs(t, pos, vel, self.a_ref, self.radius, s.pa, s.pb, s.wake, s.heap, s.hpos, s.due, s.dpos,
                              s.counts, s.buf, s.out)
-        self.last_stats = {"pairs_examined": int(m), "pairs_scheduled": s.size, "pairs_found": len(pairs),
-                           "pairs_added": int(added), "ships_reballed": len(due), "horizon": self.horizon}
+        self.took_call(m, len(pairs), added, reballed)
         return pairs
+
+    def took_call(self, examined: int, found: int, added: int, reballed: int) -> None:
+        """last_stats of a call (compiled_sample.py makes its calls in its own kernel)."""
+        self.last_stats = {"pairs_examined": int(examined), "pairs_scheduled": self.schedule.size,
+                           "pairs_found": found, "pairs_added": int(added), "ships_reballed": reballed,
+                           "horizon": self.horizon}
 
     def _track_calls(self, t):
         """Running mean of the call spacing; the horizon adapted once per horizon_calls calls."""
@@ -329,11 +338,21 @@ class SpaceTime(BroadPhase):
             self._first_phases(t, ships, pos, vel, accel)
         self._set_lead(t)
         rebuilds = g.rebuilds
-        status, g.rmax, g.n_outside, found = _reball_kernel(
-            ships, t, self.cycle, self.phase, pos, vel, accel, self.radius, self.ball, self.ship_end, self.a_ref,
-            self.dirty, s.pa, s.pb, s.head, s.nxt, s.prv, s.wake, s.heap, s.hpos, s.due, s.dpos, s.free, s.counts,
-            g.origin, g.h, g.dims, g.h_want, g.n_outside, g.home, g.outside, g.heads, g.link, g.batch, g.out_a,
-            g.out_b)
+        status, g.rmax, g.n_outside, found = _reball_kernel(ships, t, pos, vel, accel, *self.reball_args())
+        return self.reballed(ships, status, found, rebuilds)
+
+    def reball_args(self) -> tuple:
+        """_reball_kernel's arguments after (ships, t, pos, vel, accel): this broad phase's own."""
+        g, s = self.grid, self.schedule
+        return (self.cycle, self.phase, self.radius, self.ball, self.ship_end, self.a_ref, self.dirty,
+                s.pa, s.pb, s.head, s.nxt, s.prv, s.wake, s.heap, s.hpos, s.due, s.dpos, s.free, s.counts, g.origin,
+                g.h, g.dims, g.h_want, g.n_outside, g.home, g.outside, g.heads, g.link, g.batch, g.out_a, g.out_b)
+
+    def reballed(self, ships, status: int, found: int, rebuilds: int) -> int:
+        """After _reball_kernel (status, partners found; `rebuilds`: the grid's count before it):
+        the rest done in Python when it stopped early (a new grid or more room), and the phases
+        re-ranked when due. Returns how many pairs were scheduled."""
+        g, s = self.grid, self.schedule
         if status != SCHEDULED:  # the rest as the kernel would have done it, with a new grid or more room
             if status == REGRID:
                 g.rebuild(self.ball)

@@ -96,13 +96,8 @@ class Integrator:
             raise ValueError(f"state has {state.n} ships, integrator was made for {self.n}")
         if not dt > 0:
             raise ValueError(f"dt must be > 0, got {dt}")
-        params = (float(dt), *self._params)
         if self.backend == "numba":
-            ship = (state.pos, state.vel, state.quat, state.omega, state.thrust, state.omega_cmd)
-            if len(ship) != len(self._checked) or not all(map(operator.is_, ship, self._checked)):
-                _check_contiguous(state)  # arrays keep their layout: checked once per array, not per call
-                self._checked = ship
-            arrays = (*ship, self.h, *params, *self._counts.arrays())
+            arrays = self.kernel_args(state, dt)
             if self.n >= PARALLEL_MIN_SHIPS:
                 # dynamic chunks: a thread whose core is busy elsewhere does not hold up the others
                 with numba.parallel_chunksize(PARALLEL_CHUNK):
@@ -110,8 +105,17 @@ class Integrator:
             # waking the thread team costs more than it saves on a small batch
             return StepStats(*_heun_adaptive_serial(*arrays))
         counts = _Counts.empty(self.n)
-        _heun_adaptive_numpy(state, self.h, *params, counts)
+        _heun_adaptive_numpy(state, self.h, float(dt), *self._params, counts)
         return counts.stats()
+
+    def kernel_args(self, state: ShipState, dt: float) -> tuple:
+        """The numba kernels' arguments for a step of dt [s] (compiled_sample.py calls the serial
+        kernel inside its own)."""
+        ship = (state.pos, state.vel, state.quat, state.omega, state.thrust, state.omega_cmd)
+        if len(ship) != len(self._checked) or not all(map(operator.is_, ship, self._checked)):
+            _check_contiguous(state)  # arrays keep their layout: checked once per array, not per call
+            self._checked = ship
+        return (*ship, self.h, float(dt), *self._params, *self._counts.arrays())
 
 
 # ---------------------------------------------------------------------------------------

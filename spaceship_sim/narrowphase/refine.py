@@ -698,17 +698,23 @@ class _Search:
         the separation, and together (the witness and its ancestors) they give the contact point;
         the normal is the root pair's; the witness is the pair reported and drawn
         (kernels.summarize_stacks)."""
-        n_levels = max(self.A.max_level, self.B.max_level) + 1
-        colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, bound_pair, hist, \
-            ptr, fa, fb, keys, served = summarize_stacks(self.VA, self.VB, *self.packed, self.hits[0], n_levels, pairs,
-                                                         self.fair_args)
-        if self.fair is not None:
-            self.fair.recorded(keys, served)
-        return FrameNarrowResult(
-            pairs=pairs, colliding=colliding, level=level, exact=exact, separation_bound=bound, contact_point=point,
-            contact_normal=normal, time_used=self.clock() - start, level_histogram=hist, distance=distance,
-            _spheres=(ptr, fa, fb, root_a, root_b), _tris=(*self.hits, tri_a, tri_b), time_in_batches=self.busy,
-            bound_pairs=bound_pair)
+        summary = summarize_stacks(self.VA, self.VB, *self.packed, self.hits[0], max(self.A.max_level, self.B.max_level)
+                                   + 1, pairs, self.fair_args)
+        return frame_answer(pairs, summary, self.hits, self.clock() - start, self.busy, self.fair)
+
+
+def frame_answer(pairs, summary: tuple, hits: tuple, time_used: float, busy: float, fair) -> FrameNarrowResult:
+    """The FrameNarrowResult of a search's summary (kernels.summarize_stacks's arrays) and hits
+    (CSR of intersecting triangle pairs); the levels reached recorded in `fair` (or None)."""
+    colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, bound_pair, hist, ptr, fa, \
+        fb, keys, served = summary
+    if fair is not None:
+        fair.recorded(keys, served)
+    return FrameNarrowResult(
+        pairs=pairs, colliding=colliding, level=level, exact=exact, separation_bound=bound, contact_point=point,
+        contact_normal=normal, time_used=time_used, level_histogram=hist, distance=distance,
+        _spheres=(ptr, fa, fb, root_a, root_b), _tris=(*hits, tri_a, tri_b), time_in_batches=busy,
+        bound_pairs=bound_pair)
 
 
 def _apart_distances(detector, ma, mb, Ta, Tb, rows, deadline, clock) -> np.ndarray:

@@ -146,7 +146,10 @@ def test_priority_search_and_triangle_caching_give_the_exact_distance(ssv, model
     for seed_ in (exact.tri, seed_tris):
         for priority in (False, True):
             got = ssv.distance(*_pair(4, a, b), Ta, Tb, seed=seed_, priority=priority)
-            assert np.array_equal(got.distance, exact.distance)
+            # the same distance up to rounding: where two triangle pairs tie, a search seeded elsewhere
+            # may stop at the other one, whose computed distance can differ in the last bit (found at
+            # seed 283, torus against ico: pair (35, 65) instead of (24, 45), 1.4e-17 m apart)
+            np.testing.assert_allclose(got.distance, exact.distance, rtol=1e-13, atol=1e-15)
 
 
 def _trajectory(rng, models, a, b, k, frames, step):

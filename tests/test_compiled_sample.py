@@ -1,0 +1,246 @@
+"""The compiled sample (compiled_sample.py) against the Python sample it stands in for.
+
+On a TickClock every decision is a function of the number of clock reads, so a compiled sample
+that reads the clock where the Python stages do, and runs their kernels, must end every frame in
+the same state, with the same stats and the same clock. Each test runs the same scenario twice,
+`world.compiled_sample` on and off, and compares everything a frame leaves behind.
+"""
+import dataclasses
+import time
+
+import numpy as np
+import pytest
+from numba.core.registry import CPUDispatcher
+
+from spaceship_sim import compiled_sample
+from spaceship_sim.broadphase import space_time
+from spaceship_sim.clock import WALL, RecordingClock, ThreadClock, TickClock, kernel_clock, read_clock, sync_clock
+from spaceship_sim.config import load_config, shipped_config
+from spaceship_sim.narrowphase.refine import _Scratch
+from spaceship_sim.stats import PER_VERDICT
+from spaceship_sim.world import World
+
+ZERO_BUDGET = 0.0325  # a stand-in render that leaves the narrow phase no time (target 33.3 ms, margin 1 ms)
+
+
+def lamps(**collision):
+    cfg = load_config(shipped_config("lamps.toml"))
+    return dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, **collision))
+
+
+def run(cfg, compiled: bool, frames: int, render: float, tweak=lambda world: None):
+    """(state hash, clock reading, per frame: its stats row, per-verdict arrays and narrow-phase answer,
+    samples the compiled sample finished) of `frames` frames on a TickClock."""
+    clock = TickClock()
+    world = World.from_config(cfg, clock=clock, notify=None)
+    world.compiled_sample = compiled
+    tweak(world)
+    finished = [0]
+    sample = compiled_sample.CompiledSample.sample
+
+    def counted(self, *args):
+        got = sample(self, *args)
+        finished[0] += got[2] is not None
+        return got
+
+    compiled_sample.CompiledSample.sample = counted
+    try:
+        frames_seen = []
+        for _ in range(frames):
+            stats = world.step()
+            world.end_frame(clock.spend(render))
+            n = world.last_narrow
+            frames_seen.append((stats.row(world.max_level), [getattr(stats, f).tolist() for f in PER_VERDICT],
+                                [getattr(n, f).tolist() for f in ("pairs", "colliding", "level", "exact",
+                                                                  "separation_bound", "contact_normal",
+                                                                  "level_histogram")],
+                                [p.tolist() for p in n.sphere_pairs], n.bound_pairs.tolist()))
+    finally:
+        compiled_sample.CompiledSample.sample = sample
+    return world.state_hash(), clock.now, frames_seen, finished[0]
+
+
+def assert_same_run(python, compiled):
+    assert compiled[0] == python[0], "the same state"
+    assert compiled[1] == python[1], "the same number of clock reads"
+    for i, (a, b) in enumerate(zip(python[2], compiled[2])):
+        assert a == b, f"frame {i}"
+
+
+@pytest.mark.parametrize("name,render", [("lamps", ZERO_BUDGET), ("default", ZERO_BUDGET), ("lamps", 0.02)])
+def test_compiled_sample_runs_as_the_python_sample(name, render):
+    """Zero budgets: the whole sample compiled; a render of 20 ms leaves budgets, so the narrow
+    phase goes on in Python after the compiled integration and broad phase."""
+    cfg = load_config(shipped_config(f"{name}.toml"))
+    python, compiled = run(cfg, False, 60, render), run(cfg, True, 60, render)
+    assert python[3] == 0
+    if render == ZERO_BUDGET:
+        assert compiled[3] >= 100, "most samples finished in the kernel"
+    else:
+        assert compiled[3] == 0, "budgets left: the narrow phase ran in Python"
+    assert_same_run(python, compiled)
+
+
+def test_first_contacts_and_a_level_cap_run_as_the_python_sample():
+    cfg = lamps(all_contacts=False, min_level=2)
+
+    def cap(world):
+        world.set_collision(max_level=2)
+
+    python, compiled = run(cfg, False, 40, ZERO_BUDGET, cap), run(cfg, True, 40, ZERO_BUDGET, cap)
+    assert compiled[3] >= 60
+    assert_same_run(python, compiled)
+
+
+def test_broad_phase_fallbacks_go_on_in_python():
+    """Where the re-ball kernel stops (no room for the partners it found: NO_ROOM; cells that no
+    longer suit the balls: REGRID) the broad phase goes on in Python, and so does the sample."""
+    stops = []
+    reballed = space_time.SpaceTime.reballed
+
+    def spy(self, ships, status, found, rebuilds):
+        stops.append(status)
+        return reballed(self, ships, status, found, rebuilds)
+
+    def cramp(world):  # every few samples: no room for partners, or cells made for tiny balls
+        step = world.step
+
+        def cramped():
+            g = world.broad.grid
+            if world.frame % 3 == 1 and g.h_want is not None:
+                g.out_a, g.out_b = g.out_a[:1].copy(), g.out_b[:1].copy()
+            if world.frame % 7 == 5 and g.h_want is not None:
+                g.h_want = 1e-3
+            return step()
+
+        world.step = cramped
+
+    space_time.SpaceTime.reballed = spy
+    try:
+        python = run(lamps(), False, 40, ZERO_BUDGET, cramp)
+        compiled = run(lamps(), True, 40, ZERO_BUDGET, cramp)
+    finally:
+        space_time.SpaceTime.reballed = reballed
+    assert {space_time.NO_ROOM, space_time.REGRID} <= set(stops)
+    assert compiled[3] >= 40
+    assert_same_run(python, compiled)
+
+
+def test_more_pairs_than_the_scratch_holds_grow_it():
+    def tiny(world):
+        world.step()
+        world.end_frame(world.clock.spend(ZERO_BUDGET))
+        world.step()  # the compiled sample exists from the second frame
+        world.end_frame(world.clock.spend(ZERO_BUDGET))
+        fused = compiled_sample.for_world(world)
+        if fused is not None:
+            fused.scratch = _Scratch(1, fused.width)
+
+    python, compiled = run(lamps(), False, 30, ZERO_BUDGET, tiny), run(lamps(), True, 30, ZERO_BUDGET, tiny)
+    assert compiled[3] >= 50
+    assert_same_run(python, compiled)
+
+
+def test_a_nan_acceleration_bound_stops_the_kernel_before_the_broad_phase():
+    """A bound the Python broad phase would refuse (NaN) stops the kernel before it touches the
+    broad phase's state, so that find_pairs can refuse it as it does in Python. (A NaN in the state
+    itself never gets this far: the integrator does not finish its step.)"""
+    world = World.from_config(lamps(), clock=TickClock(), notify=None)
+    for _ in range(2):
+        world.step()
+    captured = {}
+    kernel = compiled_sample._sample
+
+    def capture(*args):
+        captured["args"] = args
+        return kernel(*args)
+
+    compiled_sample._sample = capture
+    try:
+        world.step()
+    finally:
+        compiled_sample._sample = kernel
+    clk, integration, half, controls, t, reball, schedule, budget_args, detection = captured["args"]
+    integration = (*integration[:7], 0.0, *integration[8:])  # no time to integrate over
+    reball[6][:] = True  # every ship due for a re-ball: the broad phase would change at once
+    before = [a.copy() for a in reball if isinstance(a, np.ndarray)]
+    advanced, _, done = kernel(clk, integration, half, (controls[0], np.nan), t, reball, schedule, budget_args,
+                               detection)
+    assert advanced[0] == compiled_sample.BAD_BOUND and not done
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(before, (a for a in reball
+                                                                              if isinstance(a, np.ndarray))))
+    with pytest.raises(ValueError, match="accel_bound"):
+        world.broad.find_pairs(t, world.state.pos, world.state.vel, advanced[7])
+
+
+@pytest.mark.parametrize("why,change", [
+    ("exact-only", lambda w: setattr(w, "exact", object())),
+    ("not time-critical", lambda w: setattr(w, "time_critical", False)),
+    ("a recording clock", lambda w: setattr(w, "clock", RecordingClock(w.clock))),
+    ("switched off", lambda w: setattr(w, "compiled_sample", False)),
+    ("numpy stages", lambda w: setattr(w, "compiled", False)),
+])
+def test_only_the_common_case_is_compiled(why, change):
+    world = World.from_config(lamps(), clock=TickClock(), notify=None)
+    for _ in range(2):
+        world.step()
+    assert compiled_sample.for_world(world) is not None
+    change(world)
+    assert compiled_sample.for_world(world) is None, why
+
+
+@pytest.mark.parametrize("name", ["asteroids", "deforming"])
+def test_scenarios_beyond_the_common_case_run_in_python(name):
+    world = World.from_config(load_config(shipped_config(f"{name}.toml")), clock=TickClock(), notify=None)
+    for _ in range(2):
+        world.step()
+    assert compiled_sample.for_world(world) is None
+
+
+def test_forced_levels_at_the_exact_level_are_left_to_python():
+    cfg = lamps()
+    world = World.from_config(lamps(min_level=cfg.collision.tree_depth + 1), clock=TickClock(), notify=None)
+    for _ in range(2):
+        world.step()
+    assert compiled_sample.for_world(world) is None
+
+
+def test_a_kernel_reads_the_clocks_python_reads():
+    for clock, read in ((WALL, time.perf_counter), (ThreadClock(), time.thread_time)):
+        state = kernel_clock(clock)
+        before = read()
+        inside = read_clock(state)
+        assert before <= inside <= read()
+    tick = TickClock(tick=0.25, start=1.0)
+    state = kernel_clock(tick)
+    assert [read_clock(state) for _ in range(3)] == [1.25, 1.5, 1.75]
+    sync_clock(tick, state)
+    assert tick() == 2.0, "the kernel's reads advanced the TickClock"
+    assert kernel_clock(RecordingClock(WALL)) is None
+
+
+def test_warm_up_compiles_the_compiled_sample(monkeypatch):
+    """No frame stalls on numba: the compiled sample's kernels were called with the frames' types
+    by warm_up first."""
+    calls = {"warm-up": set(), "frames": set()}
+    phase = ["warm-up"]
+
+    def spy(name, kernel):
+        def call(*args):
+            calls[phase[0]].add((name, tuple(kernel.typeof_pyval(a) for a in args)))
+            return kernel(*args)
+        return call
+
+    for name, kernel in list(vars(compiled_sample).items()):
+        if isinstance(kernel, CPUDispatcher):
+            monkeypatch.setattr(compiled_sample, name, spy(name, kernel))
+    clock = TickClock()
+    world = World.from_config(lamps(), warm=False, notify=None, clock=clock)
+    world.warm_up(notify=None)
+    world.use_compiled_stages()
+    phase[0] = "frames"
+    for _ in range(20):
+        world.step()
+        world.end_frame(clock.spend(ZERO_BUDGET))
+    assert {name for name, _ in calls["frames"]} == {"_sample"}
+    assert calls["frames"] <= calls["warm-up"]
