@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 import pytest
-from numba.core.registry import CPUDispatcher
 
 from spaceship_sim import compiled_sample
 from spaceship_sim.broadphase import space_time
@@ -217,30 +216,3 @@ def test_a_kernel_reads_the_clocks_python_reads():
     sync_clock(tick, state)
     assert tick() == 2.0, "the kernel's reads advanced the TickClock"
     assert kernel_clock(RecordingClock(WALL)) is None
-
-
-def test_warm_up_compiles_the_compiled_sample(monkeypatch):
-    """No frame stalls on numba: the compiled sample's kernels were called with the frames' types
-    by warm_up first."""
-    calls = {"warm-up": set(), "frames": set()}
-    phase = ["warm-up"]
-
-    def spy(name, kernel):
-        def call(*args):
-            calls[phase[0]].add((name, tuple(kernel.typeof_pyval(a) for a in args)))
-            return kernel(*args)
-        return call
-
-    for name, kernel in list(vars(compiled_sample).items()):
-        if isinstance(kernel, CPUDispatcher):
-            monkeypatch.setattr(compiled_sample, name, spy(name, kernel))
-    clock = TickClock()
-    world = World.from_config(lamps(), warm=False, notify=None, clock=clock)
-    world.warm_up(notify=None)
-    world.use_compiled_stages()
-    phase[0] = "frames"
-    for _ in range(20):
-        world.step()
-        world.end_frame(clock.spend(ZERO_BUDGET))
-    assert {name for name, _ in calls["frames"]} == {"_sample"}
-    assert calls["frames"] <= calls["warm-up"]

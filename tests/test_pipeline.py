@@ -179,12 +179,13 @@ def test_cold_world_steps_on_numpy_stages_then_switches_to_compiled_kernels():
 @pytest.mark.parametrize("all_contacts", [False, True])
 def test_warm_up_loads_every_narrow_phase_kernel_the_frames_call(monkeypatch, all_contacts):
     """No collision stalls on numba: every kernel signature the frames call through the refinement
-    was called by warm_up first. (A first-contact search whose tries run out tests the rest of its
+    and the compiled sample (compiled_sample.py) was called by warm_up first. (A first-contact search whose tries run out tests the rest of its
     leaf frontier with the all-contact kernels, which warm_up did not reach: a 50 ms stall at the
     first such pair, seconds on an empty cache.) Kernel calls are told apart by name and argument
     types, so kernels other tests compiled in this process do not hide a miss."""
     from numba.core.registry import CPUDispatcher
 
+    from spaceship_sim import compiled_sample
     from spaceship_sim.narrowphase import refine
 
     cfg = load_config(REPO / "configs/lamps.toml")
@@ -202,12 +203,15 @@ def test_warm_up_loads_every_narrow_phase_kernel_the_frames_call(monkeypatch, al
     for name, kernel in list(vars(refine).items()):
         if isinstance(kernel, CPUDispatcher):
             monkeypatch.setattr(refine, name, spy(name, kernel))
+    # the compiled sample's entry point (its other kernels are called from numba code, which compiles
+    # against the module's kernels, not spies)
+    monkeypatch.setattr(compiled_sample, "_sample", spy("_sample", compiled_sample._sample))
     world.warm_up(notify=None)
     phase[0] = "frames"
     for _ in range(100):
         world.step()
         world.end_frame(0.02)
-    assert {name for name, _ in calls["frames"]} >= {"search_levels", "exact_pairs", "complete_pairs"}
+    assert {name for name, _ in calls["frames"]} >= {"search_levels", "exact_pairs", "complete_pairs", "_sample"}
     assert calls["frames"] <= calls["warm-up"], sorted(calls["frames"] - calls["warm-up"])
 
 
