@@ -35,7 +35,7 @@ from .narrowphase.kernels import SCRATCH_FLOATS, scratch_views, search_levels, s
 from .narrowphase.refine import NO_LIMIT, NarrowPhase, _bank_args, _Scratch, frame_answer
 from .response.impulse import _respond_hits_kernel
 from .state import _poses
-from .stats import _tally_verdicts, detection_budget
+from .stats import _tally_verdicts, detection_budget_kernel
 
 BAD_BOUND = -1  # _advance's status when the acceleration bound is negative or NaN (find_pairs says why)
 NO_PAIRS = np.zeros((0, 2), np.int32)
@@ -203,7 +203,7 @@ def _advance(clk, integration, half, controls, t, reball, schedule, budget_args)
     examined, pairs = _st_pairs(t, pos, vel, a_ref, reball[2], *schedule)
     r4 = read_clock(clk)
     start, target, render, margin, samples_left, overrun, rest = budget_args
-    budget = detection_budget(target, render, read_clock(clk) - start, margin, samples_left, overrun, rest)
+    budget = detection_budget_kernel(target, render, read_clock(clk) - start, margin, samples_left, overrun, rest)
     return SCHEDULED, r1, r2, r3, r4, budget, steps, bound, due, rmax, n_outside, found, examined, pairs
 
 

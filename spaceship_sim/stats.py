@@ -208,7 +208,6 @@ class FixedCost:
         return self.after.predict() + (samples_left - 1) * self.sample.predict()
 
 
-@njit(cache=True)
 def detection_budget(target: float, render_predicted: float, spent: float, margin: float, samples_left: int,
                      overrun: float, rest: float = 0.0) -> float:
     """Narrow-phase time for this sample [s]: what is left of the target frame time after the
@@ -218,6 +217,11 @@ def detection_budget(target: float, render_predicted: float, spent: float, margi
     predicted overrun of the deadline; never negative."""
     left = target - render_predicted - spent - margin - rest
     return max(0.0, left / samples_left - overrun)
+
+
+# the same function compiled, for the compiled sample's kernel (the Python stages call the plain one: no numba
+# compile before the first frame of a cold start)
+detection_budget_kernel = njit(cache=True)(detection_budget)
 
 
 class Quantiles:
