@@ -9,6 +9,10 @@ samples' integration and broad phase, the bookkeeping) and a safety margin, shar
 frame's remaining samples, less
 the predicted overrun: what recent samples spent past their deadline (the refinement checks the
 clock only between batches, and its final summary runs after the last check).
+
+A sample is `_advance` (integration to the budget) then `_detect` (narrow phase, response,
+statistics); in the common case both run as one numba call instead (compiled_sample.py), which
+hands back to them wherever it stops early.
 """
 from __future__ import annotations
 

@@ -70,7 +70,8 @@ class World:
         self.kernels_ready = threading.Event()  # set by warm_up
         self.recorder = None  # spaceship_sim.replay.Recorder: sees every input of every frame
         self.compiled = False  # stages run numba kernels (else their numpy references)
-        self.compiled_sample = True  # the common sample in two numba calls (compiled_sample.py; False: Python's)
+        self.compiled_sample = True  # the common sample in one numba call (compiled_sample.py; False: Python's)
+        self.sample_kernel = None  # its compiled_sample.CompiledSample, made at first use
         self.reset()
         if warm:
             self.warm_up(notify)
