@@ -44,7 +44,7 @@ def step(world) -> FrameStats:
     stats.t_controls = clock() - t
     n_samples = samples_per_frame(cfg.sim.frame_dt, cfg.sim.min_temporal_resolution)
     dt = cfg.sim.frame_dt / n_samples
-    fused = compiled_sample.for_world(world)  # the common sample in two numba calls, or None
+    fused = compiled_sample.for_world(world)  # the common sample in one numba call, or None
     for sample in range(n_samples):
         left = n_samples - sample
         if fused is None:
