@@ -140,36 +140,20 @@ def test_more_pairs_than_the_scratch_holds_grow_it():
     assert_same_run(python, compiled)
 
 
-def test_a_nan_acceleration_bound_stops_the_kernel_before_the_broad_phase():
-    """A bound the Python broad phase would refuse (NaN) stops the kernel before it touches the
-    broad phase's state, so that find_pairs can refuse it as it does in Python. (A NaN in the state
-    itself never gets this far: the integrator does not finish its step.)"""
-    world = World.from_config(lamps(), clock=TickClock(), notify=None)
-    for _ in range(2):
-        world.step()
-    captured = {}
-    kernel = compiled_sample._sample
-
-    def capture(*args):
-        captured["args"] = args
-        return kernel(*args)
-
-    compiled_sample._sample = capture
-    try:
-        world.step()
-    finally:
-        compiled_sample._sample = kernel
-    clk, integration, half, controls, t, reball, schedule, budget_args, detection = captured["args"]
-    integration = (*integration[:7], 0.0, *integration[8:])  # no time to integrate over
-    reball[6][:] = True  # every ship due for a re-ball: the broad phase would change at once
-    before = [a.copy() for a in reball if isinstance(a, np.ndarray)]
-    advanced, _, done = kernel(clk, integration, half, (controls[0], np.nan), t, reball, schedule, budget_args,
-                               detection)
-    assert advanced[0] == compiled_sample.BAD_BOUND and not done
-    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(before, (a for a in reball
-                                                                              if isinstance(a, np.ndarray))))
-    with pytest.raises(ValueError, match="accel_bound"):
-        world.broad.find_pairs(t, world.state.pos, world.state.vel, advanced[7])
+def test_a_nan_in_the_state_fails_as_in_python():
+    """A NaN velocity: the integrator ends its step at min_step, and the NaN acceleration bound
+    that follows stops the kernel before the broad phase, which refuses it as it does in Python."""
+    errors = []
+    for compiled in (False, True):
+        world = World.from_config(lamps(), clock=TickClock(), notify=None)
+        world.compiled_sample = compiled
+        for _ in range(3):
+            world.step()
+        world.state.vel[4, 0] = np.nan
+        with pytest.raises(ValueError) as e:
+            world.step()
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] and "accel_bound" in errors[0]
 
 
 @pytest.mark.parametrize("why,change", [

@@ -248,6 +248,8 @@ def _advance_ship(i, pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, 
         factor = GROW_MAX
         if err > 0.0:
             factor = min(GROW_MAX, max(SHRINK_MIN, SAFETY * math.sqrt(tol / err)))
+        elif err != err:  # NaN (a NaN in the state): shrink as for a huge error, so min_step ends the call
+            factor = SHRINK_MIN
         h_new = min(h_hi, max(h_lo, h_try * factor))
         if err <= tol or h_try <= h_lo:
             x, v, q, w = xn, vn, qn, wn
@@ -348,7 +350,8 @@ def _heun_adaptive_numpy(state, h_mem, dt, drag, tau, tol, h_lo, h_hi, cap, coun
         y = (s.pos[idx], s.vel[idx], s.quat[idx], s.omega[idx])
         nxt, err = heun_numpy(y, h_try, s.thrust[idx], s.omega_cmd[idx], drag, tau)
         with np.errstate(divide="ignore"):
-            factor = np.where(err > 0.0, np.clip(SAFETY * np.sqrt(tol / err), SHRINK_MIN, GROW_MAX), GROW_MAX)
+            factor = np.where(err > 0.0, np.clip(SAFETY * np.sqrt(tol / err), SHRINK_MIN, GROW_MAX),
+                              np.where(np.isnan(err), SHRINK_MIN, GROW_MAX))  # NaN: as the kernel
         h_new = np.clip(h_try * factor, h_lo, h_hi)
         ok = (err <= tol) | (h_try <= h_lo)
         keep_larger = ok & (h_try < h) & (factor >= 1.0)

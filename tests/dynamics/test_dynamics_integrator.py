@@ -111,6 +111,24 @@ def test_substep_cap_is_honoured_and_counted():
     assert stats.step_max <= cfg.integrator.max_step
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_nan_in_the_state_ends_the_step(backend):
+    """A NaN error estimate shrinks the step as a huge one would, so the ship's step ends at
+    min_step (its state NaN, which the broad phase then refuses) instead of rejecting forever, and
+    the other ships are integrated as without it."""
+    rng = np.random.default_rng(3)
+    s = random_state(rng, 4)
+    clean = s.copy()
+    s.vel[2, 1] = np.nan
+    cfg = make_cfg()
+    stats = Integrator(cfg, s.n, backend).step(s, 0.05)
+    Integrator(cfg, clean.n, backend).step(clean, 0.05)
+    assert np.isnan(s.pos[2]).any() and stats.rejected > 0
+    keep = [0, 1, 3]
+    for name in ("pos", "vel", "quat", "omega"):
+        np.testing.assert_array_equal(getattr(s, name)[keep], getattr(clean, name)[keep], err_msg=name)
+
+
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), dt=st.floats(1e-3, 0.1),
        tol=st.floats(1e-7, 1e-2), min_step=st.floats(1e-5, 1e-3), max_frac=st.floats(0.0, 1.0),
