@@ -20,7 +20,8 @@ error estimate (order 1), per ship:
 
 A step is accepted when err <= tolerance (or h is already min_step), then q is renormalised.
 Either way the next step is h * clamp(SAFETY (tol/err)^(1/2), SHRINK_MIN, GROW_MAX) — the
-exponent 1/(p+1) with p = 1, the order of the error estimate — clamped to [min_step, max_step].
+exponent 1/(p+1) with p = 1, the order of the error estimate — clamped to [min_step, max_step]; a NaN
+error (a NaN in the state) shrinks it as a huge one would, so the step still ends, at min_step.
 The step is cut to land exactly on the end of the call (the last stretch shorter than 2h is
 taken in two equal halves, so no sliver of a step remains); such a cut does not shrink the
 remembered size.
