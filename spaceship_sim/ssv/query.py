@@ -409,20 +409,21 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
         sk[0], sx[0], sy[0], ns = g, ra, rb, 1
     while ns + nh > 0 and best > stop_at:  # stop_at >= 0: nothing beats touching
         # the next pending pair: an overlapping one, else the closest (priority)
-        if ns > 0:
-            ns -= 1
-            g, x, y = sk[ns], sx[ns], sy[ns]
-        else:
+        from_heap = ns == 0
+        if from_heap:
             g, x, y = _heap_pop(key, hx, hy, nh)
             nh -= 1
+        else:
+            ns -= 1
+            g, x, y = sk[ns], sx[ns], sy[ns]
         stale = x < 0
         x = -x - 1 if stale else x
         limit = _prune_at(best, rel, abs_tol)
         if g >= limit:
             _keep(fx, fy, fl, fn, i, x, y, g)
-            if ns == 0:
-                break  # the closest pending pair cannot help: none can
-            continue
+            if from_heap:
+                break  # the closest pending pair, none on the stack, cannot help: none can
+            continue  # (one off the stack says nothing of the heap's: depth-first, leaf pairs wait there)
         if stale and (child[x, 0] >= 0 or child[y, 0] >= 0):  # a front pair's bound, refreshed
             g = _node_gap(center, u, v, half, radius, R, t, i, x, y, limit)
             if g >= limit:
