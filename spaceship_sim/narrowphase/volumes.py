@@ -10,7 +10,10 @@ into A's by the pair row's relative pose R[r], t[r] — with xb a (2, 3) scratch
       tests it against every child of the other node)
   overlap(VA, a, VB, b, R, t, r, xb) -> (bool, float)
       do node a's and the placed node b's volumes overlap, and how deeply (larger: deeper; the loop
-      reads only the verdict: it stops an expansion at the first overlapping child pair)
+      reads only the verdict: it stops an expansion at the first overlapping child pair). A test may
+      be conservative, but never "overlapping" where the nodes' `enclosing` spheres are apart: the
+      loop skips such pairs by those spheres, and its answers are the same as without the skip only
+      if the test agrees
   separation(VA, a, VB, b, R, t, r, xb) -> float
       an upper bound on the ships' separation given that the pair overlaps: the pair's contribution
       to the separation bound (the loop takes the minimum over a pair's overlapping nodes)
