@@ -87,13 +87,12 @@ class CompiledSample:
             self.T = np.empty((state.n, 4, 4))
         budget_args = (start, stats.target, stats.render_predicted, cfg.collision.safety_margin, samples_left,
                        world.overrun_predictor.predict(), world.fixed_predictor.predict(samples_left))
-        s, c = broad.schedule, cfg.collision
+        s = broad.schedule
         advanced, detected, done = _sample(
             kernel_clock(clock, self.clk), world.integrator.kernel_args(state, dt), 0.5 * cfg.arena.size,
             (float(cfg.controls.max_thrust), float(cfg.controls.drag)), t, broad.reball_args(),
             (s.pa, s.pb, s.wake, s.heap, s.hpos, s.due, s.dpos, s.counts, s.buf, s.out), budget_args,
-            (state.quat, state.inv_mass, state.model_id, state.radius, self.T, self.narrow_args, self.scratch.flat,
-             self.width, world.fair.kernel_args(state.n), (float(c.restitution), float(c.separation_speed))))
+            self._detection(world))
         sync_clock(clock, self.clk)
         pairs, budget = self._advanced(world, stats, t, advanced)
         if done:
@@ -101,13 +100,17 @@ class CompiledSample:
         if budget == 0.0:  # the kernel's scratch was too small for the pairs: a larger one, and the rest
             k = len(pairs)
             self.scratch = _Scratch(2 * k, 2 * k * self.width)
-            detected = _detect_forced(kernel_clock(clock, self.clk), state.pos, state.vel, state.quat, state.inv_mass,
-                                      state.model_id, state.radius, self.T, pairs, self.narrow_args,
-                                      self.scratch.flat, self.width, world.fair.kernel_args(state.n),
-                                      (float(c.restitution), float(c.separation_speed)), broad.dirty)
+            detected = _detect_forced(kernel_clock(clock, self.clk), state.pos, state.vel, broad.dirty, pairs,
+                                      self._detection(world))
             sync_clock(clock, self.clk)
             return pairs, budget, self._detected(world, stats, detected)
         return pairs, budget, None
+
+    def _detection(self, world) -> tuple:
+        """_detect_forced's `detection` argument for this world."""
+        state, c = world.state, world.config.collision
+        return (state.quat, state.inv_mass, state.model_id, state.radius, self.T, self.narrow_args, self.scratch.flat,
+                self.width, world.fair.kernel_args(state.n), (float(c.restitution), float(c.separation_speed)))
 
     def _advanced(self, world, stats, t, advanced):
         """The Python side of the kernel's pipeline._advance: (pairs, budget or None)."""
@@ -148,18 +151,16 @@ NO_IDS = np.zeros(0, np.int64)
 @njit(cache=True)
 def _sample(clk, integration, half, controls, t, reball, schedule, budget_args, detection):
     """_advance, then, when its budget is zero and the scratch holds its pairs, _detect_forced
-    (detection: its arguments but for the clock and those _advance's share). Returns (_advance's
-    answer, _detect_forced's — empty arrays of the same types where it did not run —, whether it ran)."""
+    (detection: its argument of that name). Returns (_advance's answer, _detect_forced's — empty
+    arrays of the same types where it did not run —, whether it ran)."""
     advanced = _advance(clk, integration, half, controls, t, reball, schedule, budget_args)
-    quat, inv_mass, model_id, radius, T, narrow, scratch, width, fair, response = detection
+    narrow, scratch, width, fair = detection[5:9]
     pairs = advanced[-1]
     k = len(pairs)
     fits = k <= len(scratch[2]) // SCRATCH_FLOATS and k * width <= scratch[3].shape[1]
     if advanced[0] != SCHEDULED or advanced[5] != 0.0 or not fits:
         return advanced, _no_detection(narrow, scratch, width, fair), False
-    pos, vel, dirty = integration[0], integration[1], reball[6]
-    return advanced, _detect_forced(clk, pos, vel, quat, inv_mass, model_id, radius, T, pairs, narrow, scratch,
-                                    width, fair, response, dirty), True
+    return advanced, _detect_forced(clk, integration[0], integration[1], reball[6], pairs, detection), True
 
 
 @njit(cache=True)
@@ -209,15 +210,17 @@ def _advance(clk, integration, half, controls, t, reball, schedule, budget_args)
 
 
 @njit(cache=True)
-def _detect_forced(clk, pos, vel, quat, inv_mass, model_id, radius, T, pairs, narrow, scratch, width, fair, response,
-                   dirty):
+def _detect_forced(clk, pos, vel, dirty, pairs, detection):
     """The narrow phase of a sample with no budget (its forced levels, refine._Search.levels and
     exact_level with the deadline passed), its summary, the response and the verdict tally, reading
-    the clock `clk` where pipeline._detect and the refinement do. narrow: (VA, VB, banks, max_level,
+    the clock `clk` where pipeline._detect and the refinement do, moving the ships `pos`, `vel` and
+    marking `dirty` those the response moved. detection (CompiledSample._detection): (quat, inv_mass,
+    model_id, radius, T, narrow, scratch, width, fair, response) — narrow: (VA, VB, banks, max_level,
     levels, min_level, exact) of CompiledSample; scratch, width, fair: search_levels'; response:
     (restitution, separation_speed). Returns (the narrow phase's clock reads r6, r8, the response's
     r9, r10; the pairs (k, 2) int64; summarize_stacks's arrays; the hits' CSR pointers (none);
     time_used; the wall time inside search_levels; the ships moved; the tally)."""
+    quat, inv_mass, model_id, radius, T, narrow, scratch, width, fair, response = detection
     VA, VB, banks, max_level, levels, min_level, exact = narrow
     r6 = read_clock(clk)
     read_clock(clk)  # the deadline: that read plus a zero budget
