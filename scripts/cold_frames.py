@@ -21,7 +21,7 @@ import numpy as np
 
 from spaceship_sim.clock import WallClock
 from spaceship_sim.config import load_config, shipped_config
-from spaceship_sim.world import World
+from spaceship_sim.sim.world import World
 
 CHUNK = 50  # frames in a row at one gap
 STAGES = ("t_controls", "t_integrate", "t_broad", "t_narrow", "t_response", "t_other")

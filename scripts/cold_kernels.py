@@ -23,7 +23,7 @@ from numba.core.registry import CPUDispatcher
 from cold_calls import busy_wait  # scripts/, beside this one
 from spaceship_sim.clock import WallClock
 from spaceship_sim.config import load_config, shipped_config
-from spaceship_sim.world import World
+from spaceship_sim.sim.world import World
 
 SETTLE = 100  # frames before the recorded one: predictors settled, kernels compiled
 

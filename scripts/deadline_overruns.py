@@ -19,7 +19,7 @@ import time
 from spaceship_sim.clock import WALL
 from spaceship_sim.config import load_config
 from spaceship_sim.narrowphase import refine
-from spaceship_sim.world import World
+from spaceship_sim.sim.world import World
 
 STAGES = ("levels", "exact_level", "summary")
 STAGE_TIME = collections.Counter()  # wall seconds per stage of the current narrow-phase call (an instrument)

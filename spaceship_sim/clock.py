@@ -7,7 +7,7 @@ idle machine and on a slow loaded one.
 
 A clock is a callable returning seconds, with `spend(seconds)` for work it should stand in for.
 
-Replays (spaceship_sim.replay): a RecordingClock passes another clock's readings through and
+Replays (spaceship_sim.sim.replay): a RecordingClock passes another clock's readings through and
 logs them; a ReplayClock serves logged readings back in order. Since every time-critical
 decision — each sample's budget, each refinement batch size and cut-off — is a function of the
 readings, a run stepped on a ReplayClock makes exactly the recorded decisions, on any machine.

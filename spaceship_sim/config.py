@@ -7,21 +7,24 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import tomllib
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .broadphase import BROADPHASES
-from .narrowphase.exact import EXACT_METHODS
 from .errors import InputError
 
 
-# The one list of each family of stages the config can name (their modules register the classes)
-BROADPHASE_NAMES = tuple(BROADPHASES)  # the registry lives with the broad phases
-# the exact level: the sphere-tree leaves' triangles, or any registered strategy but the slow oracle
-EXACT_LEVELS = ("leaves", *(m for m in EXACT_METHODS if m != "brute"))
+# The one list of each family of parts the config can name; spaceship_sim/registry.py maps each
+# name to its implementation (tests/test_layers.py checks that the two agree)
+BROADPHASE_NAMES = ("space_time", "sweep_prune", "brute_force")
+EXACT_STRATEGY_NAMES = ("brute", "bsp", "fcl", "ssv", "ocst", "faceoctree")
+# the exact level: the sphere-tree leaves' own triangle tests, or any strategy but the slow oracle
+EXACT_LEVELS = ("sphere_leaves", *(m for m in EXACT_STRATEGY_NAMES if m != "brute"))
+# config values renamed: the old spelling still loads, with a one-line notice (old -> new)
+RENAMED_VALUES = {"collision.exact_method": {"leaves": "sphere_leaves"}}
 PREBUILT_TREE_METHODS = ("medial", "octree")   # built before the first frame (spheretree/)
 TREE_METHODS = (*PREBUILT_TREE_METHODS, "ocst")  # "ocst": built during collisions (narrowphase/ocst.py)
 BOX_KINDS = ("dynamic", "fixed")  # I-COLLIDE's boxes: resized by hill-climbing, or cubes fitting any turn
@@ -140,8 +143,8 @@ class CollisionConfig:
     exact: bool = _f(True, "finish with triangle-triangle tests when time allows [-]")
     all_contacts: bool = _f(True, "the exact level finds every intersecting triangle pair (false: stops each pair at "
                                   "its first, enough for the verdict and response) [-]")
-    exact_method: str = _f("leaves", "exact level's strategy: 'leaves' (triangles of colliding sphere-tree "
-                                     "leaves) or an exact strategy of narrowphase.exact ('ssv': swept-sphere-volume "
+    exact_method: str = _f("sphere_leaves", "exact level's strategy: 'sphere_leaves' (triangles of colliding "
+                                     "sphere-tree leaves) or an exact strategy of the registry ('ssv': swept-sphere-volume "
                                      "trees, pairs found apart also get their exact separation distance; 'bsp', "
                                      "'faceoctree', 'fcl', ...) [-]", choices=EXACT_LEVELS)
     swept: bool = _f(False, "catch ships crossing between samples: candidate pairs moving farther than their "
@@ -277,8 +280,19 @@ def _convert(tp, value, file, key, meta):
     elif tp is str:
         if not isinstance(value, str):
             raise ConfigError(file, key, f"expected a string, got {value!r}")
+        value = _renamed(value, file, key)
     _check_range(value, file, key, meta)
     return value
+
+
+def _renamed(value: str, file, key: str) -> str:
+    """A renamed value's new spelling, with a one-line notice on stderr (the old one still loads)."""
+    new = RENAMED_VALUES.get(key, {}).get(value)
+    if new is None:
+        return value
+    print(f"{file}: {key} = {value!r} is deprecated and will stop loading in a later release; "
+          f"write {new!r}", file=sys.stderr)
+    return new
 
 
 def _check_range(value, file, key, meta):
@@ -309,9 +323,9 @@ def _check_relations(cfg: Config, file):
     if r.count and 2 * r.radius_max >= cfg.arena.size:
         raise ConfigError(file, "asteroids.radius_max", f"an asteroid {2 * r.radius_max:g} m across does not "
                           f"fit in the {cfg.arena.size:g} m arena")
-    if r.count and cfg.collision.exact_method != "leaves":
+    if r.count and cfg.collision.exact_method != "sphere_leaves":
         raise ConfigError(file, "collision.exact_method", f"{cfg.collision.exact_method!r} is built from the ship "
-                          "models only; with asteroids the exact level must be 'leaves'")
+                          "models only; with asteroids the exact level must be 'sphere_leaves'")
     if r.count and cfg.collision.tree_method == "ocst":
         raise ConfigError(file, "collision.tree_method", "'ocst' builds the ship models' trees only; with "
                           "asteroids use 'medial' or 'octree'")

@@ -1,6 +1,6 @@
 """Every bad input gets one clear line and exit 2, nothing half-written.
 
-Each case runs the real CLI (`python -m spaceship_sim.cli ...`) in a subprocess, in a folder of
+Each case runs the real CLI (`python -m spaceship_sim.cli.main ...`) in a subprocess, in a folder of
 its own, and must end with exit code 2 and exactly one stderr line
 
     error: <file or "command line" or "environment">: <key or flag>: <problem>
@@ -72,10 +72,10 @@ def ply(vertices, faces) -> str:
 
 @functools.cache
 def recorded_header() -> dict:
-    """The header spaceship_sim.replay.Recorder writes for `run` on configs/default.toml."""
+    """The header spaceship_sim.sim.replay.Recorder writes for `run` on configs/default.toml."""
     from spaceship_sim.config import load_config
-    from spaceship_sim.replay import FORMAT, VERSION, config_dict, trees_fingerprint
-    from spaceship_sim.world import World
+    from spaceship_sim.sim.replay import FORMAT, VERSION, config_dict, trees_fingerprint
+    from spaceship_sim.sim.world import World
 
     world = World.from_config(load_config(DEFAULT), warm=False, notify=None)
     return {"format": FORMAT, "version": VERSION, "command": "run", "user": "autopilot",
@@ -354,7 +354,7 @@ def run_case(case: Case, folder: Path) -> dict:
     before = snapshot(folder)
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")} | case.env
     argv = [a.replace("{tmp}", str(folder)) for a in case.argv]
-    r = subprocess.run([sys.executable, "-m", "spaceship_sim.cli", *argv], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "spaceship_sim.cli.main", *argv], capture_output=True, text=True,
                        cwd=folder, env=env, timeout=TIMEOUT)
     return dict(returncode=r.returncode, stderr=r.stderr, changed=before != snapshot(folder), folder=folder)
 
@@ -390,7 +390,7 @@ def test_bad_input_is_refused_in_one_line(case, results):
 def test_staged_output_folder_is_all_or_nothing(tmp_path):
     """bench hubbard's output folder: a run that fails midway leaves it as it was, with no
     temporary folder beside it; a run that succeeds replaces its files and keeps unrelated ones."""
-    from spaceship_sim.bench.run import staged_folder
+    from spaceship_sim.sim.runs import staged_folder
 
     out = tmp_path / "h"
     out.mkdir()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from spaceship_sim.bench import bench_hubbard
-from spaceship_sim.cli import build_parser, main
+from spaceship_sim.cli.main import build_parser, main
 from spaceship_sim.clock import TickClock
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,7 +59,7 @@ def test_exact_only_worlds_bsp_and_brute_force_fly_alike():
     """The pipeline with an exact strategy alone: BSP and the brute-force oracle give the same
     verdicts, so the same trajectories (state hash), and find collisions on the way."""
     from spaceship_sim.config import config_from_dict
-    from spaceship_sim.world import World
+    from spaceship_sim.sim.world import World
 
     cfg = config_from_dict({"arena": {"size": 40.0}, "ships": {"count": 8, "user_model": "lamp", "models": ["lamp"],
                                                                "initial_speed": 8.0},
@@ -86,7 +86,7 @@ def test_hubbard_bench_bad_arguments_exit_2_and_write_nothing(tmp_path, capsys, 
     (["--scene", "heavy", "--render-ms", "12"], "heavy.toml", 12.0)])
 def test_scene_sets_config_and_render_unless_given(argv, config, render_ms):
     from spaceship_sim.bench.bench_hubbard import scene_defaults
-    from spaceship_sim.bench.run import check_args
+    from spaceship_sim.cli.run import check_args
     args = build_parser().parse_args(["bench", "hubbard", *argv])
     scene_defaults(args)
     check_args(args)  # the run command's defaults must not override the scene's

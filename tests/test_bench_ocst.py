@@ -5,7 +5,7 @@ reached and the resident spheres are the same on any machine."""
 import csv
 
 from spaceship_sim.bench import bench_ocst
-from spaceship_sim.cli import build_parser
+from spaceship_sim.cli.main import build_parser
 from spaceship_sim.clock import TickClock
 
 

@@ -11,13 +11,13 @@ import time
 import numpy as np
 import pytest
 
-from spaceship_sim import compiled_sample
+from spaceship_sim.sim import compiled_sample
 from spaceship_sim.broadphase import space_time
 from spaceship_sim.clock import WALL, RecordingClock, ThreadClock, TickClock, kernel_clock, read_clock, sync_clock
 from spaceship_sim.config import load_config, shipped_config
 from spaceship_sim.narrowphase.refine import _Scratch
-from spaceship_sim.stats import PER_VERDICT
-from spaceship_sim.world import World
+from spaceship_sim.sim.stats import PER_VERDICT
+from spaceship_sim.sim.world import World
 
 ZERO_BUDGET = 0.0325  # a stand-in render that leaves the narrow phase no time (target 33.3 ms, margin 1 ms)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spaceship_sim.cli import main
+from spaceship_sim.cli.main import main
 from spaceship_sim.config import Config, ConfigError, describe, load_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,10 +91,20 @@ def test_config_is_frozen():
 def test_stage_names_come_from_one_registry_each():
     """The config's lists of broad phases and tree builders are the ones the stages implement
     (prebuilt trees: spheretree's builders; "ocst": trees built on collision, narrowphase/ocst.py)."""
-    from spaceship_sim.broadphase import BROADPHASES
+    from spaceship_sim.registry import BROADPHASES
     from spaceship_sim.config import BROADPHASE_NAMES, PREBUILT_TREE_METHODS, TREE_METHODS, CollisionConfig
     from spaceship_sim.spheretree.params import METHODS
     assert set(BROADPHASES) == set(BROADPHASE_NAMES) and METHODS == PREBUILT_TREE_METHODS
     assert TREE_METHODS == (*METHODS, "ocst")
     meta = {f.name: f.metadata for f in dataclasses.fields(CollisionConfig)}
     assert meta["broadphase"]["choices"] == BROADPHASE_NAMES and meta["tree_method"]["choices"] == TREE_METHODS
+
+
+def test_a_renamed_value_still_loads_with_one_line_saying_the_new_spelling(tmp_path, capsys):
+    path = tmp_path / "old.toml"
+    path.write_text("[collision]\nexact_method = 'leaves'\n")
+    assert load_config(path).collision.exact_method == "sphere_leaves"
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "collision.exact_method" in err[0] and "'sphere_leaves'" in err[0] and str(path) in err[0]
+    path.write_text("[collision]\nexact_method = 'sphere_leaves'\n")
+    assert load_config(path).collision.exact_method == "sphere_leaves" and capsys.readouterr().err == ""

@@ -5,7 +5,7 @@ import dataclasses
 from pathlib import Path
 
 from spaceship_sim.config import load_config
-from spaceship_sim.world import World
+from spaceship_sim.sim.world import World
 
 REPO = Path(__file__).resolve().parents[1]
 FRAMES = 150  # 5 s at 30 Hz

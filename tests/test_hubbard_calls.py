@@ -70,8 +70,8 @@ def test_call_log_answers_like_the_exact_baseline():
     from spaceship_sim.bench.bench_narrowphase import random_poses
     from spaceship_sim.clock import TickClock
     from spaceship_sim.config import config_from_dict
-    from spaceship_sim.narrowphase.exact import EXACT_METHODS
-    from spaceship_sim.world import World
+    from spaceship_sim.registry import EXACT_METHODS
+    from spaceship_sim.sim.world import World
 
     cfg = config_from_dict({"ships": {"count": 2, "user_model": "lamp", "models": ["fighter"]}})
     world = World.from_config(cfg, warm=False)

@@ -1,8 +1,8 @@
 """Memory stays flat in long runs: nothing a headless run keeps grows with the number of frames."""
 import tracemalloc
 
-from spaceship_sim.bench import report
-from spaceship_sim.bench.run import run_frames
+from spaceship_sim.sim import frame_log as report
+from spaceship_sim.sim.runs import run_frames
 from spaceship_sim.clock import TickClock
 from spaceship_sim.config import config_from_dict
 

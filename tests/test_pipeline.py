@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spaceship_sim.cli import main
+from spaceship_sim.cli.main import main
 from spaceship_sim.clock import WALL, TickClock
 from spaceship_sim.config import config_from_dict, load_config, samples_per_frame
-from spaceship_sim.pipeline import detection_budget
-from spaceship_sim.world import World
+from spaceship_sim.sim.pipeline import detection_budget
+from spaceship_sim.sim.world import World
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = {"arena": {"size": 60.0}, "ships": {"count": 8, "models": ["lamp"], "user_model": "lamp",
@@ -49,7 +49,7 @@ def test_detection_budget_leaves_room_for_render_margin_and_predicted_overrun():
 def test_fixed_cost_predicts_the_stages_after_the_narrow_phase():
     """FixedCost: per sample, response and bookkeeping after the narrow phase, and every later
     sample's fixed stages (not controls, not the narrow phase) — from the frames recorded."""
-    from spaceship_sim.stats import FixedCost, FrameStats
+    from spaceship_sim.sim.stats import FixedCost, FrameStats
     fixed = FixedCost(2)
     assert fixed.predict(2) == 0.0, "nothing recorded: nothing predicted"
     fixed.record(FrameStats(samples=2, t_controls=9.0, t_integrate=0.2, t_broad=0.4, t_narrow=9.0,
@@ -146,7 +146,7 @@ class Block:
             raise ImportError('blocked: ' + name)
 sys.meta_path.insert(0, Block())
 import spaceship_sim
-from spaceship_sim.cli import main
+from spaceship_sim.cli.main import main
 rc = main(['run', '--config', {str(REPO / 'configs/lamps.toml')!r}, '--frames', '3', '--out', {str(tmp_path / 'o')!r},
            '--no-progress', '--warmup', '0'])
 assert rc == 0, rc
@@ -185,7 +185,7 @@ def test_warm_up_loads_every_narrow_phase_kernel_the_frames_call(monkeypatch, al
     types, so kernels other tests compiled in this process do not hide a miss."""
     from numba.core.registry import CPUDispatcher
 
-    from spaceship_sim import compiled_sample
+    from spaceship_sim.sim import compiled_sample
     from spaceship_sim.narrowphase import refine
 
     cfg = load_config(REPO / "configs/lamps.toml")
@@ -251,18 +251,18 @@ def test_frame_stats_keep_every_colliding_verdicts_separation_bound():
 
 @pytest.mark.parametrize("method", ["bsp", "faceoctree"])
 def test_any_registered_exact_strategy_can_be_the_exact_level_and_gives_the_same_run(method):
-    """collision.exact_method takes any strategy of narrowphase.exact: exact verdicts are exact,
+    """collision.exact_method takes any strategy of the registry: exact verdicts are exact,
     so an exact-only run (no deadline) of the crowded lamps steps to the same state as with the
-    leaves' triangles."""
+    sphere leaves' triangles."""
     cfg = load_config(REPO / "configs/lamps.toml")
     runs, exact_verdicts = {}, 0
-    for m in ("leaves", method):
+    for m in ("sphere_leaves", method):
         w = World.from_config(dataclasses.replace(cfg, collision=dataclasses.replace(
             cfg.collision, time_critical=False, exact_method=m)), notify=None)
-        assert (w.narrow.detector is None) == (m == "leaves")
+        assert (w.narrow.detector is None) == (m == "sphere_leaves")
         for _ in range(40):
             w.step()
             exact_verdicts += int(np.sum(w.last_narrow.level == w.max_level))
         runs[m] = w.state_hash()
     assert exact_verdicts > 20, "the crowded lamps should reach the exact level"
-    assert runs[method] == runs["leaves"]
+    assert runs[method] == runs["sphere_leaves"]

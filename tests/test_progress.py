@@ -29,7 +29,7 @@ def test_quick_step_says_nothing():
 
 
 def test_run_without_config_uses_the_shipped_default_from_any_folder(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "spaceship_sim.cli", "run", "--frames", "2", "--warmup", "0",
+    r = subprocess.run([sys.executable, "-m", "spaceship_sim.cli.main", "run", "--frames", "2", "--warmup", "0",
                         "--out", "o", "--no-progress"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "o" / "summary.json").exists()

@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from spaceship_sim.bench import report
-from spaceship_sim.bench.run import run_frames
+from spaceship_sim.sim import frame_log as report
+from spaceship_sim.sim.runs import run_frames
 from spaceship_sim.clock import RecordingClock, ReplayClock, ReplayClockError, TickClock, WallClock
 from spaceship_sim.config import config_from_dict
-from spaceship_sim.replay import Recorder, Recording, ReplayError, replay
-from spaceship_sim.world import World
+from spaceship_sim.sim.replay import Recorder, Recording, ReplayError, replay
+from spaceship_sim.sim.world import World
 
 # five lamps in a small arena, time-critical: with a 28.4 ms stand-in render in a 33.3 ms frame and
 # a TickClock, refinement stops at every level from 1 to exact (see the level histogram check; the
@@ -160,7 +160,7 @@ def test_a_replay_that_leaves_the_recorded_run_says_where(short_recording, tmp_p
 
 
 def test_run_record_then_replay_print_the_same_state_hash_and_write_the_same_report(tmp_path, capsys):
-    from spaceship_sim.cli import main
+    from spaceship_sim.cli.main import main
 
     config = tmp_path / "lamps.toml"
     config.write_text('[arena]\nsize = 20.0\n[ships]\ncount = 5\nmodels = ["lamp"]\nuser_model = "lamp"\n'

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from spaceship_sim.bench.report import OUTPUTS, FrameLog, ProfileColumns, RunSummary
-from spaceship_sim.stats import FrameStats, Quantiles
+from spaceship_sim.sim.frame_log import OUTPUTS, FrameLog, ProfileColumns, RunSummary
+from spaceship_sim.sim.stats import FrameStats, Quantiles
 
 MAX_LEVEL = 4
 RENDER = 0.027  # [s] the stand-in render's nominal time
@@ -133,7 +133,7 @@ def test_frame_log_discarded_on_failure_leaves_no_folder(tmp_path):
 @pytest.mark.parametrize("seed", range(6))
 def test_verdict_tally_kernel_equals_numpy(seed):
     """FrameStats.add_detection's two tallies (numba once compiled, numpy before) agree bit for bit."""
-    from spaceship_sim.stats import _tally_verdicts, tally_verdicts_numpy
+    from spaceship_sim.sim.stats import _tally_verdicts, tally_verdicts_numpy
     rng = np.random.default_rng(seed)
     n, k = 8, int(rng.integers(0, 15))
     pairs = np.array([rng.choice(n, 2, replace=False) for _ in range(k)], np.int64).reshape(-1, 2)

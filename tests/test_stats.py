@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from spaceship_sim.stats import FrameStats, MovingAverage, Quantiles
+from spaceship_sim.sim.stats import FrameStats, MovingAverage, Quantiles
 
 
 def test_moving_average_predicts_mean_of_last_k():

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..stats import Accuracy
+from ..sim.stats import Accuracy
 
 # plotted series: label -> function of FrameStats giving seconds
 SERIES = {

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from ..args import COMMAND_LINE, MAX_FRAMES, integer, number
+from ..cli.args import COMMAND_LINE, MAX_FRAMES, integer, number
 from ..config import MAX_ACCEL, MAX_SHIPS, MAX_SPEED
 from ..errors import InputError
 
@@ -127,7 +127,7 @@ def broad_phase_frame(bp, motion, jumped):
 
 
 def bench_count(n: int, args, use_fcl: bool) -> dict:
-    from ..broadphase import make_broadphase  # lazy: numba; registration stays light
+    from ..registry import make_broadphase  # lazy: numba; registration stays light
     from ..broadphase.motion import RandomMotion, box_for_volume_fraction
 
     rng = np.random.default_rng(args.seed)

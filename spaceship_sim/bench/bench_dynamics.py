@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from ..args import MAX_FRAMES, integer, number
+from ..cli.args import MAX_FRAMES, integer, number
 from ..config import MAX_SHIPS, Config, load_config, samples_per_frame
 
 TARGET_MS = 2.0  # per frame for 10,000 ships (issue 2)

@@ -21,14 +21,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..args import COMMAND_LINE, MAX_FRAMES, integer, milliseconds, milliseconds_list, output_folder
+from ..cli.args import COMMAND_LINE, MAX_FRAMES, integer, milliseconds, milliseconds_list, output_folder
 from ..clock import CLOCKS, WALL
 from ..config import load_config, shipped_config
 from ..errors import InputError
-from ..scenario import validate_scenario
-from . import hubbard_calls, report
+from ..sim.scenario import validate_scenario
+from . import hubbard_calls
+from ..sim import frame_log as report
 from .cpu_load import cpu_load
-from .run import DEFAULT_WARMUP, check_args, frame_poses, run_frames, staged_folder
+from ..cli.run import DEFAULT_WARMUP, check_args
+from ..sim.runs import frame_poses, run_frames, staged_folder
 
 ACCURACY_FRAMES = 200  # frames with candidate pairs that the accuracy sweep refines again
 # scene -> (shipped config, stand-in render [ms]): lamps is render-bound as Hubbard's lamp runs were;
@@ -215,7 +217,7 @@ def print_runs(traces: dict, name: str, args) -> None:
 
 def write_calls(source: RunTrace, args, work: Path, name: str, clock=WALL) -> None:
     """The per-call log of the source run and the paper's histograms from it."""
-    from ..narrowphase.exact import EXACT_METHODS
+    from ..registry import EXACT_METHODS
 
     world = source.world
     baselines = {b: EXACT_METHODS[b](world.models) for b in BASELINES if b != "fcl" or fcl_installed()}

@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from ..args import COMMAND_LINE, MAX_FRAMES, integer, number, png_file
+from ..cli.args import COMMAND_LINE, MAX_FRAMES, integer, number, png_file
 from ..errors import InputError
 
 MAX_BODIES = 5000  # the pair counters are an N x N matrix (25 MB at 5,000)

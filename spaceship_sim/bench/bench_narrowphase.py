@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..args import COMMAND_LINE, integer, png_file
+from ..cli.args import COMMAND_LINE, integer, png_file
 from ..errors import InputError
 
 DEFAULT_MODELS = ("lamp", "fighter", "freighter", "torus", "capsules")
@@ -327,7 +327,7 @@ def exact_verdict(bank):
 def timed_exact_method(name, mesh, T, all_contacts, repeat):
     """µs/pair of EXACT_METHODS[name] (built on the one mesh) over all poses in one collide call
     (best_time), and its ExactAnswer."""
-    from ..narrowphase.exact import EXACT_METHODS
+    from ..registry import EXACT_METHODS
     detector, n = EXACT_METHODS[name]([mesh]), len(T) // 2
     model = np.zeros(n, np.int64)
 
@@ -637,7 +637,7 @@ def run(args) -> int:
             ok &= kind_ok
     print_summary(rows, kinds)
     if args.csv:
-        from .report import write_csv
+        from ..sim.frame_log import write_csv
         write_csv(Path(args.csv), [asdict(r) for r in rows])
     if args.plot:
         plot_rows(Path(args.plot), rows, kinds)

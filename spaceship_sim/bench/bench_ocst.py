@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..args import MAX_FRAMES, integer, milliseconds_list, number, output_folder
+from ..cli.args import MAX_FRAMES, integer, milliseconds_list, number, output_folder
 from ..clock import WALL
 from ..config import load_config, shipped_config
 
@@ -85,7 +85,7 @@ def with_depth(cfg, depth):
     """cfg with collision.tree_depth = depth (None: as it is), checked as a scenario file's would be."""
     if depth is None:
         return cfg
-    from ..args import COMMAND_LINE
+    from ..cli.args import COMMAND_LINE
     from ..config import ConfigError, check_config
     from ..errors import InputError
 
@@ -124,7 +124,7 @@ def big_torus(triangles: int):
 def first_frame(triangles: int, skip_prebuilt: bool, depth: int) -> None:
     from ..config import config_from_dict
     from ..meshes import ASSETS_ENV, load_model
-    from ..world import World
+    from ..sim.world import World
 
     torus = big_torus(triangles)
     with tempfile.TemporaryDirectory() as assets:
@@ -196,7 +196,7 @@ def resident_over_run(cfg, frames: int, loads: list[float], evict_after: list[fl
     process), then ocst's once per eviction time [s]; one csv row per frame and ocst run, one plot,
     and the footprint section: resident spheres against the full tree, per load, with why they
     are held."""
-    from . import report
+    from ..sim import frame_log as report
 
     rows, curves, footprint = [], {}, []
     for render_s in loads:
@@ -294,7 +294,7 @@ def _run_summary(rows, cfg) -> str:
 def _lamps_run(cfg, frames: int, render_s: float, clock):
     from tqdm import tqdm
 
-    from ..world import World
+    from ..sim.world import World
 
     world = World.from_config(cfg, clock=clock, notify=None)
     reasons = getattr(world.bank, "resident_reasons", lambda: dict.fromkeys(("roots", *REASONS), 0))

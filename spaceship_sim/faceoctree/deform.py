@@ -173,17 +173,6 @@ class DeformingNarrowPhase(NarrowPhase):
         return result
 
 
-def narrow_phase(cfg: Config, models, now, detector=None) -> NarrowPhase:
-    """The scenario's narrow phase: NarrowPhase, or DeformingNarrowPhase when [deform] names models
-    (models: the world's meshes; now: callable returning the simulation time [s]; detector: the
-    exact level's strategy, as NarrowPhase's)."""
-    c = cfg.collision
-    settings = dict(min_level=c.min_level, exact=c.exact, all_contacts=c.all_contacts, detector=detector)
-    if not cfg.deform.models:
-        return NarrowPhase(**settings)
-    return DeformingNarrowPhase(**settings, ships=DeformingShips(cfg, models, now))
-
-
 def _scatter(k, rows, ptr):
     """Per-entry row ids and per-row counts (k,) of a CSR `ptr` over the rows `rows` of k."""
     counts = np.zeros(k, np.int64)

@@ -5,21 +5,20 @@ can give it — triangles of colliding sphere-tree leaves (Hubbard), an SSV tree
 a face octree on the bounding-box overlap (Smith–Kitamura), a BSP tree (Hubbard's baseline) —
 and each answers the same question the same way:
 
-    detector = EXACT_METHODS[name](meshes)          # once per scenario: any preprocessing
+    detector = registry.EXACT_METHODS[name](meshes)  # once per scenario: any preprocessing
     answer = detector.collide(ma, mb, Ta, Tb, all_contacts)
 
 so that benchmarks, the pipeline and the tests treat them alike, and a new strategy is one module
-plus one registry line. `BruteForceExact` is the reference every strategy is tested against.
+plus one line in `spaceship_sim/registry.py`. `BruteForceExact` is the reference every strategy is
+tested against. This module is the contract: it imports no strategy.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 
-from ..clock import WALL
 from .reference import brute_force_pair
 
 
@@ -79,78 +78,3 @@ class BruteForceExact:
             h = brute_force_pair(A.vertices, A.faces, ta, B.vertices, B.faces, tb)
             hits.append(h if all_contacts else h[:1])
         return ExactAnswer.from_lists(hits)
-
-
-def _bsp(meshes) -> ExactDetector:
-    from ..bsp import BSPExact  # imported when asked for: spaceship_sim.bsp imports this module
-
-    return BSPExact(meshes)
-
-
-def _fcl(meshes) -> ExactDetector:
-    from .fcl_exact import FclExact  # python-fcl is optional: an InputError when it is missing
-
-    return FclExact(meshes)
-
-
-def _ssv(meshes) -> ExactDetector:
-    from ..ssv.exact import SSVExact  # numba kernels: loaded only when asked for
-
-    return SSVExact(meshes)
-
-
-def _ocst(meshes) -> ExactDetector:
-    from .ocst import OcstExact  # imports the refinement loop, which imports this module
-
-    return OcstExact(meshes)
-
-
-def _face_octree(meshes) -> ExactDetector:
-    from ..faceoctree import FaceOctreeExact  # imported when asked for: faceoctree imports this module
-
-    return FaceOctreeExact(meshes)
-
-
-# name -> constructor from the scenario's meshes (list of meshes.Mesh); strategies register here
-EXACT_METHODS: dict[str, Callable[[Sequence], ExactDetector]] = {
-    "brute": BruteForceExact,
-    "bsp": _bsp,
-    "fcl": _fcl,
-    "ssv": _ssv,  # swept-sphere-volume trees (Larsen et al.): fills `distance` for pairs found apart
-    "ocst": _ocst,  # on-collide sphere trees (Franquesa et al.): sphere levels built as pairs reach them
-    "faceoctree": _face_octree,  # face octree on the boxes' overlap (Smith–Kitamura): no preprocessing
-}
-
-
-def exact_frame(detector: ExactDetector, bank, model_id, T, pairs, all_contacts: bool = True, clock=WALL):
-    """A frame's candidate pairs answered by an exact strategy alone (Hubbard's exact-only baselines):
-    root spheres first, then `detector` on the pairs whose roots overlap. Arguments and result as
-    refine.refine_frame's: colliding pairs sit at the exact level with bound 0, their contact normal
-    along the centre line of the root spheres (as Hubbard's BSP run used bounding spheres for response)."""
-    from .refine import refine_roots
-
-    start = clock()
-    roots = refine_roots(bank, model_id, T, pairs, clock=clock)
-    k, hit = len(roots.pairs), np.flatnonzero(roots.colliding)
-    ship_a, ship_b = roots.pairs[hit, 0], roots.pairs[hit, 1]
-    ans = detector.collide(model_id[ship_a], model_id[ship_b], T[ship_a], T[ship_b], all_contacts)
-    colliding = np.zeros(k, bool)
-    colliding[hit] = ans.colliding
-    n_tris = np.zeros(k, np.int64)
-    n_tris[hit] = np.diff(ans.tri_ptr)
-    tri_ptr = np.concatenate([[0], np.cumsum(n_tris)])
-    level = np.zeros(k, np.int64)
-    level[hit] = np.maximum(bank.depth[model_id[ship_a]], bank.depth[model_id[ship_b]]) + 1
-    sphere_ptr = np.concatenate([[0], np.cumsum(colliding)])
-    ra, rb = roots._spheres[3], roots._spheres[4]  # each pair's root node (global id)
-    none = np.zeros(k, np.int64)
-    distance = np.full(k, np.nan)  # what the strategy measured (the SSV trees: every pair they saw)
-    distance[hit] = ans.distance
-    return dataclasses.replace(
-        roots, colliding=colliding, level=level, exact=np.ones(k, bool),
-        separation_bound=np.where(colliding, 0.0, np.inf),
-        contact_point=np.where(colliding[:, None], roots.contact_point, np.nan),
-        contact_normal=np.where(colliding[:, None], roots.contact_normal, 0.0), time_used=clock() - start,
-        level_histogram=np.bincount(level[colliding], minlength=bank.max_level + 1).astype(np.int64),
-        distance=distance, _spheres=(sphere_ptr, ra[colliding], rb[colliding], ra, rb),
-        _tris=(tri_ptr, ans.tri_a, ans.tri_b, none, none))

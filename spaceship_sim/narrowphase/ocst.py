@@ -633,24 +633,6 @@ def warm_up_bank() -> OcstBank:
     return OcstBank([validate_mesh_arrays(v, f, "octahedron")], depth=2)
 
 
-class OcstExact:
-    """The exact strategy of on-collide trees (exact.EXACT_METHODS["ocst"]): sphere levels built
-    as the pairs reach them, then the triangles of colliding leaves. meshes: list of Mesh."""
-
-    def __init__(self, meshes, depth: int = 3):
-        self.bank = OcstBank(meshes, depth=depth)
-
-    def collide(self, ma, mb, Ta, Tb, all_contacts=True):
-        from .exact import ExactAnswer
-        from .refine import refine_frame
-
-        k = len(ma)
-        pairs = np.stack([np.arange(k), np.arange(k, 2 * k)], 1)
-        r = refine_frame(self.bank, np.concatenate([ma, mb]).astype(np.int64), np.concatenate([Ta, Tb]), pairs,
-                         deadline=np.inf, min_level=0, all_contacts=all_contacts)
-        return ExactAnswer.from_lists(r.tri_pairs)
-
-
 # --- the hooks refine.py calls after each descent kernel ---------------------------------
 
 def resume_stacks(A, B, rows, targets, sa, sb, height, blocked, descend, stop=None) -> bool:

@@ -22,7 +22,7 @@ def make_app(mode: str = "fly", ships: int = 6, warm_up=None, headless: bool = T
 
     from spaceship_sim.app.app import App, open_window
     from spaceship_sim.config import load_config
-    from spaceship_sim.world import World
+    from spaceship_sim.sim.world import World
 
     cfg = load_config(REPO / "configs" / ("default.toml" if mode == "fly" else "demo.toml"))
     # brute-force broad phase: same app behaviour, far fewer numba kernels to compile on a cold cache
@@ -165,7 +165,7 @@ def overlay() -> dict:
     s = app.world.last_stats
     m = app.model
     narrow = app.world.last_narrow
-    from spaceship_sim.stats import PER_VERDICT
+    from spaceship_sim.sim.stats import PER_VERDICT
 
     return {"stats": {k: v for k, v in asdict(s).items() if k != "extra" and k not in PER_VERDICT},
             "model": {"frame": m.frame, "series_last": {k: v[-1] for k, v in m.series.items()},
@@ -437,7 +437,7 @@ def asteroids() -> dict:
     from spaceship_sim.app.asteroids import box_edges
     from spaceship_sim.app.camera import project
     from spaceship_sim.config import load_config
-    from spaceship_sim.world import World
+    from spaceship_sim.sim.world import World
 
     cfg = load_config(REPO / "configs" / "asteroids.toml")
     cfg = dataclasses.replace(cfg, arena=dataclasses.replace(cfg.arena, size=300.0),
@@ -487,7 +487,7 @@ def tunnel() -> dict:
     from spaceship_sim.app.overlay_model import panel_rects
     from spaceship_sim.app.swept import SWEPT_FACE_COLOR, crossing_lines
     from spaceship_sim.config import load_config
-    from spaceship_sim.world import World
+    from spaceship_sim.sim.world import World
 
     # exact-only: the swept test looks at pairs the narrow phase finds apart, and a time-critical
     # frame's budget depends on how long this machine takes to render (a busy core left the pair at

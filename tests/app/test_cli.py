@@ -16,12 +16,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def cli(*args, env=None, timeout=300, prefix=()):
-    return subprocess.run([*prefix, sys.executable, "-m", "spaceship_sim.cli", *args], capture_output=True,
+    return subprocess.run([*prefix, sys.executable, "-m", "spaceship_sim.cli.main", *args], capture_output=True,
                           text=True, cwd=REPO, env=env, timeout=timeout)
 
 
 def test_registration_imports_no_gl():
-    code = ("import sys, spaceship_sim.cli as c; c.build_parser(); "
+    code = ("import sys, spaceship_sim.cli.main as c; c.build_parser(); "
             "bad = [m for m in ('pyglet', 'moderngl', 'imgui_bundle', 'OpenGL') if m in sys.modules]; "
             "assert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from spaceship_sim.app.camera import Camera, project
 from spaceship_sim.app.overlay_model import (COLUMNS, MEDIAN_EVERY, SERIES, OverlayModel, PairRow, collision_changes, pair_rows,
                                             panel_rects, sort_rows, table_columns)
-from spaceship_sim.stats import FrameStats
+from spaceship_sim.sim.stats import FrameStats
 
 times = st.floats(0.0, 0.05)
 

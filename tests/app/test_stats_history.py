@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from spaceship_sim.app.app import TIMING_HISTORY
-from spaceship_sim.app.cli import format_stats
+from spaceship_sim.cli.fly import format_stats
 
 TARGET = 0.020  # [s] a target the drawn frame times (4..30 ms) miss now and then
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from spaceship_sim.broadphase import BROADPHASES, BroadPhaseNameError, make_broadphase
+from spaceship_sim.broadphase import BroadPhaseNameError
+from spaceship_sim.registry import BROADPHASES, make_broadphase
 from spaceship_sim.broadphase.base import pairs_from_ids, pairs_from_keys
 from spaceship_sim.broadphase.motion import RandomMotion, box_for_volume_fraction
 from spaceship_sim.broadphase.space_time import _wake_delay
@@ -218,7 +219,7 @@ def test_bench_reports_spread_and_fcl_ratio():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "spaceship_sim.cli", "bench", "broadphase", "--n", "60",
+    out = subprocess.run([sys.executable, "-m", "spaceship_sim.cli.main", "bench", "broadphase", "--n", "60",
                           "--frames", "6", "--warmup", "1", "--check-frames", "3"],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from spaceship_sim.broadphase import make_broadphase
+from spaceship_sim.registry import make_broadphase
 from spaceship_sim.broadphase.motion import RandomMotion, box_for_volume_fraction
 from spaceship_sim.broadphase.pair_schedule import N_DUE, SIZE, PairSchedule, heap_push, make_due
 from spaceship_sim.broadphase.ship_grid import ShipGrid

@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from spaceship_sim.bsp import build_bsp
 from spaceship_sim.meshes import load_model, validate_mesh_arrays
-from spaceship_sim.narrowphase.exact import EXACT_METHODS, BruteForceExact
+from spaceship_sim.narrowphase.exact import BruteForceExact
+from spaceship_sim.registry import EXACT_METHODS
 
 from spaceship_sim.bench.bench_narrowphase import random_poses
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from spaceship_sim.bench.bench_multibody import fcl_available
-from spaceship_sim.cli import main
+from spaceship_sim.cli.main import main
 from spaceship_sim.convex.multibody import BruteForce, ICollide, MultiBody
 
 

@@ -11,7 +11,7 @@ from spaceship_sim.convex.closest import MAX_ITER, PENETRATING, walk_pairs, walk
 from spaceship_sim.convex.field import _sphere_pairs
 from spaceship_sim.convex.sweep import BOX_PAD_REL, box_pairs_brute, sorted_pairs
 from spaceship_sim.narrowphase.reference import brute_force_pair
-from spaceship_sim.world import World
+from spaceship_sim.sim.world import World
 
 # a crowded little field: a few lamps among 120 small asteroids, so pairs of every kind happen
 FIELD = {"arena": {"size": 70.0}, "ships": {"count": 4, "models": ["lamp"], "user_model": "lamp",

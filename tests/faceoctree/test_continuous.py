@@ -7,7 +7,7 @@ import pytest
 
 from spaceship_sim.clock import TickClock
 from spaceship_sim.config import load_config, shipped_config
-from spaceship_sim.world import World
+from spaceship_sim.sim.world import World
 
 TOWER_X = 32.4  # [m] the tower's near face (freighter body x; the freighter sits on the world axes)
 

@@ -13,7 +13,7 @@ from spaceship_sim.meshes import load_model
 from spaceship_sim.narrowphase.exact import BruteForceExact
 from spaceship_sim.spheretree.geometry import MeshQuery
 from spaceship_sim.state import transforms
-from spaceship_sim.world import World
+from spaceship_sim.sim.world import World
 
 CROWDED = {"arena": {"size": 44.0}, "ships": {"count": 8, "models": ["lamp", "fighter"], "user_model": "fighter",
                                              "initial_speed": 12.0, "spacing": 1.0},

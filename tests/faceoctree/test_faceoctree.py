@@ -6,7 +6,8 @@ from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.faceoctree import FaceOctreeExact
 from spaceship_sim.meshes import load_model, validate_mesh_arrays
-from spaceship_sim.narrowphase.exact import EXACT_METHODS, BruteForceExact
+from spaceship_sim.narrowphase.exact import BruteForceExact
+from spaceship_sim.registry import EXACT_METHODS
 
 from faceoctree_helpers import random_transforms
 

@@ -9,7 +9,7 @@ import pytest
 
 from spaceship_sim.bench.bench_narrowphase import (DEFAULT_MODELS, SHALLOW_SCALE, exact_verdict, fcl_pair,
                                                    first_contact, model_names, resolve_model, shallow_poses)
-from spaceship_sim.cli import main
+from spaceship_sim.cli.main import main
 from spaceship_sim.meshes import validate_mesh_arrays
 from spaceship_sim.narrowphase import TreeBank, collide_pair
 from spaceship_sim.spheretree import build_tree

@@ -70,7 +70,7 @@ def test_flexing_ships_remake_their_spheres():
     """faceoctree.deform grows the flexing models' radii in place each sample: the spheres follow."""
     from spaceship_sim.clock import TickClock
     from spaceship_sim.config import load_config, shipped_config
-    from spaceship_sim.world import World
+    from spaceship_sim.sim.world import World
     world = World.from_config(load_config(shipped_config("deforming.toml")), clock=TickClock(), notify=None)
     ships = world.deforming
     bank = ships.bank(world.bank)

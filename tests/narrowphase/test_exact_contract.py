@@ -2,7 +2,8 @@
 import numpy as np
 
 from spaceship_sim.meshes import validate_mesh_arrays
-from spaceship_sim.narrowphase.exact import EXACT_METHODS, ExactAnswer
+from spaceship_sim.narrowphase.exact import ExactAnswer
+from spaceship_sim.registry import EXACT_METHODS
 
 
 def _tetra():

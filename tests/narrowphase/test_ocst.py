@@ -12,7 +12,8 @@ from narrow_helpers import random_rotation
 from spaceship_sim.clock import TickClock
 from spaceship_sim.meshes import load_model, validate_mesh_arrays
 from spaceship_sim.narrowphase import TreeBank, refine_frame
-from spaceship_sim.narrowphase.exact import EXACT_METHODS, BruteForceExact
+from spaceship_sim.narrowphase.exact import BruteForceExact
+from spaceship_sim.registry import EXACT_METHODS
 from spaceship_sim.narrowphase.kernels import min_distance_all_pairs
 from spaceship_sim.narrowphase.ocst import ALL_PENDING, OcstBank
 from spaceship_sim.spheretree.finish import centre_error_bounds, error_bounds
@@ -329,7 +330,7 @@ def test_world_flies_the_same_on_prebuilt_and_on_collide_octrees():
     import dataclasses
 
     from spaceship_sim.config import load_config, shipped_config
-    from spaceship_sim.world import World
+    from spaceship_sim.sim.world import World
 
     cfg = load_config(shipped_config("lamps.toml"))
     hashes, hits = {}, {}
@@ -516,7 +517,7 @@ def test_a_capped_run_is_deterministic():
     import dataclasses
 
     from spaceship_sim.config import load_config, shipped_config
-    from spaceship_sim.world import World
+    from spaceship_sim.sim.world import World
 
     cfg = load_config(shipped_config("lamps.toml"))
     cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, tree_method="ocst", tree_depth=4,

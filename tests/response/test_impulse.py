@@ -107,7 +107,7 @@ def test_kernel_equals_the_numpy_reference(seed, with_line):
 def test_respond_hits_equals_respond_on_the_selected_pairs(seed):
     """The pipeline's one-call response gives, bit for bit, what respond gives for the colliding
     rows with pipeline.centre_line's centre lines (some centres coincident, some ships immovable)."""
-    from spaceship_sim.pipeline import centre_line
+    from spaceship_sim.sim.pipeline import centre_line
     from spaceship_sim.response import respond_hits
     rng = np.random.default_rng(seed)
     n, k = int(rng.integers(2, 8)), int(rng.integers(0, 12))

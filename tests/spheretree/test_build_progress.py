@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import trimesh
 
-from spaceship_sim.cli import main
+from spaceship_sim.cli.main import main
 from spaceship_sim.spheretree import build_tree
 
 # the medial build's stages, in the order they run
@@ -12,7 +12,7 @@ STAGES = ["loading", "checking the mesh", "distance index", "sampling", "Voronoi
 
 
 def test_cli_reports_each_stage_before_running_it(shapes, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("spaceship_sim.spheretree.cli.LOADING_LINE_BYTES", 0)  # say "loading" for the small torus too
+    monkeypatch.setattr("spaceship_sim.cli.build_trees.LOADING_LINE_BYTES", 0)  # say "loading" for the small torus too
     v, f, _ = shapes["torus"]
     mesh = tmp_path / "ring.ply"
     trimesh.Trimesh(v, f, process=False).export(mesh)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from spaceship_sim.cli import main
+from spaceship_sim.cli.main import main
 
 
 @pytest.fixture

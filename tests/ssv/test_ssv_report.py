@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from spaceship_sim.cli import main
+from spaceship_sim.cli.main import main
 from spaceship_sim.ssv.core import LSS, PSS, RSS, rect_distance
 from spaceship_sim.ssv.report import ssv_surface
 

@@ -8,7 +8,7 @@ import dataclasses
 import re
 import time
 
-from ..args import COMMAND_LINE, MAX_FRAMES, integer, new_file, png_file
+from .args import COMMAND_LINE, MAX_FRAMES, integer, new_file, png_file
 from ..config import BROADPHASE_NAMES, MAX_SHIPS, ConfigError, shipped_config
 from ..errors import InputError
 
@@ -74,7 +74,7 @@ def check_args(args) -> tuple[int, int]:
 def load_scenario(args):
     """The config with the command line's overrides, validated (cheap: no trees, no kernels)."""
     from ..config import load_config
-    from ..scenario import validate_scenario
+    from ..sim.scenario import validate_scenario
 
     cfg = load_config(args.config)
     if args.tree_level > cfg.collision.tree_depth:
@@ -96,16 +96,16 @@ def load_scenario(args):
 def run_app(args, mode: str) -> int:
     size = check_args(args)
     cfg = load_scenario(args)  # a bad scenario is reported before any window opens
-    from .app import App, open_window
+    from ..app.app import App, open_window
 
     # window next: a missing display or old GL is reported before seconds of loading
     window, ctx = open_window(size, args.headless, caption=f"spaceship-sim {mode}")
-    from ..world import World
+    from ..sim.world import World
 
     world = World.from_config(cfg, user="keyboard" if mode == "fly" else "autopilot", warm=False)
     recorder = None
     if args.record:
-        from ..replay import Recorder
+        from ..sim.replay import Recorder
         recorder = Recorder(args.record, world, mode)
     app = App(window, ctx, world, mode=mode, pace=args.realtime or not args.headless, split_timing=args.split,
               warm_in_background=True, hold_until_compiled=cfg.collision.swept, pause_on_catch=args.pause_on_catch)

@@ -1,7 +1,7 @@
 """Recorded runs and their exact replay: `--record FILE` (run, fly, demo), `run --replay FILE`.
 
 Design. Besides the seeded config, a frame depends only on inputs the world is told of through
-its `recorder` hooks (spaceship_sim.world): the user's keys held while it stepped, setting
+its `recorder` hooks (spaceship_sim.sim.world): the user's keys held while it stepped, setting
 changes and resets (the app's controls), whether it ran the compiled stages (the app compiles
 them in the background and switches when they are ready), its render time (World.end_frame),
 and every reading of its clock. The time-critical narrow phase decides how deep to refine —
@@ -40,11 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .clock import RecordingClock, ReplayClock, ReplayClockError
-from .config import BROADPHASE_NAMES, ConfigError, config_from_dict
-from .dynamics.controllers import KeyState
-from .errors import InputError
-from .progress import to_stderr
+from ..clock import RecordingClock, ReplayClock, ReplayClockError
+from ..config import BROADPHASE_NAMES, ConfigError, config_from_dict
+from ..dynamics.controllers import KeyState
+from ..errors import InputError
+from ..progress import to_stderr
 
 FORMAT = "spaceship-sim recording"
 VERSION = 1

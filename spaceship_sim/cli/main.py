@@ -11,14 +11,14 @@ import importlib
 import sys
 
 from .args import COMMAND_LINE
-from .errors import InputError
+from ..errors import InputError
 
 # (module, attribute) pairs, in the order `--help` lists them
 COMMANDS = [
-    ("spaceship_sim.bench.run", "register"),            # run: headless frame-timing run
-    ("spaceship_sim.config_cli", "register"),           # check-config
-    ("spaceship_sim.spheretree.cli", "register"),       # build-trees
-    ("spaceship_sim.app.cli", "register"),              # fly, demo
+    ("spaceship_sim.cli.run", "register"),            # run: headless frame-timing run
+    ("spaceship_sim.cli.check_config", "register"),   # check-config
+    ("spaceship_sim.cli.build_trees", "register"),    # build-trees
+    ("spaceship_sim.cli.fly", "register"),            # fly, demo
 ]
 BENCHES = [
     "spaceship_sim.bench.bench_dynamics",

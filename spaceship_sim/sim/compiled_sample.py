@@ -26,16 +26,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .broadphase.space_time import SCHEDULED, SpaceTime, _due_ships, _mark_dirty, _reball_kernel, _st_pairs
-from .clock import kernel_clock, read_clock, read_wall, sync_clock
-from .convex.field import NoField
-from .dynamics.integrator import PARALLEL_MIN_SHIPS, StepStats, _heun_adaptive_serial
-from .dynamics.ships import _accel_bound_kernel, _contain_kernel
-from .narrowphase.bank import TreeBank
-from .narrowphase.kernels import SCRATCH_FLOATS, scratch_views, search_levels, stack_width, summarize_stacks
-from .narrowphase.refine import NO_LIMIT, NarrowPhase, _bank_args, _Scratch, frame_answer
-from .response.impulse import _respond_hits_kernel
-from .state import _poses
+from ..broadphase.space_time import SCHEDULED, SpaceTime, _due_ships, _mark_dirty, _reball_kernel, _st_pairs
+from ..clock import kernel_clock, read_clock, read_wall, sync_clock
+from ..convex.field import NoField
+from ..dynamics.integrator import PARALLEL_MIN_SHIPS, StepStats, _heun_adaptive_serial
+from ..dynamics.ships import _accel_bound_kernel, _contain_kernel
+from ..narrowphase.bank import TreeBank
+from ..narrowphase.kernels import SCRATCH_FLOATS, scratch_views, search_levels, stack_width, summarize_stacks
+from ..narrowphase.refine import NO_LIMIT, NarrowPhase, _bank_args, _Scratch, frame_answer
+from ..response.impulse import _respond_hits_kernel
+from ..state import _poses
 from .stats import _tally_verdicts, detection_budget_kernel
 
 BAD_BOUND = -1  # _advance's status when the acceleration bound is negative or NaN (find_pairs says why)

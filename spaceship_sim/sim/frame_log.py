@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..stats import Accuracy, FrameStats, Quantiles
+from .stats import Accuracy, FrameStats, Quantiles
 
 STAGES = [  # (FrameStats attribute, label, colour) bottom to top in the profile
     ("t_controls", "controls", "#9e9e9e"),

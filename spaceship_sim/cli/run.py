@@ -3,26 +3,22 @@
 Each frame runs the pipeline, then stands in for rendering by busy-waiting `--render-ms`
 (the render load a window would add), and, with `--realtime`, waits out the rest of the
 target frame time. Writes frames.csv, summary.json and profile.png into --out, all or nothing:
-frame times and the accuracy reached (levels, separation bounds; bench.report).
-`--record FILE` also records the run (spaceship_sim.replay); `--replay FILE` steps through a
+frame times and the accuracy reached (levels, separation bounds; sim/frame_log.py).
+`--record FILE` also records the run (spaceship_sim.sim.replay); `--replay FILE` steps through a
 recording of `run`, `fly` or `demo` instead — the same frames, stats and final state — and
 writes the same three files. Both print the final state hash.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import shutil
-import tempfile
-import time
 from pathlib import Path
 
-from ..args import COMMAND_LINE, MAX_FRAMES, integer, milliseconds, new_file, output_folder
-from ..clock import WALL
 from ..config import load_config, shipped_config
 from ..errors import InputError
-from ..scenario import validate_scenario
-from . import report
+from ..sim import frame_log
+from ..sim.runs import run_frames
+from ..sim.scenario import validate_scenario
+from .args import COMMAND_LINE, MAX_FRAMES, integer, milliseconds, new_file, output_folder
 
 DEFAULT_WARMUP = 5  # frames left out of the summary: numba compile or cache load, first tree loads
 DEFAULT_FRAMES = 600
@@ -64,7 +60,7 @@ def run(args) -> int:
     if args.exact_only:
         cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, time_critical=False))
     log, world = run_frames(cfg, args.frames, args.render_ms / 1e3, args.realtime,
-                            lambda w: report.FrameLog(Path(args.out), args.frames, args.warmup, w.max_level),
+                            lambda w: frame_log.FrameLog(Path(args.out), args.frames, args.warmup, w.max_level),
                             progress=not args.no_progress, record=args.record)
     mode = "time-critical" if cfg.collision.time_critical else "exact-only"
     s = log.commit(title=f"{Path(args.config).name}: {mode}, render {args.render_ms:g} ms",
@@ -80,7 +76,7 @@ def run(args) -> int:
 def replay_run(args) -> int:
     """`run --replay FILE`: the recorded frames again, reported as a run; the final state hash
     must be the recording's (else a ReplayError, exit 2)."""
-    from ..replay import Recording, replay
+    from ..sim.replay import Recording, replay
 
     given = [name for name in FIXED_BY_RECORDING if getattr(args, name) not in (None, False)]
     if given:
@@ -90,7 +86,7 @@ def replay_run(args) -> int:
     args.frames = rec.n_frames
     check_args(args)
     config = None if args.config is None else load_config(args.config)
-    log, world = replay(rec, lambda w: report.FrameLog(Path(args.out), rec.n_frames, args.warmup, w.max_level),
+    log, world = replay(rec, lambda w: frame_log.FrameLog(Path(args.out), rec.n_frames, args.warmup, w.max_level),
                         config=config, progress=not args.no_progress)
     cfg = rec.config
     mode = "time-critical" if cfg.collision.time_critical else "exact-only"
@@ -129,70 +125,3 @@ def check_args(args) -> None:
     elif args.warmup >= args.frames:
         raise InputError(COMMAND_LINE, "--warmup", f"must be < --frames ({args.frames}): the summary "
                          f"would have no frames, got {args.warmup}")
-
-
-@contextlib.contextmanager
-def staged_folder(out: Path):
-    """Yield an empty folder beside `out` to write into; its entries move into `out` (replacing
-    same-named ones, leaving others) only when the block succeeds, so a failed or interrupted run
-    leaves `out` as it was."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.partial-"))
-    try:
-        yield work
-        if not out.exists():
-            work.rename(out)
-            return
-        for entry in work.iterdir():
-            target = out / entry.name
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
-            elif target.exists() or target.is_symlink():
-                target.unlink()
-            entry.rename(target)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, open_log, progress: bool = True,
-               on_frame=None, clock=WALL, record=None, exact_method: str | None = None):
-    """Run n_frames, handing each frame's FrameStats to `log = open_log(world)` as it comes (no
-    frame is kept here); returns (log, world). A failure discards the log's partial files.
-    on_frame(world) sees the world after each frame that ran the narrow phase (frame_poses(world):
-    its candidate pairs and poses). The stand-in render and every budget are read from `clock`
-    (spaceship_sim.clock).
-    record: a file to record the run into (spaceship_sim.replay; written only if the run ends well).
-    exact_method: an exact strategy answering every pair (World.from_config)."""
-    from tqdm import tqdm
-
-    from ..replay import Recorder
-    from ..world import World
-
-    world = World.from_config(cfg, clock=clock, exact_method=exact_method)
-    recorder = Recorder(record, world, "run") if record else None
-    log = open_log(world)
-    try:
-        for _ in tqdm(range(n_frames), desc="frames", unit="frame", disable=not progress):
-            start = time.perf_counter()
-            stats = world.step()
-            world.end_frame(clock.spend(render_s))
-            log.add(stats)
-            if on_frame is not None and world.last_narrow is not None:
-                on_frame(world)
-            if realtime:
-                time.sleep(max(0.0, stats.target - (time.perf_counter() - start)))
-        if recorder is not None:
-            recorder.commit(world)
-    except BaseException:
-        log.discard()
-        if recorder is not None:
-            recorder.discard()
-        raise
-    return log, world
-
-
-def frame_poses(world) -> tuple:
-    """(model_id, T, pairs): copies of the last frame's body models, poses and candidate pairs (ships,
-    then asteroids if any)."""
-    return world.field.model_ids(world.state).copy(), world.field.transforms(world.state), \
-        world.last_narrow.pairs.copy()

@@ -3,7 +3,7 @@
 `World.from_config(cfg)` assembles the stages named in the config; `world.step()` runs one
 frame through `pipeline.step`; `world.end_frame(render_time)` records the frame's measured
 render time, which feeds the render-time predictor of the next frame's budget.
-`world.recorder` (spaceship_sim.replay.Recorder, None by default) is told every input of a
+`world.recorder` (spaceship_sim.sim.replay.Recorder, None by default) is told every input of a
 frame — keys, setting changes, resets, the switch to compiled stages, render time — so that a
 recorded run can be replayed exactly.
 """
@@ -16,21 +16,20 @@ import threading
 import numpy as np
 
 from . import pipeline
-from .clock import WALL
-from .broadphase import make_broadphase
-from .config import Config
-from .convex.field import AsteroidShapes, make_field
-from .dynamics import Controllers, Integrator, initial_state
-from .faceoctree.continuous import SweptCatch
-from .faceoctree.deform import hull_scale, narrow_phase
-from .meshes import load_model
-from .narrowphase import TreeBank, refine_frame
-from .narrowphase.exact import EXACT_METHODS
-from .narrowphase.fairness import FairOrder
-from .narrowphase.ocst import OcstBank, OcstTreeView, warm_up_bank
-from .progress import slow_notice, to_stderr
-from .response import respond
-from .spheretree import load_or_build
+from ..clock import WALL
+from ..config import Config
+from ..convex.field import AsteroidShapes, make_field
+from ..dynamics import Controllers, Integrator, initial_state
+from ..faceoctree.continuous import SweptCatch
+from ..faceoctree.deform import hull_scale
+from ..meshes import load_model
+from ..narrowphase import TreeBank, refine_frame
+from ..narrowphase.fairness import FairOrder
+from ..narrowphase.ocst import OcstBank, OcstTreeView, warm_up_bank
+from ..progress import slow_notice, to_stderr
+from ..registry import EXACT_METHODS, exact_strategy, make_broadphase, narrow_phase
+from ..response import respond
+from ..spheretree import load_or_build
 from .stats import FixedCost, FrameStats, MovingAverage
 
 COMPILING = "compiling numba kernels (first start only; later starts load them from the cache): "
@@ -60,15 +59,13 @@ class World:
             list(trees) + (self.asteroid_shapes.trees if self.asteroid_shapes else []))
         self.target_frame_time = config.sim.target_frame_time
         self.time_critical = config.collision.time_critical
-        method = config.collision.exact_method  # "leaves": the refinement's own triangle tests
-        detector = None if method == "leaves" else EXACT_METHODS[method](models)
         # pairs with a flexing ship ([deform]) take the face octree, the others the sphere trees
-        self.narrow = narrow_phase(config, models, lambda: self.t, detector=detector)
+        self.narrow = narrow_phase(config, models, lambda: self.t, detector=exact_strategy(config, models))
         self.deforming = getattr(self.narrow, "ships", None)  # faceoctree.deform.DeformingShips
         self.swept = SweptCatch(models) if config.collision.swept else None  # faceoctree.continuous
         self.broadphase_name = config.collision.broadphase
         self.kernels_ready = threading.Event()  # set by warm_up
-        self.recorder = None  # spaceship_sim.replay.Recorder: sees every input of every frame
+        self.recorder = None  # spaceship_sim.sim.replay.Recorder: sees every input of every frame
         self.compiled = False  # stages run numba kernels (else their numpy references)
         self.compiled_sample = True  # the common sample in one numba call (compiled_sample.py; False: Python's)
         self.sample_kernel = None  # its compiled_sample.CompiledSample, made at first use
@@ -133,14 +130,12 @@ class World:
     def from_config(cls, config: Config, user: str = "autopilot", warm: bool = True, clock=WALL,
                     notify=to_stderr, exact_method: str | None = None) -> "World":
         """Load the models the config names (user's first) and their cached sphere trees;
-        exact_method: a name in narrowphase.exact.EXACT_METHODS answering every pair instead (see __init__)."""
+        exact_method: a name in registry.EXACT_METHODS answering every pair instead (see __init__)."""
         names = list(dict.fromkeys([config.ships.user_model, *config.ships.models]))
         models = [load_model(name) for name in names]
         c = config.collision
         exact = None
         if exact_method is not None:
-            from .narrowphase.exact import EXACT_METHODS
-
             exact = EXACT_METHODS[exact_method](models)
         if c.tree_method == "ocst":  # nothing to build before the first frame
             bank = OcstBank(models, depth=c.tree_depth, evict_after=c.ocst_evict_after, max_nodes=c.ocst_max_nodes,

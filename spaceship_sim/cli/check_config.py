@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from .args import COMMAND_LINE
-from .config import describe, load_config
-from .errors import InputError
+from ..config import describe, load_config
+from ..errors import InputError
 
 
 def register(sub) -> None:
@@ -14,7 +14,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from .scenario import validate_scenario
+    from ..sim.scenario import validate_scenario
 
     if not args.files and not args.keys:
         raise InputError(COMMAND_LINE, "FILE", "name at least one config file to check (or list the keys: --keys)")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 from numba import njit
 
-from .clock import WALL
+from ..clock import WALL
 
 
 NO_BOUNDS = np.zeros(0)  # a frame's separation bounds before any: shared, so read-only (add_detection

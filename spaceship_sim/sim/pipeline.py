@@ -21,11 +21,11 @@ import math
 import numpy as np
 
 from . import compiled_sample
-from .config import samples_per_frame
-from .dynamics import accel_bound, contain
-from .narrowphase import refine_roots
-from .narrowphase.exact import exact_frame
-from .response import respond, respond_hits
+from ..config import samples_per_frame
+from ..dynamics import accel_bound, contain
+from ..narrowphase import refine_roots
+from ..narrowphase.exact_only import exact_frame
+from ..response import respond, respond_hits
 from .stats import FrameStats, detection_budget
 
 NO_PAIRS = np.zeros((0, 2), np.int64)

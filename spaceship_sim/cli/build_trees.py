@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 import warnings
 
-from ..args import COMMAND_LINE, png_file
+from .args import COMMAND_LINE, png_file
 from ..config import PREBUILT_TREE_METHODS
 from ..errors import InputError
 
@@ -54,7 +54,7 @@ def _load_meshes(names):
 def run(args) -> int:
     if args.method == "ssv":
         return run_ssv(args)
-    from .params import _check_params
+    from ..spheretree.params import _check_params
 
     methods = list(PREBUILT_TREE_METHODS) if args.method == "both" else [args.method]
     for m in methods:
@@ -67,8 +67,8 @@ def run(args) -> int:
         meshes = _load_meshes(args.meshes)
     from tqdm import tqdm  # the builder (scipy, numba) loads only once the input is known good
 
-    from .build import load_or_build
-    from .report import draw_levels, format_report
+    from ..spheretree.build import load_or_build
+    from ..spheretree.report import draw_levels, format_report
 
     rows: dict = {}
     jobs = [(mesh, m) for mesh in meshes for m in methods]

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import Config
+from ..config import Config
 
 
 def validate_scenario(cfg: Config) -> None:
     """Raise ConfigError (or MeshError) naming cfg.source and the key when `cfg` cannot run."""
-    from .dynamics.ships import initial_state
-    from .faceoctree.deform import hull_scale
-    from .meshes import check_model, load_mesh
+    from ..dynamics.ships import initial_state
+    from ..faceoctree.deform import hull_scale
+    from ..meshes import check_model, load_mesh
 
     named = [("ships.user_model", cfg.ships.user_model)] + [(f"ships.models[{j}]", m)
                                                              for j, m in enumerate(cfg.ships.models)]
