@@ -15,7 +15,7 @@ from spaceship_sim.sim import compiled_sample
 from spaceship_sim.broadphase import space_time
 from spaceship_sim.clock import WALL, RecordingClock, ThreadClock, TickClock, kernel_clock, read_clock, sync_clock
 from spaceship_sim.config import load_config, shipped_config
-from spaceship_sim.narrowphase.refine import _Scratch
+from spaceship_sim.narrowphase.refine import Scratch
 from spaceship_sim.sim.stats import PER_VERDICT
 from spaceship_sim.sim.world import World
 
@@ -133,7 +133,7 @@ def test_more_pairs_than_the_scratch_holds_grow_it():
         world.end_frame(world.clock.spend(ZERO_BUDGET))
         fused = compiled_sample.for_world(world)
         if fused is not None:
-            fused.scratch = _Scratch(1, fused.width)
+            fused.scratch = Scratch(1, fused.width)
 
     python, compiled = run(lamps(), False, 30, ZERO_BUDGET, tiny), run(lamps(), True, 30, ZERO_BUDGET, tiny)
     assert compiled[3] >= 50

@@ -23,12 +23,14 @@ separation bound is the best over the stacked pairs (the witness and its ancesto
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
 import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -359,7 +361,7 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, mi
         _SCRATCH.give_back(search.scratch)
 
 
-class _Scratch:
+class Scratch:
     """A search's arrays and the kernels' argument tuples over them, reused from call to call: a
     fresh multi-megabyte stack array costs a page fault for every page the search touches, on
     every call (measured: 2 ms for the stacks of 1,000 pairs, twice the search itself), and on a
@@ -387,27 +389,62 @@ class _Scratch:
     def fits(self, k: int, width: int) -> bool:
         return k <= self.rows and k * width <= self.entries
 
-    def args(self, A, B, k: int, width: int) -> dict:
+    def args(self, A, B, k: int, width: int) -> "SearchArrays":
         prebuilt = isinstance(A, TreeBank) and isinstance(B, TreeBank)  # no node is ever unbuilt
         key = (k, width, id(A), id(B)) if prebuilt else (k, width)
         got = self._made.get(key)
-        if got is None or (prebuilt and not (got["A"] is A and got["B"] is B)):
+        if got is None or (prebuilt and not (got.A is A and got.B is B)):
             if len(self._made) >= self.KEPT:
                 self._made.clear()
-            got = self._made[key] = self._views(k, width)
-            if prebuilt:  # kept with the banks they came from (so their ids stay theirs)
-                got.update(_bank_args(A, B, got["R"], got["t"]), A=A, B=B, prebuilt=True)
+            got = self._made[key] = self._views(k, width, A, B, prebuilt)
         if not prebuilt:  # an on-collide bank grows its arrays: read afresh each call
-            got = dict(got, **_bank_args(A, B, got["R"], got["t"]), A=A, B=B, prebuilt=False)
+            got = dataclasses.replace(got, **bank_args(A, B, got.R, got.t)._asdict(), A=A, B=B)
         return got
 
-    def _views(self, k: int, width: int) -> dict:
+    def _views(self, k: int, width: int, A, B, prebuilt: bool) -> "SearchArrays":
         rows, pose, state, known, plan, batch, _ = scratch_views(self.flat, k, width)
-        got = dict(zip(("sa", "sb", "sl", "height", "level", "apart", "blocked"), state),
-                   rows=rows, ma=rows[MA], mb=rows[MB], depth=rows[DEPTH], cap=rows[CAP], plan=plan, batch=batch,
-                   Ta=pose[0], Tb=pose[1], R=pose[2], t=pose[3], tested=known[0], distance=known[1])
-        got.update(pose=pose, state=state, known=known, hits=_no_hits(k), packed=(self.flat, k, width))
-        return got
+        return SearchArrays(A, B, *bank_args(A, B, pose[2], pose[3]), prebuilt, rows, rows[MA], rows[MB], rows[DEPTH],
+                            rows[CAP], plan, batch, *pose, *known, *state, pose, state, known, _no_hits(k),
+                            (self.flat, k, width))
+
+
+@dataclass(eq=False)
+class SearchArrays:
+    """A search's banks and its k pair rows' arrays: views into a Scratch (kernels.scratch_views),
+    and the kernels' argument tuples over them. Stacks are (k, width): `width` node pairs a row."""
+
+    A: object                   # bank of the rows' A ships (TreeBank or ocst.OcstBank)
+    B: object                   # bank of the rows' B ships
+    VA: tuple                   # A's node arrays (volumes.py), as kernels.search_levels takes them
+    VB: tuple                   # B's node arrays
+    banks: tuple                # both banks' trees and offsets, kernels.search_levels's `banks`
+    tree_args: tuple            # kernels.descend_stacks's tree arguments (nodes, relative poses, cells)
+    prebuilt: bool              # both banks prebuilt: no node is ever unbuilt
+    rows: np.ndarray            # (ROWS, k) int64: per row its models, depth, cap, roots (kernels.py)
+    ma: np.ndarray              # (k,) int64, model of A
+    mb: np.ndarray              # (k,) int64, model of B
+    depth: np.ndarray           # (k,) int64, the deeper tree's depth: its leaves' level
+    cap: np.ndarray             # (k,) int64, the deepest level the row may reach
+    plan: np.ndarray            # kernels.search_levels's progress: level, next row, rows left
+    batch: np.ndarray           # (2, k) int64, the rows a search call deepened and their targets
+    Ta: np.ndarray              # (k, 4, 4) float64, A's body->world transform
+    Tb: np.ndarray              # (k, 4, 4) float64, B's body->world transform
+    R: np.ndarray               # (k, 3, 3) float64, B's rotation in A's frame
+    t: np.ndarray               # (k, 3) float64 [m], B's origin in A's frame
+    tested: np.ndarray          # (k,) bool, triangles were tested (a certain answer)
+    distance: np.ndarray        # (k,) float64 [m], what an exact strategy measured (nan where none did)
+    sa: np.ndarray              # (k, width) int64, stacked node pairs: A's global node ids
+    sb: np.ndarray              # (k, width) int64, ... B's
+    sl: np.ndarray              # (k, width) int64, ... their level
+    height: np.ndarray          # (k,) int64, entries on each row's stack (top last)
+    level: np.ndarray           # (k,) int64, the level each row reached
+    apart: np.ndarray           # (k,) bool, found apart (certain)
+    blocked: np.ndarray         # (k,) bool, on a node not built yet (ocst.py)
+    pose: tuple                 # (Ta, Tb, R, t)
+    state: tuple                # (sa, sb, sl, height, level, apart, blocked): descend_stacks's
+    known: tuple                # (tested, distance)
+    hits: tuple                 # CSR (ptr (k+1,), hit_a, hit_b) of intersecting triangle pairs, global ids
+    packed: tuple               # (scratch arrays, k, width): search_levels's and summarize_stacks's
 
 
 def _no_hits(k: int) -> tuple:
@@ -416,32 +453,40 @@ def _no_hits(k: int) -> tuple:
     return np.zeros(k + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
 
 
-def _bank_args(A, B, R, t) -> dict:
-    """The banks' part of a search's arguments (kernels.search_levels's VA, VB and banks;
-    descend_stacks's tree arguments)."""
+class BankArgs(NamedTuple):
+    """The banks' part of a search's arguments."""
+
+    VA: tuple         # A's node arrays (kernels.search_levels's VA)
+    VB: tuple         # B's node arrays
+    banks: tuple      # kernels.search_levels's `banks`
+    tree_args: tuple  # kernels.descend_stacks's tree arguments
+
+
+def bank_args(A, B, R, t) -> BankArgs:
+    """The banks' part of a search's arguments, with the rows' relative poses R, t (None where no
+    descent runs)."""
     cells = cells_of(A), cells_of(B)
     VA, VB = A.nodes, B.nodes
     ta, tb = (A.first_child, A.child_count, A.spheres), (B.first_child, B.child_count, B.spheres)
-    return dict(VA=VA, VB=VB, banks=(*ta, *tb, cells, A.node_offset, A.tri_offset, A.depth, B.node_offset,
-                                     B.tri_offset, B.depth),
-                tree_args=(VA, *ta, VB, *tb, R, t, cells))
+    return BankArgs(VA, VB, (*ta, *tb, cells, A.node_offset, A.tri_offset, A.depth, B.node_offset, B.tri_offset,
+                             B.depth), (VA, *ta, VB, *tb, R, t, cells))
 
 
 class _ScratchPool:
-    """Scratch (_Scratch) that no other call holds: take(k, width) one that fits (a nested or
+    """Scratch (Scratch) that no other call holds: take(k, width) one that fits (a nested or
     concurrent call gets another), give_back when done."""
 
     def __init__(self):
         self._free = []
 
-    def take(self, k: int, width: int) -> _Scratch:
+    def take(self, k: int, width: int) -> Scratch:
         scratch = self._free.pop() if self._free else None
         if scratch is None or not scratch.fits(k, width):
             old = (scratch.rows, scratch.entries) if scratch is not None else (0, 0)
-            scratch = _Scratch(max(k, old[0], 1), max(k * width, old[1], 1))
+            scratch = Scratch(max(k, old[0], 1), max(k * width, old[1], 1))
         return scratch
 
-    def give_back(self, scratch: _Scratch) -> None:
+    def give_back(self, scratch: Scratch) -> None:
         self._free.append(scratch)
 
 
@@ -460,15 +505,11 @@ def _no_cells(n: int):
     return np.zeros((1, 3)), np.zeros(1), np.zeros(n, np.int64), np.zeros(n, np.int64)
 
 
-class _Search:
+class _Search(SearchArrays):
     """The frame's pair rows while they are refined: relative poses, depths, every row's
     depth-first stack of colliding node pairs in place ((k, width) arrays sa, sb, sl and height,
-    kernels.descend_stacks), the level each reached and what is known of it.
-
-    level (k,) int64; apart (k,) bool: found apart (certain); tested (k,) bool: triangles were
-    tested (certain too); blocked (k,) bool: on a node not built yet (ocst.py);
-    hits: CSR (ptr (k+1,), hit_a, hit_b) of intersecting triangle pairs, global ids;
-    distance (k,) float64: what an exact strategy measured (nan where none did).
+    kernels.descend_stacks), the level each reached and what is known of it (SearchArrays's
+    fields, views into a scratch this search holds until _refine gives it back).
     """
 
     def __init__(self, A, B, model_id, T, pairs, max_level, clock, fair=None):
@@ -479,10 +520,7 @@ class _Search:
         deepest = max(A.max_level, B.max_level) - 1  # of any model: the stacks are sized before the rows
         width = stack_width(A, B, deepest if max_level is None else min(deepest, max(int(max_level), 0)))
         self.scratch = _SCRATCH.take(k, width)
-        # A, B, VA, VB, banks, tree_args, prebuilt; the row arrays rows, ma, ..., distance; the stacks
-        # sa, sb, sl; the kernels' tuples of them: pose, state, known; and packed, the scratch as
-        # search_levels and summarize_stacks take it (_Scratch.args)
-        vars(self).update(self.scratch.args(A, B, k, width))
+        vars(self).update(vars(self.scratch.args(A, B, k, width)))  # SearchArrays's fields, no per-field call
         self.frame = model_id, T, pairs, NO_LIMIT if max_level is None else max(int(max_level), 0)
         self.fair_args = NOT_FAIR if fair is None else fair.kernel_args(len(model_id))
         self.busy = 0.0  # wall seconds inside kernel batches (FrameNarrowResult.time_in_batches)

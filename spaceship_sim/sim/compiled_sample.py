@@ -33,7 +33,7 @@ from ..dynamics.integrator import PARALLEL_MIN_SHIPS, StepStats, _heun_adaptive_
 from ..dynamics.ships import _accel_bound_kernel, _contain_kernel
 from ..narrowphase.bank import TreeBank
 from ..narrowphase.kernels import SCRATCH_FLOATS, scratch_views, search_levels, stack_width, summarize_stacks
-from ..narrowphase.refine import NO_LIMIT, NarrowPhase, _bank_args, _Scratch, frame_answer
+from ..narrowphase.refine import NO_LIMIT, NarrowPhase, Scratch, bank_args, frame_answer
 from ..response.impulse import _respond_hits_kernel
 from ..state import _poses
 from .stats import _tally_verdicts, detection_budget_kernel
@@ -67,10 +67,10 @@ class CompiledSample:
         deepest = bank.max_level - 1
         max_level = NO_LIMIT if narrow.max_level is None else max(int(narrow.max_level), 0)
         self.width = stack_width(bank, bank, deepest if narrow.max_level is None else min(deepest, max_level))
-        args = _bank_args(bank, bank, None, None)
-        self.narrow_args = (args["VA"], args["VB"], args["banks"], max_level, bank.max_level + 1,
+        args = bank_args(bank, bank, None, None)
+        self.narrow_args = (args.VA, args.VB, args.banks, max_level, bank.max_level + 1,
                             int(narrow.min_level), bool(narrow.exact))
-        self.scratch = _Scratch(64, 64 * self.width)
+        self.scratch = Scratch(64, 64 * self.width)
         self.T = np.empty((0, 4, 4))
         self.clock, self.clk = clock, kernel_clock(clock)
 
@@ -99,7 +99,7 @@ class CompiledSample:
             return pairs, budget, self._detected(world, stats, detected)
         if budget == 0.0:  # the kernel's scratch was too small for the pairs: a larger one, and the rest
             k = len(pairs)
-            self.scratch = _Scratch(2 * k, 2 * k * self.width)
+            self.scratch = Scratch(2 * k, 2 * k * self.width)
             detected = _detect_forced(kernel_clock(clock, self.clk), state.pos, state.vel, broad.dirty, pairs,
                                       self._detection(world))
             sync_clock(clock, self.clk)

@@ -383,7 +383,7 @@ def test_reused_stack_scratch_never_changes_an_answer(trees):
     pool = refine_module._SCRATCH
     pool._free.clear()
     fresh = answer()
-    stale = refine_module._Scratch(40, 1 << 16)
+    stale = refine_module.Scratch(40, 1 << 16)
     stale.stacks[:] = 7  # stale node ids in every slot
     pool._free[:] = [stale]
     for got, want in zip(answer(), fresh):
