@@ -12,7 +12,7 @@ zero, `_detect_forced` — the forced levels of the refinement and its summary, 
 verdict tally (pipeline._detect with a deadline already passed, where the Python refinement's clock
 checks all stop it at once). Both read the world's clock inside the kernel (clock.read_clock)
 exactly where the Python stages read it, and both call the stages' own kernels, so a TickClock run
-ends in the same state, stats and clock as the Python sample (tests/test_compiled_sample.py).
+ends in the same state, stats and clock as the Python sample (tests/sim/test_compiled_sample.py).
 
 When (`for_world`): the common case only — compiled stages, time-critical, ships only (no
 asteroids, no swept test, no exact-only strategy), prebuilt trees with the leaves as exact level,

@@ -38,7 +38,7 @@ def step(world) -> FrameStats:
     stats = FrameStats(frame=world.frame, target=world.target_frame_time,
                        render_predicted=world.render_predictor.predict())
     # each stage's time: a clock read on either side (no context manager: its three Python-level
-    # calls a stage are frame objects more to run with cold caches, scripts/cold_frames.py)
+    # calls a stage are frame objects more to run with cold caches after the render)
     t = clock()
     world.broad.invalidate(world.controllers.update(world.t, state, world.compiled))  # a mask
     stats.t_controls = clock() - t

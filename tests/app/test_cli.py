@@ -1,4 +1,4 @@
-"""fly/demo command line (bad arguments: tests/test_bad_input.py): the no-display message, registration without GL,
+"""fly/demo command line (bad arguments: tests/cli/test_bad_input.py): the no-display message, registration without GL,
 and end-to-end runs (headless EGL; a real window under Xvfb when xvfb-run exists)."""
 from __future__ import annotations
 

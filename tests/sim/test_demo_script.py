@@ -7,7 +7,7 @@ from pathlib import Path
 from spaceship_sim.config import load_config
 from spaceship_sim.sim.world import World
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FRAMES = 150  # 5 s at 30 Hz
 
 

@@ -12,7 +12,7 @@ from spaceship_sim.bench import bench_hubbard
 from spaceship_sim.cli.main import build_parser, main
 from spaceship_sim.clock import TickClock
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_hubbard_bench_writes_runs_histograms_accuracy_and_render_sweep(tmp_path, capsys):

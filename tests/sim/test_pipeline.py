@@ -15,7 +15,7 @@ from spaceship_sim.config import config_from_dict, load_config, samples_per_fram
 from spaceship_sim.sim.pipeline import detection_budget
 from spaceship_sim.sim.world import World
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SMALL = {"arena": {"size": 60.0}, "ships": {"count": 8, "models": ["lamp"], "user_model": "lamp",
                                              "initial_speed": 6.0},
          "sim": {"seed": 5}, "collision": {"tree_method": "octree"}}
