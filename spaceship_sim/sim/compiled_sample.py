@@ -23,6 +23,8 @@ more pairs than the scratch holds gets a larger scratch and `_detect_forced` alo
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -39,7 +41,80 @@ from ..state import _poses
 from .stats import _tally_verdicts, detection_budget_kernel
 
 BAD_BOUND = -1  # _advance's status when the acceleration bound is negative or NaN (find_pairs says why)
-NO_PAIRS = np.zeros((0, 2), np.int32)
+
+
+class NarrowArgs(NamedTuple):
+    """The refinement's settings and the bank's arrays, as the kernels take them."""
+
+    VA: tuple             # the bank's node arrays (kernels.search_levels's VA and VB)
+    VB: tuple
+    banks: tuple          # kernels.search_levels's `banks`
+    max_level: int        # the deepest level a row may reach (refine.NO_LIMIT: none)
+    levels: int           # the bank's levels, exact level included (summarize_stacks's histogram)
+    min_level: int        # every colliding pair is refined at least this deep
+    triangle_tests: bool  # finish with triangle tests when time allows (NarrowPhase.exact)
+
+
+class BudgetArgs(NamedTuple):
+    """stats.detection_budget's arguments but `spent`, with the frame's start [s] on the clock."""
+
+    start: float
+    target: float
+    render: float
+    margin: float
+    samples_left: int
+    overrun: float
+    rest: float
+
+
+class Detection(NamedTuple):
+    """What _detect_forced needs of a world besides the ships' positions and velocities."""
+
+    quat: np.ndarray       # (n, 4) float64, the ships' orientations
+    inv_mass: np.ndarray   # (n,) float64 [1/kg]
+    model_id: np.ndarray   # (n,) int64
+    radius: np.ndarray     # (n,) float64 [m], bounding radii (the tally's relative bounds)
+    T: np.ndarray          # (n, 4, 4) float64 scratch: the ships' poses
+    narrow: NarrowArgs
+    scratch: tuple         # refine.Scratch.flat
+    width: int             # stack entries a row
+    fair: tuple            # fairness.FairOrder.kernel_args
+    response: tuple        # (restitution, separation_speed)
+
+
+class Advanced(NamedTuple):
+    """_advance's answer: where it stopped, its clock reads and what the Python side needs."""
+
+    status: int               # SCHEDULED, or where the kernel stopped: the re-ball's REGRID or NO_ROOM, or BAD_BOUND
+    integrate_start: float    # clock reads around the integration and the arena rule
+    integrate_end: float
+    broad_start: float        # ... and around the broad phase
+    broad_end: float
+    budget: float             # the narrow phase's budget [s]
+    steps: tuple              # the integration's StepStats fields
+    bound: np.ndarray         # (n,) float64, the ships' acceleration bounds
+    due: np.ndarray           # (d,) int64, the ships re-balled
+    rmax: float               # the re-ball's largest ball radius [m]
+    n_outside: int            # ... ships outside its grid
+    found: int                # ... partners found
+    examined: int             # pairs the schedule examined
+    pairs: np.ndarray         # (k, 2) int32, the pairs found
+
+
+class Detected(NamedTuple):
+    """_detect_forced's answer: its clock reads and what the Python side needs."""
+
+    narrow_start: float       # clock reads around the narrow phase
+    narrow_end: float
+    response_start: float     # ... and around the response
+    response_end: float
+    rows: np.ndarray          # (k, 2) int64, the pairs
+    summary: tuple            # kernels.summarize_stacks's arrays
+    hit_ptr: np.ndarray       # (k+1,) int64, the hits' CSR pointers (none)
+    time_used: float          # the narrow phase's time on the clock [s]
+    busy: float               # wall seconds inside search_levels
+    moved: int                # ships the response moved
+    tally: tuple              # stats' verdict tally
 
 
 def for_world(world) -> "CompiledSample | None":
@@ -68,8 +143,8 @@ class CompiledSample:
         max_level = NO_LIMIT if narrow.max_level is None else max(int(narrow.max_level), 0)
         self.width = stack_width(bank, bank, deepest if narrow.max_level is None else min(deepest, max_level))
         args = bank_args(bank, bank, None, None)
-        self.narrow_args = (args.VA, args.VB, args.banks, max_level, bank.max_level + 1,
-                            int(narrow.min_level), bool(narrow.exact))
+        self.narrow_args = NarrowArgs(args.VA, args.VB, args.banks, max_level, bank.max_level + 1,
+                                      int(narrow.min_level), bool(narrow.exact))
         self.scratch = Scratch(64, 64 * self.width)
         self.T = np.empty((0, 4, 4))
         self.clock, self.clk = clock, kernel_clock(clock)
@@ -85,8 +160,9 @@ class CompiledSample:
         broad._set_lead(t)
         if len(self.T) != state.n:
             self.T = np.empty((state.n, 4, 4))
-        budget_args = (start, stats.target, stats.render_predicted, cfg.collision.safety_margin, samples_left,
-                       world.overrun_predictor.predict(), world.fixed_predictor.predict(samples_left))
+        budget_args = BudgetArgs(start, stats.target, stats.render_predicted, cfg.collision.safety_margin,
+                                 samples_left, world.overrun_predictor.predict(),
+                                 world.fixed_predictor.predict(samples_left))
         s = broad.schedule
         advanced, detected, done = _sample(
             kernel_clock(clock, self.clk), world.integrator.kernel_args(state, dt), 0.5 * cfg.arena.size,
@@ -106,42 +182,43 @@ class CompiledSample:
             return pairs, budget, self._detected(world, stats, detected)
         return pairs, budget, None
 
-    def _detection(self, world) -> tuple:
+    def _detection(self, world) -> Detection:
         """_detect_forced's `detection` argument for this world."""
         state, c = world.state, world.config.collision
-        return (state.quat, state.inv_mass, state.model_id, state.radius, self.T, self.narrow_args, self.scratch.flat,
-                self.width, world.fair.kernel_args(state.n), (float(c.restitution), float(c.separation_speed)))
+        return Detection(state.quat, state.inv_mass, state.model_id, state.radius, self.T, self.narrow_args,
+                         self.scratch.flat, self.width, world.fair.kernel_args(state.n),
+                         (float(c.restitution), float(c.separation_speed)))
 
-    def _advanced(self, world, stats, t, advanced):
+    def _advanced(self, world, stats, t, advanced: Advanced):
         """The Python side of the kernel's pipeline._advance: (pairs, budget or None)."""
-        status, r1, r2, r3, r4, budget, steps, bound, due, rmax, n_outside, found, examined, pairs = advanced
-        state, broad = world.state, world.broad
-        stats.add_integration(StepStats(*steps))
+        a, state, broad = advanced, world.state, world.broad
+        status, bound, due, pairs = a.status, a.bound, a.due, a.pairs
+        stats.add_integration(StepStats(*a.steps))
         world.t = t
-        stats.t_integrate = stats.t_integrate + r2 - r1
+        stats.t_integrate = stats.t_integrate + a.integrate_end - a.integrate_start
         if status == BAD_BOUND:
             broad.find_pairs(t, state.pos, state.vel, bound)  # raises, naming the bound
         broad.last_t = t
         added = 0
         if len(due):
             g = broad.grid
-            rebuilds, g.rmax, g.n_outside = g.rebuilds, rmax, n_outside
-            added = broad.reballed(due, status, found, rebuilds)
+            rebuilds, g.rmax, g.n_outside = g.rebuilds, a.rmax, a.n_outside
+            added = broad.reballed(due, status, a.found, rebuilds)
         if status != SCHEDULED:  # the kernel stopped in the re-ball: the broad phase goes on in Python
             pairs = broad._wake_pairs(t, state.pos, state.vel, len(due), added)
-            stats.t_broad = stats.t_broad + self.clock() - r3
+            stats.t_broad = stats.t_broad + self.clock() - a.broad_start
             return pairs, None
-        broad.took_call(examined, len(pairs), added, len(due))
-        stats.t_broad = stats.t_broad + r4 - r3
-        return pairs, budget
+        broad.took_call(a.examined, len(pairs), added, len(due))
+        stats.t_broad = stats.t_broad + a.broad_end - a.broad_start
+        return pairs, a.budget
 
-    def _detected(self, world, stats, detected):
+    def _detected(self, world, stats, detected: Detected):
         """The Python side of the kernel's pipeline._detect: the narrow phase's answer."""
-        r6, r8, r9, r10, pairs, summary, hit_ptr, time_used, busy, changed, tally = detected
-        narrow = frame_answer(pairs, summary, (hit_ptr, NO_IDS, NO_IDS), time_used, busy, world.fair)
-        stats.t_narrow = stats.t_narrow + r8 - r6
-        stats.t_response = stats.t_response + r10 - r9
-        stats.add_tally(narrow, 0.0, changed, tally)
+        d = detected
+        narrow = frame_answer(d.rows, d.summary, (d.hit_ptr, NO_IDS, NO_IDS), d.time_used, d.busy, world.fair)
+        stats.t_narrow = stats.t_narrow + d.narrow_end - d.narrow_start
+        stats.t_response = stats.t_response + d.response_end - d.response_start
+        stats.add_tally(narrow, 0.0, d.moved, d.tally)
         return narrow
 
 
@@ -154,24 +231,22 @@ def _sample(clk, integration, half, controls, t, reball, schedule, budget_args, 
     (detection: its argument of that name). Returns (_advance's answer, _detect_forced's — empty
     arrays of the same types where it did not run —, whether it ran)."""
     advanced = _advance(clk, integration, half, controls, t, reball, schedule, budget_args)
-    narrow, scratch, width, fair = detection[5:9]
-    pairs = advanced[-1]
-    k = len(pairs)
+    scratch, width = detection.scratch, detection.width
+    k = len(advanced.pairs)
     fits = k <= len(scratch[2]) // SCRATCH_FLOATS and k * width <= scratch[3].shape[1]
-    if advanced[0] != SCHEDULED or advanced[5] != 0.0 or not fits:
-        return advanced, _no_detection(narrow, scratch, width, fair), False
-    return advanced, _detect_forced(clk, integration[0], integration[1], reball[6], pairs, detection), True
+    if advanced.status != SCHEDULED or advanced.budget != 0.0 or not fits:
+        return advanced, _no_detection(detection.narrow, scratch, width, detection.fair), False
+    return advanced, _detect_forced(clk, integration[0], integration[1], reball[6], advanced.pairs, detection), True
 
 
 @njit(cache=True)
 def _no_detection(narrow, scratch, width, fair):
     """_detect_forced's answer for no pairs, read off no clock: what _sample returns where it did not run."""
-    VA, VB, levels = narrow[0], narrow[1], narrow[4]
     rows = np.zeros((0, 2), np.int64)
     hit_ptr = np.zeros(1, np.int64)
-    summary = summarize_stacks(VA, VB, scratch, 0, width, hit_ptr, levels, rows, fair)
+    summary = summarize_stacks(narrow.VA, narrow.VB, scratch, 0, width, hit_ptr, narrow.levels, rows, fair)
     tally = _tally_verdicts(summary[0], summary[1], summary[2], rows, np.zeros(0), summary[3])
-    return 0.0, 0.0, 0.0, 0.0, rows, summary, hit_ptr, 0.0, 0.0, 0, tally
+    return Detected(0.0, 0.0, 0.0, 0.0, rows, summary, hit_ptr, 0.0, 0.0, 0, tally)
 
 
 @njit(cache=True)
@@ -179,34 +254,35 @@ def _advance(clk, integration, half, controls, t, reball, schedule, budget_args)
     """The integration (integration: Integrator.kernel_args), the arena rule (half: half the
     arena's size), the acceleration bound (controls: max_thrust, drag) and the space-time broad
     phase at time t (reball: SpaceTime.reball_args, schedule: its pair schedule's arrays for
-    _st_pairs), then the budget (budget_args: detection_budget's but for `spent`, with the frame's
-    start first), reading the clock `clk` where pipeline._advance does.
-    Returns (status: SCHEDULED, or where the kernel stopped: the re-ball's REGRID or NO_ROOM, or
-    BAD_BOUND; the integration's clock reads r1, r2, the broad phase's r3, r4; the budget; the
-    integration's step stats; the acceleration bound; the ships re-balled; the re-ball's rmax,
-    n_outside and partners found; the pairs examined; the pairs found (k, 2) int32)."""
+    _st_pairs), then the budget (budget_args: BudgetArgs), reading the clock `clk` where
+    pipeline._advance does. Returns Advanced."""
     pos, vel, thrust = integration[0], integration[1], integration[4]
     ship_end, a_ref, dirty = reball[4], reball[5], reball[6]
-    r1 = read_clock(clk)
+    integrate_start = read_clock(clk)
     steps = _heun_adaptive_serial(*integration)
     _mark_dirty(_contain_kernel(pos, vel, half), dirty)
-    r2 = read_clock(clk)
-    r3 = read_clock(clk)
+    integrate_end = read_clock(clk)
+    broad_start = read_clock(clk)
     bound = _accel_bound_kernel(thrust, vel, controls[0], controls[1])
     due = np.zeros(0, np.int64)
+    none = np.zeros((0, 2), np.int32)  # made here: numba reads a global array as read-only, another type
     if not bound.min() >= 0.0:  # NaN fails it too
-        return BAD_BOUND, r1, r2, r3, r3, 0.0, steps, bound, due, 0.0, 0, 0, 0, NO_PAIRS
+        return Advanced(BAD_BOUND, integrate_start, integrate_end, broad_start, broad_start, 0.0, steps, bound, due,
+                        0.0, 0, 0, 0, none)
     due = _due_ships(t, bound, a_ref, ship_end, dirty)
     status, rmax, n_outside, found = SCHEDULED, 0.0, 0, 0
     if len(due):
         status, rmax, n_outside, found = _reball_kernel(due, t, pos, vel, bound, *reball)
         if status != SCHEDULED:
-            return status, r1, r2, r3, r3, 0.0, steps, bound, due, rmax, n_outside, found, 0, NO_PAIRS
+            return Advanced(status, integrate_start, integrate_end, broad_start, broad_start, 0.0, steps, bound, due,
+                            rmax, n_outside, found, 0, none)
     examined, pairs = _st_pairs(t, pos, vel, a_ref, reball[2], *schedule)
-    r4 = read_clock(clk)
-    start, target, render, margin, samples_left, overrun, rest = budget_args
-    budget = detection_budget_kernel(target, render, read_clock(clk) - start, margin, samples_left, overrun, rest)
-    return SCHEDULED, r1, r2, r3, r4, budget, steps, bound, due, rmax, n_outside, found, examined, pairs
+    broad_end = read_clock(clk)
+    b = budget_args
+    budget = detection_budget_kernel(b.target, b.render, read_clock(clk) - b.start, b.margin, b.samples_left,
+                                     b.overrun, b.rest)
+    return Advanced(SCHEDULED, integrate_start, integrate_end, broad_start, broad_end, budget, steps, bound, due, rmax,
+                    n_outside, found, examined, pairs)
 
 
 @njit(cache=True)
@@ -214,15 +290,10 @@ def _detect_forced(clk, pos, vel, dirty, pairs, detection):
     """The narrow phase of a sample with no budget (its forced levels, refine._Search.levels and
     exact_level with the deadline passed), its summary, the response and the verdict tally, reading
     the clock `clk` where pipeline._detect and the refinement do, moving the ships `pos`, `vel` and
-    marking `dirty` those the response moved. detection (CompiledSample._detection): (quat, inv_mass,
-    model_id, radius, T, narrow, scratch, width, fair, response) — narrow: (VA, VB, banks, max_level,
-    levels, min_level, exact) of CompiledSample; scratch, width, fair: search_levels'; response:
-    (restitution, separation_speed). Returns (the narrow phase's clock reads r6, r8, the response's
-    r9, r10; the pairs (k, 2) int64; summarize_stacks's arrays; the hits' CSR pointers (none);
-    time_used; the wall time inside search_levels; the ships moved; the tally)."""
+    marking `dirty` those the response moved (detection: Detection). Returns Detected."""
     quat, inv_mass, model_id, radius, T, narrow, scratch, width, fair, response = detection
-    VA, VB, banks, max_level, levels, min_level, exact = narrow
-    r6 = read_clock(clk)
+    VA, VB, banks, max_level, levels, min_level, triangle_tests = narrow
+    narrow_start = read_clock(clk)
     read_clock(clk)  # the deadline: that read plus a zero budget
     _poses(quat, pos, T)
     rows = pairs.astype(np.int64)
@@ -240,16 +311,17 @@ def _detect_forced(clk, pos, vel, dirty, pairs, detection):
     if more:  # a level's first read, then the check that finds the deadline passed
         read_clock(clk)
         read_clock(clk)
-    if exact and leaves:  # the exact level's batches: their first read, then the same check
+    if triangle_tests and leaves:  # the exact level's batches: their first read, then the same check
         read_clock(clk)
         read_clock(clk)
     hit_ptr = np.zeros(k + 1, np.int64)
     summary = summarize_stacks(VA, VB, scratch, k, width, hit_ptr, levels, rows, fair)
     time_used = read_clock(clk) - start
-    r8 = read_clock(clk)
-    r9 = read_clock(clk)
+    narrow_end = read_clock(clk)
+    response_start = read_clock(clk)
     changed = _respond_hits_kernel(vel, inv_mass, pos, rows, summary[0], summary[5], response[0], response[1])
     _mark_dirty(changed, dirty)
-    r10 = read_clock(clk)
+    response_end = read_clock(clk)
     tally = _tally_verdicts(summary[0], summary[1], summary[2], rows, radius, summary[3])
-    return r6, r8, r9, r10, rows, summary, hit_ptr, time_used, busy, len(changed), tally
+    return Detected(narrow_start, narrow_end, response_start, response_end, rows, summary, hit_ptr, time_used, busy,
+                    len(changed), tally)
