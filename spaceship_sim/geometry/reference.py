@@ -5,9 +5,14 @@ computed differently from the kernels so that tests comparing them mean somethin
   edge of one meets the other (their intersection is convex; its boundary lies on an edge);
 - point–triangle closest point by plane projection, else the closest of the three edges;
 - triangle distance by dense sampling (an upper bound that converges to the distance);
-- triangle-box overlap by the separating axes, vectorised (the kernel repeats its arithmetic).
+- triangle-box overlap by the separating axes, vectorised (the kernel repeats its arithmetic);
+- segment–segment distance in exact rational arithmetic: the least of the squared distance over the
+  parameter square, at its stationary point or on one of the square's four sides;
+- relative poses by matrix products.
 """
 from __future__ import annotations
+
+from fractions import Fraction
 
 import numpy as np
 
@@ -136,3 +141,53 @@ def triangle_box_overlap_ref(tris: np.ndarray, box_center: np.ndarray, half: flo
         r = h[:, None] * np.abs(a).sum(axis=2)
         ok &= ((p.min(axis=2) <= r) & (p.max(axis=2) >= -r)).all(axis=1)
     return ok
+
+
+def _segment_d2_exact(p1, q1, p2, q2) -> Fraction:
+    """Squared distance of closed segments p1 q1 and p2 q2 (3 floats each), exact: the squared
+    distance |r + s d1 - t d2|^2 is a convex quadratic on the unit square, least at its stationary
+    point when that lies in the square, else on a side, where one parameter is 0 or 1 and the
+    other the clamped projection of that endpoint onto the other segment."""
+    P1, Q1, P2, Q2 = ([Fraction(float(x)) for x in v] for v in (p1, q1, p2, q2))
+    d1 = [q - p for p, q in zip(P1, Q1)]
+    d2 = [q - p for p, q in zip(P2, Q2)]
+    r = [p - q for p, q in zip(P1, P2)]
+
+    def dot(u, v):
+        return sum(x * y for x, y in zip(u, v))
+
+    def d2_at(s, t):
+        w = [ri + s * x - t * y for ri, x, y in zip(r, d1, d2)]
+        return dot(w, w)
+
+    def clamp(x):
+        return min(max(x, Fraction(0)), Fraction(1))
+
+    a, b, c, e, f = dot(d1, d1), dot(d1, d2), dot(d1, r), dot(d2, d2), dot(d2, r)
+    cands = []
+    det = a * e - b * b
+    if det != 0:
+        s, t = (b * f - c * e) / det, (a * f - b * c) / det
+        if 0 <= s <= 1 and 0 <= t <= 1:
+            cands.append(d2_at(s, t))
+    for t in (Fraction(0), Fraction(1)):  # t fixed: s projects p2 + t d2 onto segment 1
+        cands.append(d2_at(clamp((t * b - c) / a) if a else Fraction(0), t))
+    for s in (Fraction(0), Fraction(1)):  # s fixed: t projects p1 + s d1 onto segment 2
+        cands.append(d2_at(s, clamp((s * b + f) / e) if e else Fraction(0)))
+    return min(cands)
+
+
+def segment_distance_ref(p1, q1, p2, q2) -> np.ndarray:
+    """(n,) distances of closed segments p1[i] q1[i] and p2[i] q2[i] ((n, 3) arrays; a segment may
+    be a point), exact up to the final rounding (rational arithmetic; slow: tests only)."""
+    rows = zip(*(np.asarray(v, float).reshape(-1, 3) for v in (p1, q1, p2, q2)))
+    return np.array([np.sqrt(float(_segment_d2_exact(*x))) for x in rows])
+
+
+def relative_poses_ref(Ta, Tb):
+    """(R (k, 3, 3), t (k, 3)): B's pose in A's frame, x_A = R x_B + t, from (k, 4, 4) body->world
+    transforms, as matrix products (R = Ra^T Rb, t = Ra^T (pb - pa))."""
+    Ra, Rb = Ta[:, :3, :3], Tb[:, :3, :3]
+    R = np.transpose(Ra, (0, 2, 1)) @ Rb
+    t = np.einsum("kji,kj->ki", Ra, Tb[:, :3, 3] - Ta[:, :3, 3])
+    return R, t

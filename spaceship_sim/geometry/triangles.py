@@ -1,5 +1,5 @@
 """Triangle primitives, one module for the whole package: numba kernels, each tested against its
-numpy oracle in `geometry/reference.py` (tests/test_geometry_triangles.py).
+numpy oracle in `geometry/reference.py` (tests/geometry/test_triangles.py).
 
 All coordinates are float64 in one common frame. Triangles are closed sets: touching
 (a shared point, edge or face) counts as intersecting. The kernels only use sign tests of
@@ -14,7 +14,7 @@ Triangles are (3, 3) float64 arrays, one vertex per row.
 - `intersect_triangle_triangle`: Guigue & Devillers (JGT 2003), "Fast and robust triangle-
   triangle overlap test using orientation predicates", with a coplanar fallback in 2D.
 - `distance_triangle_triangle`: 0 if they intersect, else the smallest of the 6 vertex–triangle
-  and 9 edge–edge distances (the closest pair of two disjoint triangles always realises one of
+  and 9 edge–edge distances (edge pairs by `segments.closest_points_segments`) (the closest pair of two disjoint triangles always realises one of
   these), closest points written to `out`; `distance_triangle_triangle_disjoint` leaves the
   intersection test out, for callers that know the triangles apart; `triangle_plane_gap`, a cheap
   lower bound on it (the planes' gaps).
@@ -26,6 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from .segments import closest_points_segments
+from .vectors import cross, dist2, dot, dot_from, row, sub
 
 
 @njit(cache=True)
@@ -145,7 +148,7 @@ def _tri_tri_3d(V1, i0, i1, i2, V2, j0, j1, j2, dp2, dq2, dr2):
 @njit(cache=True)
 def intersect_triangle_triangle(V1, V2):
     """Closed triangles V1, V2 ((3, 3) float64, one vertex per row, same frame) intersect."""
-    # typed indices, not literals: one compiled signature for the helpers
+    # typed indices, not literals: one compiled signature for the functions below
     i0, i1, i2 = np.int64(0), np.int64(1), np.int64(2)
     # signs of T1's vertices relative to T2's plane; all strictly on one side -> disjoint
     dp1 = _orient(V2, i0, V2, i1, V2, i2, V1, i0)
@@ -235,50 +238,9 @@ def closest_points_triangles(P, T):
 
 
 @njit(cache=True)
-def segment_params(p1, q1, p2, q2):
-    """Parameters (s, t) in [0, 1] of the closest points p1 + s (q1 - p1), p2 + t (q2 - p2) of two
-    closed segments given as 3-tuples, either possibly a point (Ericson, RTCD 5.1.9)."""
-    d1 = (q1[0] - p1[0], q1[1] - p1[1], q1[2] - p1[2])
-    d2 = (q2[0] - p2[0], q2[1] - p2[1], q2[2] - p2[2])
-    r = (p1[0] - p2[0], p1[1] - p2[1], p1[2] - p2[2])
-    a = d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2]
-    e = d2[0] * d2[0] + d2[1] * d2[1] + d2[2] * d2[2]
-    f = d2[0] * r[0] + d2[1] * r[1] + d2[2] * r[2]
-    if a <= 0.0 and e <= 0.0:
-        return 0.0, 0.0
-    if a <= 0.0:
-        return 0.0, min(max(f / e, 0.0), 1.0)
-    c = d1[0] * r[0] + d1[1] * r[1] + d1[2] * r[2]
-    if e <= 0.0:
-        return min(max(-c / a, 0.0), 1.0), 0.0
-    b = d1[0] * d2[0] + d1[1] * d2[1] + d1[2] * d2[2]
-    denom = a * e - b * b
-    s = 0.0
-    if denom > 0.0:  # not parallel: closest points of the infinite lines, s clamped
-        s = min(max((b * f - c * e) / denom, 0.0), 1.0)
-    t = (b * s + f) / e
-    if t < 0.0:
-        return min(max(-c / a, 0.0), 1.0), 0.0
-    if t > 1.0:
-        return min(max((b - c) / a, 0.0), 1.0), 1.0
-    return s, t
-
-
-@njit(cache=True)
-def _at(p, q, s):
-    """p + s (q - p), 3-tuples."""
-    return (p[0] + s * (q[0] - p[0]), p[1] + s * (q[1] - p[1]), p[2] + s * (q[2] - p[2]))
-
-
-@njit(cache=True)
-def _d2(p, q):
-    return (p[0] - q[0]) ** 2 + (p[1] - q[1]) ** 2 + (p[2] - q[2]) ** 2
-
-
-@njit(cache=True)
 def _rows(V):
     """The three vertices of triangle V (3, 3) as 3-tuples (registers: no views, no allocation)."""
-    return ((V[0, 0], V[0, 1], V[0, 2]), (V[1, 0], V[1, 1], V[1, 2]), (V[2, 0], V[2, 1], V[2, 2]))
+    return row(V, 0), row(V, 1), row(V, 2)
 
 
 @njit(cache=True)
@@ -312,7 +274,7 @@ def distance_triangle_triangle_disjoint(V1, V2, out):
     for i in range(3):  # edge against edge
         for j in range(3):
             a, b, closest = _edge_pair_closest(P[i], P[(i + 1) % 3], P[(i + 2) % 3], Q[j], Q[(j + 1) % 3], Q[(j + 2) % 3])
-            d = _d2(a, b)
+            d = dist2(a, b)
             if closest:
                 best, x, y = d, a, b
                 break
@@ -335,17 +297,10 @@ def _edge_pair_closest(p1, q1, r1, p2, q2, r2):
     """(a, b, closest): the closest points a of edge p1 q1 and b of edge p2 q2 (3-tuples), and
     whether they are those of the triangles p1 q1 r1 and p2 q2 r2: the third vertices r1, r2 lie
     on their sides of the slab between a and b (each edge does: a, b are each other's nearest)."""
-    s, t = segment_params(p1, q1, p2, q2)
-    a, b = _at(p1, q1, s), _at(p2, q2, t)
-    n = (b[0] - a[0], b[1] - a[1], b[2] - a[2])
-    closest = (_dot3(r1, a, n) <= 0.0) and (_dot3(r2, b, n) >= 0.0)
+    a, b, _, _ = closest_points_segments(p1, q1, p2, q2)
+    n = sub(b, a)
+    closest = (dot_from(r1, a, n) <= 0.0) and (dot_from(r2, b, n) >= 0.0)
     return a, b, closest
-
-
-@njit(cache=True)
-def _dot3(r, a, n):
-    """(r - a) . n, 3-tuples."""
-    return (r[0] - a[0]) * n[0] + (r[1] - a[1]) * n[1] + (r[2] - a[2]) * n[2]
 
 
 @njit(cache=True)
@@ -353,18 +308,15 @@ def _vertex_over_face(p, T, best, x, y, flip):
     """(best, x, y) updated with vertex p and its projection onto triangle T's plane (3-tuples)
     where that lies inside T and is closer than sqrt(best); flip: p belongs to the second triangle
     (then y is p)."""
-    e1 = (T[1][0] - T[0][0], T[1][1] - T[0][1], T[1][2] - T[0][2])
-    e2 = (T[2][0] - T[0][0], T[2][1] - T[0][1], T[2][2] - T[0][2])
-    n = (e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0])
-    nn = n[0] * n[0] + n[1] * n[1] + n[2] * n[2]
-    h = _dot3(p, T[0], n)
+    n = cross(sub(T[1], T[0]), sub(T[2], T[0]))
+    nn = dot(n, n)
+    h = dot_from(p, T[0], n)
     if nn <= 0.0 or h * h >= best * nn:  # degenerate, or its plane no closer
         return best, x, y
     for k in range(3):  # inside: p on the inner side of every edge's plane along n
-        a, b = T[k], T[(k + 1) % 3]
-        e = (b[0] - a[0], b[1] - a[1], b[2] - a[2])
-        m = (e[1] * n[2] - e[2] * n[1], e[2] * n[0] - e[0] * n[2], e[0] * n[1] - e[1] * n[0])  # e x n: outward
-        if _dot3(p, a, m) > 0.0:
+        a = T[k]
+        m = cross(sub(T[(k + 1) % 3], a), n)  # edge x n: outward
+        if dot_from(p, a, m) > 0.0:
             return best, x, y
     f = h / nn
     q = (p[0] - f * n[0], p[1] - f * n[1], p[2] - f * n[2])
@@ -375,13 +327,9 @@ def _vertex_over_face(p, T, best, x, y, flip):
 def _plane_gap(P, Q):
     """(g |n|, |n|^2): the gap g between triangle P's plane and triangle Q's vertices (3-tuples),
     0 unless these lie strictly on one side, scaled by |n| of P's unnormalised normal n."""
-    e1 = (P[1][0] - P[0][0], P[1][1] - P[0][1], P[1][2] - P[0][2])
-    e2 = (P[2][0] - P[0][0], P[2][1] - P[0][1], P[2][2] - P[0][2])
-    n = (e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0])
-    d0 = n[0] * (Q[0][0] - P[0][0]) + n[1] * (Q[0][1] - P[0][1]) + n[2] * (Q[0][2] - P[0][2])
-    d1 = n[0] * (Q[1][0] - P[0][0]) + n[1] * (Q[1][1] - P[0][1]) + n[2] * (Q[1][2] - P[0][2])
-    d2 = n[0] * (Q[2][0] - P[0][0]) + n[1] * (Q[2][1] - P[0][1]) + n[2] * (Q[2][2] - P[0][2])
-    return max(min(d0, d1, d2), -max(d0, d1, d2), 0.0), n[0] * n[0] + n[1] * n[1] + n[2] * n[2]
+    n = cross(sub(P[1], P[0]), sub(P[2], P[0]))
+    d0, d1, d2 = dot(n, sub(Q[0], P[0])), dot(n, sub(Q[1], P[0])), dot(n, sub(Q[2], P[0]))
+    return max(min(d0, d1, d2), -max(d0, d1, d2), 0.0), dot(n, n)
 
 
 @njit(cache=True)

@@ -113,23 +113,10 @@ def test_distance_is_attained_and_no_larger_than_dense_sampling(seed):
         assert d <= ref.sampled_distance(T1, T2, 30) + 1e-12
 
 
-def segment_distance_ref(p1, q1, p2, q2):
-    """Distance of segments p1 q1 and p2 q2 (3,): the least of the four endpoint–segment distances
-    and, where the lines' closest points fall inside both segments, the lines' distance."""
-    ends = [(p1, p2, q2), (q1, p2, q2), (p2, p1, q1), (q2, p1, q1)]
-    d = [np.linalg.norm(ref.closest_point_segment(p[None], u[None], v[None])[0] - p) for p, u, v in ends]
-    e1, e2, r = q1 - p1, q2 - p2, p1 - p2
-    A = np.array([[e1 @ e1, -(e1 @ e2)], [e1 @ e2, -(e2 @ e2)]])
-    if abs(np.linalg.det(A)) > 1e-9 * (e1 @ e1) * (e2 @ e2):
-        s, t = np.linalg.solve(A, [-(e1 @ r), -(e2 @ r)])
-        if 0 < s < 1 and 0 < t < 1:
-            d.append(np.linalg.norm(r + s * e1 - t * e2))
-    return min(d)
-
-
 def triangle_distance_ref(T1, T2):
     """Distance of disjoint triangles: the least over the 9 edge pairs and the 6 vertex–triangle pairs."""
-    d = [segment_distance_ref(T1[i], T1[(i + 1) % 3], T2[j], T2[(j + 1) % 3]) for i in range(3) for j in range(3)]
+    i, j = np.repeat(np.arange(3), 3), np.tile(np.arange(3), 3)  # the 9 edge pairs
+    d = list(ref.segment_distance_ref(T1[i], T1[(i + 1) % 3], T2[j], T2[(j + 1) % 3]))
     for X, Y in ((T1, T2), (T2, T1)):
         d += list(np.linalg.norm(ref.closest_point_triangle(X, np.repeat(Y[None], 3, 0)) - X, axis=1))
     return min(d)
