@@ -18,7 +18,7 @@ A pair is walked in A's frame: A's features are read as stored, B's are moved by
 to A (composed once per pair), and only the two closest points go back to the world.
 Kernels allocate nothing (the caller keeps a `walk_scratch` array) and are compiled without numba's
 reference counting (`_nrt=False`): with it, every array taken out of the 14-array feature tuple or
-handed to a helper was counted in the walk's loop, most of a walk's time. They use numba's "numpy"
+handed to another function was counted in the walk's loop, most of a walk's time. They use numba's "numpy"
 error model (no ZeroDivisionError checks on every division: ~13% of a walk's time; every division
 here has a non-zero denominator by construction). The Voronoi-region tests are called, not
 inlined (fewer copies of their branches to compile).
@@ -43,6 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ..geometry.poses import relative_pose
+from ..geometry.segments import closest_points_segments
+from ..geometry.vectors import cross, dot, row
 from .polytope import PolytopeSet
 
 SEPARATED, PENETRATING, CAPPED = 0, 1, 2
@@ -73,47 +76,6 @@ def _to_body(R, t, p, q):
     for i in range(3):
         q[i] = R[0, i] * (p[0] - t[0]) + R[1, i] * (p[1] - t[1]) + R[2, i] * (p[2] - t[2])
     return q
-
-
-@njit(inline="always", **_OPTS)
-def _cross_dot(a0, a1, a2, b0, b1, b2, c0, c1, c2):
-    """(a x b) . c for scalar vectors (no temporary arrays in the walk)."""
-    return (a1 * b2 - a2 * b1) * c0 + (a2 * b0 - a0 * b2) * c1 + (a0 * b1 - a1 * b0) * c2
-
-
-@njit(inline="always", **_OPTS)
-def _cross_norm(a0, a1, a2, b0, b1, b2):
-    """|a x b| for scalar vectors a, b."""
-    x, y, z = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
-    return np.sqrt(x * x + y * y + z * z)
-
-
-@njit(inline="always", **_OPTS)
-def _segment_params(P, i0, i1, Q, j0, j1):
-    """Parameters (s, t) in [0, 1] of the closest points of segments P[i0] P[i1] and Q[j0] Q[j1]
-    (rows of (., 3) arrays; Ericson 5.1.9); a segment may be a single point (i0 == i1)."""
-    a = e = b = c = f = 0.0
-    for k in range(3):
-        d1, d2, r = P[i1, k] - P[i0, k], Q[j1, k] - Q[j0, k], P[i0, k] - Q[j0, k]
-        a += d1 * d1
-        e += d2 * d2
-        b += d1 * d2
-        c += d1 * r
-        f += d2 * r
-    if a <= 1e-300 and e <= 1e-300:
-        return 0.0, 0.0
-    if a <= 1e-300:
-        return 0.0, min(max(f / e, 0.0), 1.0)
-    if e <= 1e-300:
-        return min(max(-c / a, 0.0), 1.0), 0.0
-    denom = a * e - b * b
-    s = min(max((b * f - c * e) / denom, 0.0), 1.0) if denom > 1e-14 * a * e else 0.0
-    t = (b * s + f) / e
-    if t < 0.0:
-        return min(max(-c / a, 0.0), 1.0), 0.0
-    if t > 1.0:
-        return min(max((b - c) / a, 0.0), 1.0), 1.0
-    return s, t
 
 
 @njit(inline="always", **_OPTS)
@@ -189,14 +151,15 @@ def _closest_polygons(P, k, nP, Q, m, nQ, out):
         i1 = (i + 1) % k
         for j in range(1 if m <= 2 else m):
             j1 = (j + 1) % m
-            s, t = _segment_params(P, i, i1, Q, j, j1)
+            # 3-tuples, not rows: no temporary arrays in the hot loop
+            x, y, s, t = closest_points_segments(row(P, i), row(P, i1), row(Q, j), row(Q, j1))
             d2 = 0.0
-            for c in range(3):  # scalar: no temporary arrays in the hot loop
-                d2 += (P[i, c] + s * (P[i1, c] - P[i, c]) - Q[j, c] - t * (Q[j1, c] - Q[j, c])) ** 2
+            for c in range(3):  # x - q - t (q1 - q), not x - y: the rounding the walk's distances carry
+                d2 += (x[c] - Q[j, c] - t * (Q[j1, c] - Q[j, c])) ** 2
             if d2 < best:
                 best, wP, wQ = d2, _where(i, s, k), _where(j, t, m)
                 for c in range(3):
-                    out[0, c], out[1, c] = P[i, c] + s * (P[i1, c] - P[i, c]), Q[j, c] + t * (Q[j1, c] - Q[j, c])
+                    out[0, c], out[1, c] = x[c], y[c]
     if m >= 3:
         best, w = _project_into(P, k, Q, m, nQ, best, out, 0, 1)
         if w != -2:
@@ -285,10 +248,10 @@ def _step_edge(S, e, q, where, tol):
     left, right = S[_EFACES][e, 0], S[_EFACES][e, 1]
     # (tail - q) . u over |u| for u_left = d x n_left (outward from the left face across e) and
     # u_right = n_right x d (the edge runs head -> tail in the right face)
-    over_left = _cross_dot(d0, d1, d2, N[left, 0], N[left, 1], N[left, 2], r0, r1, r2) / \
-        _cross_norm(d0, d1, d2, N[left, 0], N[left, 1], N[left, 2])
-    over_right = -_cross_dot(d0, d1, d2, N[right, 0], N[right, 1], N[right, 2], r0, r1, r2) / \
-        _cross_norm(d0, d1, d2, N[right, 0], N[right, 1], N[right, 2])
+    d, r = (d0, d1, d2), (r0, r1, r2)
+    u_left, u_right = cross(d, row(N, left)), cross(d, row(N, right))
+    over_left = dot(u_left, r) / np.sqrt(dot(u_left, u_left))
+    over_right = -dot(u_right, r) / np.sqrt(dot(u_right, u_right))
     if max(over_left, over_right) > tol:
         return 3 * (left if over_left >= over_right else right) + 2
     if max(past_tail, past_head) > tol:
@@ -309,8 +272,8 @@ def _step_face(S, f, q, where, tol):
         a, b = S[_FVERTS][c], S[_FVERTS][start + (c - start + 1) % (end - start)]
         e0, e1, e2 = V[b, 0] - V[a, 0], V[b, 1] - V[a, 1], V[b, 2] - V[a, 2]
         # (q - a) . u / |u| for u = (b - a) x n, the side's outward normal in the face's plane
-        viol = _cross_dot(e0, e1, e2, n0, n1, n2, q[0] - V[a, 0], q[1] - V[a, 1], q[2] - V[a, 2]) / \
-            _cross_norm(e0, e1, e2, n0, n1, n2)
+        u = cross((e0, e1, e2), (n0, n1, n2))
+        viol = dot(u, (q[0] - V[a, 0], q[1] - V[a, 1], q[2] - V[a, 2])) / np.sqrt(dot(u, u))
         if viol > best:
             best, worst = viol, c
     if worst >= 0:
@@ -368,17 +331,6 @@ def _support_vertex(S, rot, pos, body, other):
             if h > best:
                 best, v, moved = h, w, True
     return v
-
-
-@njit(inline="always", **_OPTS)
-def _relative_pose(rot, pos, a, b, R, t):
-    """B's pose in A's frame: R (3, 3) = Ra^T Rb, t (3,) = Ra^T (pb - pa). The walk runs in A's
-    frame: A's features are read as stored, and only B's are moved (once per visit, by one pose)."""
-    for i in range(3):
-        t[i] = 0.0
-        for j in range(3):
-            R[i, j] = rot[a, 0, i] * rot[b, 0, j] + rot[a, 1, i] * rot[b, 1, j] + rot[a, 2, i] * rot[b, 2, j]
-            t[i] += rot[a, j, i] * (pos[b, j] - pos[a, j])
 
 
 @njit(inline="always", **_OPTS)
@@ -461,7 +413,7 @@ def walk_pairs(S, radius, rot, pos, pairs, feats, max_iter, brute, dist, status,
         tol = TOL_REL * (radius[a] + radius[b])
         fa = feats[p, 0] if feats[p, 0] >= 0 else 3 * _support_vertex(S, rot, pos, a, b)
         fb = feats[p, 1] if feats[p, 1] >= 0 else 3 * _support_vertex(S, rot, pos, b, a)
-        _relative_pose(rot, pos, a, b, R, t)
+        relative_pose(rot[a], pos[a], rot[b], pos[b], R, t)  # the walk runs in A's frame
         st = CAPPED
         if not brute:
             st, d, fa, fb, it = _walk(S, a, b, fa, fb, tol, max_iter, R, t, PA, PB, nrm, pts, q)

@@ -36,6 +36,8 @@ from scipy.spatial import cKDTree
 from ..broadphase.base import EMPTY_PAIRS
 from ..dynamics import contain
 from ..dynamics.integrator import quat_multiply
+from ..geometry.spheres import overlap_spheres
+from ..geometry.vectors import unit_rows
 from ..meshes import validate_mesh_arrays
 from ..state import ShipState, quat_to_matrix, rotation_into, transforms
 from .closest import MAX_ITER, PENETRATING, walk_pairs, walk_scratch
@@ -177,9 +179,9 @@ class AsteroidField(NoField):
         self.inv_mass = 1.0 / (a.density * volume)
         self.pos = _place(self.radius, ships.pos, ships.radius, cfg, rng)
         q = rng.normal(size=(m, 4))
-        self.quat = q / np.linalg.norm(q, axis=1, keepdims=True)
-        self.vel = _unit(rng.normal(size=(m, 3))) * rng.uniform(0.0, a.speed_max, (m, 1))
-        self.omega = _unit(rng.normal(size=(m, 3))) * rng.uniform(0.0, a.spin_max, (m, 1))
+        self.quat = unit_rows(q)
+        self.vel = unit_rows(rng.normal(size=(m, 3))) * rng.uniform(0.0, a.speed_max, (m, 1))
+        self.omega = unit_rows(rng.normal(size=(m, 3))) * rng.uniform(0.0, a.spin_max, (m, 1))
         self.rot = np.ascontiguousarray(quat_to_matrix(self.quat))  # kept in place: numba reads it C-ordered
         self.T = np.zeros((m, 4, 4))  # body -> world, kept with rot and pos (the narrow phase's poses)
         self.T[:, :3, :3], self.T[:, :3, 3], self.T[:, 3, 3] = self.rot, self.pos, 1.0
@@ -204,7 +206,7 @@ class AsteroidField(NoField):
             return
         self.pos += self.vel * dt
         q = quat_multiply(self._spin, self.quat)
-        self.quat[:] = q / np.linalg.norm(q, axis=1, keepdims=True)
+        self.quat[:] = unit_rows(q)
         self.rot[:] = quat_to_matrix(self.quat)
         self.T[:, :3, :3], self.T[:, :3, 3] = self.rot, self.pos
         contain(self, self.arena)
@@ -293,8 +295,8 @@ def make_field(cfg, shapes: AsteroidShapes | None, ships, model_offset: int):
 def _sphere_pairs(pos, radius) -> np.ndarray:
     """(k, 2) int32 pairs i < j whose bounding spheres overlap (the cold-start broad phase)."""
     pairs = cKDTree(pos).query_pairs(2.0 * radius.max(), output_type="ndarray")
-    d2 = ((pos[pairs[:, 0]] - pos[pairs[:, 1]]) ** 2).sum(axis=1)
-    pairs = pairs[d2 <= (radius[pairs[:, 0]] + radius[pairs[:, 1]]) ** 2]
+    d = pos[pairs[:, 1]] - pos[pairs[:, 0]]
+    pairs = pairs[overlap_spheres(d[:, 0], d[:, 1], d[:, 2], radius[pairs[:, 0]], radius[pairs[:, 1]])]
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))].astype(np.int32).reshape(-1, 2)
 
 
@@ -345,10 +347,6 @@ def _tumble(pos, vel, quat, spin, dt, half, rot, T):
         for k in range(3):
             if (pos[i, k] > half and vel[i, k] > 0) or (pos[i, k] < -half and vel[i, k] < 0):
                 vel[i, k] = -vel[i, k]
-
-
-def _unit(v: np.ndarray) -> np.ndarray:
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
 def _turn_quats(rotvec: np.ndarray) -> np.ndarray:

@@ -18,6 +18,8 @@ import time
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from ..geometry.spheres import overlap_spheres
+from ..geometry.vectors import unit_rows
 from .closest import MAX_ITER, PENETRATING, walk_pairs, walk_scratch
 from .polytope import pack, random_polytope
 from .sweep import DynamicBoxes, SweepAndPrune, fixed_cubes
@@ -36,8 +38,8 @@ class MultiBody:
         r = self.pset.radius[:, None]
         self.pos = r + rng.uniform(size=(n, 3)) * np.maximum(self.side - 2 * r, 0.0)
         self.rot = Rotation.random(n, random_state=rng).as_matrix()
-        self.vel = _unit(rng.normal(size=(n, 3))) * speed_rel * r
-        axes = _unit(rng.normal(size=(n, 3)))
+        self.vel = unit_rows(rng.normal(size=(n, 3))) * speed_rel * r
+        axes = unit_rows(rng.normal(size=(n, 3)))
         self.spin = Rotation.from_rotvec(axes * np.radians(rotation_deg)).as_matrix()
 
     def step(self) -> None:
@@ -53,10 +55,6 @@ class MultiBody:
         for a, b in pairs:
             if np.dot(self.vel[a] - self.vel[b], self.pos[b] - self.pos[a]) > 0:
                 self.vel[[a, b]] = self.vel[[b, a]]
-
-
-def _unit(v):
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
 class ICollide:
@@ -116,7 +114,8 @@ class BruteForce:
 
     def detect(self, rot, pos) -> np.ndarray:
         a, b = np.triu_indices(len(pos), 1)
-        near = ((pos[a] - pos[b]) ** 2).sum(axis=1) < (self.pset.radius[a] + self.pset.radius[b]) ** 2
+        d = pos[b] - pos[a]
+        near = overlap_spheres(d[:, 0], d[:, 1], d[:, 2], self.pset.radius[a], self.pset.radius[b])
         pairs = np.stack([a[near], b[near]], axis=1).astype(np.int32)
         m = len(pairs)
         feats = np.full((m, 2), -1, np.int64)
