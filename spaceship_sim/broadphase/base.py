@@ -1,9 +1,9 @@
 """The broad-phase interface every implementation follows, and the exact sphere predicate.
 
 A broad phase answers, at sample time t, exactly the ship pairs i < j whose bounding spheres
-overlap: |p_i - p_j| <= r_i + r_j. All implementations evaluate that predicate the same way
-(squared distance summed x, y, z in that order against (r_i + r_j)^2), so their answers agree
-bit for bit, even for pairs exactly touching.
+overlap: |p_i - p_j| <= r_i + r_j. All implementations evaluate that predicate the same way,
+geometry.spheres' rule (offset p_j - p_i, squared distance summed x, y, z in that order against
+(r_i + r_j)^2), so their answers agree bit for bit, even for pairs exactly touching.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import InputError
+from ..geometry import spheres
 from ..sorting import argsort_stable
 
 EMPTY_PAIRS = np.zeros((0, 2), np.int32)
@@ -22,21 +23,16 @@ class BroadPhaseNameError(InputError):
 
 @njit(cache=True, inline="always")
 def overlap_sphere_sphere(pos, radius, i, j):
-    """True when the spheres of ships i and j overlap or touch (the reference predicate)."""
-    dx = pos[j, 0] - pos[i, 0]
-    dy = pos[j, 1] - pos[i, 1]
-    dz = pos[j, 2] - pos[i, 2]
-    rr = radius[i] + radius[j]
-    return dx * dx + dy * dy + dz * dz <= rr * rr
+    """True when the spheres of ships i and j overlap or touch (the reference predicate);
+    pos (n, 3), radius (n,) [m]."""
+    return spheres.overlap_sphere_sphere(pos[j, 0] - pos[i, 0], pos[j, 1] - pos[i, 1], pos[j, 2] - pos[i, 2],
+                                         radius[i], radius[j])
 
 
 def overlap_mask(pos: np.ndarray, radius: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Vectorised `overlap_sphere_sphere` for index arrays a, b (same shape); returns bool array."""
-    dx = pos[b, 0] - pos[a, 0]
-    dy = pos[b, 1] - pos[a, 1]
-    dz = pos[b, 2] - pos[a, 2]
-    rr = radius[a] + radius[b]
-    return dx * dx + dy * dy + dz * dz <= rr * rr
+    return spheres.overlap_spheres(pos[b, 0] - pos[a, 0], pos[b, 1] - pos[a, 1], pos[b, 2] - pos[a, 2],
+                                   radius[a], radius[b])
 
 
 def pairs_from_keys(keys: np.ndarray, n: int) -> np.ndarray:

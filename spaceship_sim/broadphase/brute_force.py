@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..geometry.spheres import overlap_spheres
 from .base import BroadPhase
 
 BLOCK_ELEMENTS = 1 << 21  # pair tests per block: bounds scratch memory at ~50 MB for any n
@@ -18,12 +19,10 @@ class BruteForce(BroadPhase):
         for s in range(0, n - 1, rows):
             e = min(n - 1, s + rows)
             i = np.arange(s, e)[:, None]
-            # same operand order as overlap_sphere_sphere: p_j - p_i, summed x, y, z
-            dx = pos[None, :, 0] - pos[s:e, None, 0]
-            dy = pos[None, :, 1] - pos[s:e, None, 1]
-            dz = pos[None, :, 2] - pos[s:e, None, 2]
-            rr = r[s:e, None] + r[None, :]
-            hit = (dx * dx + dy * dy + dz * dz <= rr * rr) & (np.arange(n)[None, :] > i)
+            # offsets p_j - p_i, as every broad phase takes them (base.overlap_sphere_sphere)
+            hit = overlap_spheres(pos[None, :, 0] - pos[s:e, None, 0], pos[None, :, 1] - pos[s:e, None, 1],
+                                  pos[None, :, 2] - pos[s:e, None, 2], r[s:e, None], r[None, :])
+            hit &= np.arange(n)[None, :] > i
             a, b = np.nonzero(hit)  # row-major: already lexicographic
             out.append(np.stack([a + s, b], axis=1))
         pairs = np.concatenate(out).astype(np.int32) if out else np.zeros((0, 2), np.int32)

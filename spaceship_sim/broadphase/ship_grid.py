@@ -20,6 +20,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ..geometry.spheres import overlap_sphere_sphere
+
 MIN_CELL = 1e-9  # [m], the cell size when every ball has radius 0
 CELLS_PER_SHIP = 4
 NEXT, PREV = 0, 1  # link[i]: neighbours in its cell's list
@@ -105,7 +107,7 @@ def grid_query(ships, ball, rmax, origin, h, dims, batch, heads, link, out_a, ou
     (n,) bool all False, marks the query ships meanwhile). Writes the first len(out_a) pairs
     (min, max) into out_a, out_b and returns how many there are. rmax >= every gridded ball radius.
     One loop body for both ways of finding candidates (cells' lists, or all ships when the
-    cells would outnumber them): numba compiles a helper called from two loops ~2× slower."""
+    cells would outnumber them): numba compiles a function called from two loops ~2× slower."""
     n, cnt, cap = len(batch), 0, len(out_a)
     for i in ships:
         batch[i] = True
@@ -125,11 +127,7 @@ def grid_query(ships, ball, rmax, origin, h, dims, batch, heads, link, out_a, ou
                     j = 0 if scan else heads[q]
                     while j >= 0:
                         if j != i and not (batch[j] and j < i):
-                            dx = ball[j, 0] - cx
-                            dy = ball[j, 1] - cy
-                            dz = ball[j, 2] - cz
-                            rr = ri + ball[j, 3]
-                            if dx * dx + dy * dy + dz * dz <= rr * rr:
+                            if overlap_sphere_sphere(ball[j, 0] - cx, ball[j, 1] - cy, ball[j, 2] - cz, ri, ball[j, 3]):
                                 if cnt < cap:
                                     out_a[cnt] = min(i, j)
                                     out_b[cnt] = max(i, j)

@@ -22,6 +22,7 @@ from scipy.spatial import cKDTree
 from numba import njit
 
 from ..geometry.triangles import closest_points_triangles
+from ..geometry.vectors import unit_rows
 from .geometry import MeshQuery, blocks_near, closest_on_mesh
 from .progress import QUIET, BuildProgress
 from .tree import SphereTree
@@ -232,8 +233,7 @@ def _probe_directions() -> np.ndarray:
     first samples, all inside the ball)."""
     phi = (1 + 5 ** 0.5) / 2
     ico = np.array([[0, s1, s2 * phi] for s1 in (-1, 1) for s2 in (-1, 1)], dtype=np.float64)
-    ico = np.concatenate([ico, ico[:, [1, 2, 0]], ico[:, [2, 0, 1]]])
-    ico /= np.linalg.norm(ico, axis=1, keepdims=True)
+    ico = unit_rows(np.concatenate([ico, ico[:, [1, 2, 0]], ico[:, [2, 0, 1]]]))
     return np.concatenate([np.zeros((1, 3)), ico])
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit
 
 from ..geometry.triangles import closest_point_triangle
+from ..geometry.vectors import unit_rows
 
 _BLOCK = 8  # triangles per bounding box in the query's two-level culling
 
@@ -107,8 +108,7 @@ def _morton_order(p: np.ndarray) -> np.ndarray:
 
 def face_normals(tris: np.ndarray) -> np.ndarray:
     """(m, 3) unit normals of triangles (m, 3, 3), right-handed winding."""
-    n = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
-    return n / np.linalg.norm(n, axis=1, keepdims=True)
+    return unit_rows(np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0]))
 
 
 def _pseudo_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
