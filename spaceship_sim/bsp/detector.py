@@ -11,8 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..geometry.poses import relative_poses
 from ..narrowphase.exact import ExactAnswer
-from ..narrowphase.kernels import relative_poses
 from .build import BSPTree, build_bsp
 from .kernels import bsp_collide_pairs
 

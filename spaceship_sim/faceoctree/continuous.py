@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..narrowphase.kernels import relative_poses
+from ..geometry.poses import relative_poses
 from .detector import FaceOctreeExact
 
 

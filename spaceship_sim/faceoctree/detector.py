@@ -11,8 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..geometry.poses import relative_poses
 from ..narrowphase.exact import ExactAnswer
-from ..narrowphase.kernels import relative_poses
 from .kernels import ALL_HITS, CANDIDATES, FIRST_HIT, face_octree, test_candidates_parallel
 
 MAX_DEPTH = 4    # octree levels below the overlap region [-]
