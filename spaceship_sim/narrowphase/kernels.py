@@ -51,6 +51,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..geometry.poses import relative_poses, relative_poses_into
 from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
 from ..sorting import argsort_stable
 from .fairness import record_service, service
@@ -386,7 +387,7 @@ SCRATCH_INTS, SCRATCH_FLAGS, SCRATCH_FLOATS = ROWS + 5, 3, 45  # per pair row (s
 @njit(cache=True)
 def scratch_views(scratch, k, width):
     """The search's arrays for k pair rows with stacks `width` deep, as views of the four flat
-    scratch arrays (ints, flags, floats, stacks (3, entries)) refine._Scratch holds: the one
+    scratch arrays (ints, flags, floats, stacks (3, entries)) refine.Scratch holds: the one
     layout, made here for the kernels and Python alike, so that a call passes four arrays, not
     thirty (each costs numba's dispatch ~0.3 µs to type and unbox, ~1 µs after a render). Returns
     (rows, pose, state, known, plan, batch, order) as search_levels describes them, each
@@ -977,28 +978,3 @@ def min_distance_all_pairs(TA, TB):
                 if d == 0.0:
                     return 0.0
     return np.sqrt(best2)
-
-
-@njit(cache=True)
-def relative_poses(Ta, Tb):
-    """B's body frame in A's for each row of (k, 4, 4) rigid body->world transforms:
-    R (k, 3, 3) = Ra^T Rb and t (k, 3) = Ra^T (tb - ta), so that x_A = R x_B + t."""
-    k = len(Ta)
-    R = np.empty((k, 3, 3))
-    t = np.empty((k, 3))
-    relative_poses_into(Ta, Tb, R, t)
-    return R, t
-
-
-@njit(cache=True)
-def relative_poses_into(Ta, Tb, R, t):
-    """relative_poses written into R (k, 3, 3) and t (k, 3)."""
-    for r in range(len(Ta)):
-        for i in range(3):
-            t[r, i] = 0.0
-            for j in range(3):
-                t[r, i] += Ta[r, j, i] * (Tb[r, j, 3] - Ta[r, j, 3])
-                acc = 0.0
-                for m in range(3):
-                    acc += Ta[r, m, i] * Tb[r, m, j]
-                R[r, i, j] = acc
