@@ -95,7 +95,7 @@ def rotation_into(w, x, y, z, R):
 
 
 @njit(cache=True)
-def _poses(quat, pos, T):
+def poses_kernel(quat, pos, T):
     for i in range(len(quat)):
         rotation_into(quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3], T[i])
         for r in range(3):
@@ -108,7 +108,7 @@ def transforms(state: ShipState, compiled: bool = False) -> np.ndarray:
     (the world's kernels are: every detection sample builds them), else numpy; the same bits."""
     if compiled:
         T = np.empty((state.n, 4, 4))
-        _poses(state.quat, state.pos, T)
+        poses_kernel(state.quat, state.pos, T)
         return T
     T = np.zeros((state.n, 4, 4))
     T[:, :3, :3] = quat_to_matrix(state.quat)

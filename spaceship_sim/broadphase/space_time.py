@@ -56,7 +56,7 @@ from .pair_schedule import N_DUE, N_FREE, SIZE, TOP, PairSchedule, add_pairs, dr
 from .ship_grid import ShipGrid, cells_fit, crowded, grid_move, grid_query
 
 T0, U0, PERIOD, LEAD = 0, 1, 2, 3  # cycle[]: u(t) = U0 + (t - T0) / PERIOD; ends come after LEAD
-SCHEDULED, REGRID, NO_ROOM = 0, 1, 2  # how far _reball_kernel got (SpaceTime._reball finishes the rest)
+SCHEDULED, REGRID, NO_ROOM = 0, 1, 2  # how far reball_kernel got (SpaceTime._reball finishes the rest)
 BALL_SLACK = 1e-9  # reach balls grow by this × (radius + |centre|): rounding must never make one too small
 
 
@@ -115,7 +115,7 @@ def _st_step(t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, co
 
 
 @njit(cache=True)
-def _mark_dirty(ships, dirty):
+def mark_dirty(ships, dirty):
     """dirty[ships] = True when every index is in range (returns True); else marks none, False."""
     for s in ships:
         if s < 0 or s >= len(dirty):
@@ -126,7 +126,7 @@ def _mark_dirty(ships, dirty):
 
 
 @njit(cache=True)
-def _st_pairs(t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, counts, buf, out):
+def scheduled_pairs(t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, counts, buf, out):
     """_st_step, then its overlapping pairs as pairs_from_ids gives them: (pairs examined, (k, 2)
     int32 pairs sorted), in one call (a frame calls it every sample: each call costs ~10 µs)."""
     m, k = _st_step(t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, counts, buf, out)
@@ -144,7 +144,7 @@ def _balls_and_drop(ships, t, cycle, phase, pos, vel, accel, radius, ball, ship_
 
 
 @njit(cache=True)
-def _reball_kernel(ships, t, pos, vel, accel, cycle, phase, radius, ball, ship_end, a_ref, dirty, pa, pb, head,
+def reball_kernel(ships, t, pos, vel, accel, cycle, phase, radius, ball, ship_end, a_ref, dirty, pa, pb, head,
                    nxt, prv, wake, heap, hpos, due, dpos, free, counts, origin, h, dims, h_want, n_outside, home,
                    outside, heads, link, batch, out_a, out_b):
     """SpaceTime._reball in one call (a frame re-balls some ships every sample; each call from
@@ -169,7 +169,7 @@ def _reball_kernel(ships, t, pos, vel, accel, cycle, phase, radius, ball, ship_e
 
 
 @njit(cache=True)
-def _due_ships(t, accel, a_ref, ship_end, dirty):
+def due_ships(t, accel, a_ref, ship_end, dirty):
     """Ships to re-ball at t: invalidated, horizon ended, or given a larger acceleration bound
     than their ball and predictions assume (which invalidates them). Marks them all dirty."""
     count = 0
@@ -288,7 +288,7 @@ class SpaceTime(BroadPhase):
                 return
             if ships.dtype == np.int64 and ships.ndim == 1:
                 # indices from kernels: checked and marked in one call
-                if not _mark_dirty(ships, self.dirty):
+                if not mark_dirty(ships, self.dirty):
                     raise ValueError(f"ship index out of range [0, {self.n})")
                 return
         elif not np.size(ships):
@@ -297,19 +297,22 @@ class SpaceTime(BroadPhase):
 
     # --- the frame's work ------------------------------------------------------------------
     def _find_pairs(self, t, pos, vel, accel) -> np.ndarray:
-        self._track_calls(t)
+        self.track_calls(t)
         # predictions and reach balls assume the bound a_ref[i]; a larger one invalidates them
-        due = _due_ships(t, accel, self.a_ref, self.ship_end, self.dirty)
+        due = due_ships(t, accel, self.a_ref, self.ship_end, self.dirty)
         added = self._reball(t, due, pos, vel, accel) if len(due) else 0
-        return self._wake_pairs(t, pos, vel, len(due), added)
+        return self.wake_pairs(t, pos, vel, len(due), added)
 
-    def _wake_pairs(self, t, pos, vel, reballed: int, added: int) -> np.ndarray:
-        """The pairs due by t, tested (_st_pairs), and the call's last_stats."""
-        s = self.schedule
-        m, pairs = _st_pairs(t, pos, vel, self.a_ref, self.radius, s.pa, s.pb, s.wake, s.heap, s.hpos, s.due, s.dpos,
-                             s.counts, s.buf, s.out)
+    def wake_pairs(self, t, pos, vel, reballed: int, added: int) -> np.ndarray:
+        """The pairs due by t, tested (scheduled_pairs), and the call's last_stats."""
+        m, pairs = scheduled_pairs(t, pos, vel, self.a_ref, self.radius, *self.schedule_args())
         self.took_call(m, len(pairs), added, reballed)
         return pairs
+
+    def schedule_args(self) -> tuple:
+        """scheduled_pairs's arguments after (t, pos, vel, a_ref, radius): the pair schedule's arrays."""
+        s = self.schedule
+        return s.pa, s.pb, s.wake, s.heap, s.hpos, s.due, s.dpos, s.counts, s.buf, s.out
 
     def took_call(self, examined: int, found: int, added: int, reballed: int) -> None:
         """last_stats of a call (compiled_sample.py makes its calls in its own kernel)."""
@@ -317,7 +320,7 @@ class SpaceTime(BroadPhase):
                            "pairs_found": found, "pairs_added": int(added), "ships_reballed": reballed,
                            "horizon": self.horizon}
 
-    def _track_calls(self, t):
+    def track_calls(self, t):
         """Running mean of the call spacing; the horizon adapted once per horizon_calls calls."""
         if self.prev_t is not None and t > self.prev_t:
             self.call_dt += 0.1 * (t - self.prev_t - self.call_dt)
@@ -336,20 +339,20 @@ class SpaceTime(BroadPhase):
         g, s = self.grid, self.schedule
         if g.h_want is None:
             self._first_phases(t, ships, pos, vel, accel)
-        self._set_lead(t)
+        self.set_lead(t)
         rebuilds = g.rebuilds
-        status, g.rmax, g.n_outside, found = _reball_kernel(ships, t, pos, vel, accel, *self.reball_args())
+        status, g.rmax, g.n_outside, found = reball_kernel(ships, t, pos, vel, accel, *self.reball_args())
         return self.reballed(ships, status, found, rebuilds)
 
     def reball_args(self) -> tuple:
-        """_reball_kernel's arguments after (ships, t, pos, vel, accel): this broad phase's own."""
+        """reball_kernel's arguments after (ships, t, pos, vel, accel): this broad phase's own."""
         g, s = self.grid, self.schedule
         return (self.cycle, self.phase, self.radius, self.ball, self.ship_end, self.a_ref, self.dirty,
                 s.pa, s.pb, s.head, s.nxt, s.prv, s.wake, s.heap, s.hpos, s.due, s.dpos, s.free, s.counts, g.origin,
                 g.h, g.dims, g.h_want, g.n_outside, g.home, g.outside, g.heads, g.link, g.batch, g.out_a, g.out_b)
 
     def reballed(self, ships, status: int, found: int, rebuilds: int) -> int:
-        """After _reball_kernel (status, partners found; `rebuilds`: the grid's count before it):
+        """After reball_kernel (status, partners found; `rebuilds`: the grid's count before it):
         the rest done in Python when it stopped early (a new grid or more room), and the phases
         re-ranked when due. Returns how many pairs were scheduled."""
         g, s = self.grid, self.schedule
@@ -365,11 +368,13 @@ class SpaceTime(BroadPhase):
             self._rephase()
         return found
 
-    def _set_lead(self, t):
-        self.cycle[LEAD] = t + self.call_dt  # ends at least one call spacing away: not due again at once
+    def set_lead(self, t):
+        """Before re-balling at t: the lead cycle ends at least one call spacing away, so the ships
+        re-balled are not due again at once."""
+        self.cycle[LEAD] = t + self.call_dt
 
     def _new_balls(self, t, ships, pos, vel, accel):
-        self._set_lead(t)
+        self.set_lead(t)
         _new_balls(ships, t, self.cycle, self.phase, pos, vel, accel, self.radius, self.ball, self.ship_end,
                    self.a_ref, self.dirty)
 

@@ -104,7 +104,7 @@ class Integrator:
                 with numba.parallel_chunksize(PARALLEL_CHUNK):
                     return StepStats(*_heun_adaptive_parallel(*arrays))
             # waking the thread team costs more than it saves on a small batch
-            return StepStats(*_heun_adaptive_serial(*arrays))
+            return StepStats(*heun_adaptive_serial(*arrays))
         counts = _Counts.empty(self.n)
         _heun_adaptive_numpy(state, self.h, float(dt), *self._params, counts)
         return counts.stats()
@@ -223,7 +223,7 @@ def _heun_adaptive_parallel(pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt,
 
 
 @njit(cache=True, error_model="numpy")
-def _heun_adaptive_serial(pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi,
+def heun_adaptive_serial(pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi,
                           cap, n_acc, n_rej, capped, h_min, h_max, h_sum):
     """_heun_adaptive_parallel on the calling thread."""
     for i in range(pos.shape[0]):

@@ -31,7 +31,7 @@ def accel_bound(state: ShipState, controls: ControlConfig, compiled: bool = Fals
     compiled: by the numba kernel (the same numbers; False: numpy, which needs no compiling).
     """
     if compiled:
-        return _accel_bound_kernel(state.thrust, state.vel, float(controls.max_thrust), float(controls.drag))
+        return accel_bound_kernel(state.thrust, state.vel, float(controls.max_thrust), float(controls.drag))
     t_max = np.maximum(controls.max_thrust, np.abs(state.thrust))
     speed = np.linalg.norm(state.vel, axis=1)
     return t_max + controls.drag * np.maximum(speed, t_max / controls.drag)
@@ -43,14 +43,14 @@ def contain(state: ShipState, arena_size: float, compiled: bool = False) -> np.n
     compiled: by the numba kernel (the same result; False: numpy, which needs no compiling)."""
     half = 0.5 * arena_size
     if compiled:
-        return _contain_kernel(state.pos, state.vel, half)
+        return contain_kernel(state.pos, state.vel, half)
     out = ((state.pos > half) & (state.vel > 0)) | ((state.pos < -half) & (state.vel < 0))
     state.vel[out] = -state.vel[out]
     return np.flatnonzero(out.any(axis=1))
 
 
 @njit(cache=True)
-def _accel_bound_kernel(thrust, vel, max_thrust, drag):
+def accel_bound_kernel(thrust, vel, max_thrust, drag):
     """accel_bound's numpy lines ship by ship (the same operations in the same order)."""
     bound = np.empty(len(thrust))
     for i in range(len(thrust)):
@@ -61,7 +61,7 @@ def _accel_bound_kernel(thrust, vel, max_thrust, drag):
 
 
 @njit(cache=True)
-def _contain_kernel(pos, vel, half):
+def contain_kernel(pos, vel, half):
     """contain's numpy lines ship by ship."""
     changed = np.zeros(len(pos), np.bool_)
     for i in range(len(pos)):

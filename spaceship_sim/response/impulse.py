@@ -52,7 +52,7 @@ def respond_hits(vel: np.ndarray, inv_mass: np.ndarray, pos: np.ndarray, pairs: 
     in one kernel call, bit for bit: the pipeline's response to a sample's colliding pairs. A frame
     has a few colliding pairs, where the half-dozen numpy calls that select them and build their
     centre lines cost far more than the impulses (pos (n, 3) [m]; hit (k,) bool; the rest as respond's)."""
-    return _respond_hits_kernel(vel, inv_mass, pos, pairs, hit, normal, float(restitution), float(separation_speed))
+    return respond_hits_kernel(vel, inv_mass, pos, pairs, hit, normal, float(restitution), float(separation_speed))
 
 
 @njit(cache=True)
@@ -67,7 +67,7 @@ def _respond_kernel(vel, inv_mass, pairs, normal, restitution, line, separation_
 
 
 @njit(cache=True)
-def _respond_hits_kernel(vel, inv_mass, pos, pairs, hit, normal, restitution, separation_speed):
+def respond_hits_kernel(vel, inv_mass, pos, pairs, hit, normal, restitution, separation_speed):
     """respond_hits: the rows of `pairs` where `hit`, in order, each with its centre line computed
     as pipeline.centre_line does (the same operations in the same order)."""
     moved = np.zeros(len(vel), np.bool_)

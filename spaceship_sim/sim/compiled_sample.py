@@ -14,7 +14,7 @@ checks all stop it at once). Both read the world's clock inside the kernel (cloc
 exactly where the Python stages read it, and both call the stages' own kernels, so a TickClock run
 ends in the same state, stats and clock as the Python sample (tests/sim/test_compiled_sample.py).
 
-When (`for_world`): the common case only — compiled stages, time-critical, ships only (no
+When (`for_frame`): the common case only — compiled stages, time-critical, ships only (no
 asteroids, no swept test, no exact-only strategy), prebuilt trees with the leaves as exact level,
 forced levels that stop above the exact level, the space-time broad phase, the serial integrator
 and a clock a kernel can read. A sample whose budget is not zero, or whose broad phase must rebuild
@@ -28,17 +28,18 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..broadphase.space_time import SCHEDULED, SpaceTime, _due_ships, _mark_dirty, _reball_kernel, _st_pairs
+from ..broadphase.space_time import SCHEDULED, SpaceTime, due_ships, mark_dirty, reball_kernel, scheduled_pairs
 from ..clock import kernel_clock, read_clock, read_wall, sync_clock
 from ..convex.field import NoField
-from ..dynamics.integrator import PARALLEL_MIN_SHIPS, StepStats, _heun_adaptive_serial
-from ..dynamics.ships import _accel_bound_kernel, _contain_kernel
+from ..dynamics.integrator import PARALLEL_MIN_SHIPS, StepStats, heun_adaptive_serial
+from ..dynamics.ships import accel_bound_kernel, contain_kernel
 from ..narrowphase.bank import TreeBank
 from ..narrowphase.kernels import SCRATCH_FLOATS, scratch_views, search_levels, stack_width, summarize_stacks
 from ..narrowphase.refine import NO_LIMIT, NarrowPhase, Scratch, bank_args, frame_answer
-from ..response.impulse import _respond_hits_kernel
-from ..state import _poses
-from .stats import _tally_verdicts, detection_budget_kernel
+from ..response.impulse import respond_hits_kernel
+from ..state import poses_kernel
+from .frame import SimState, Stages, Timing
+from .stats import tally_verdicts_kernel, detection_budget_kernel
 
 BAD_BOUND = -1  # _advance's status when the acceleration bound is negative or NaN (find_pairs says why)
 
@@ -68,7 +69,7 @@ class BudgetArgs(NamedTuple):
 
 
 class Detection(NamedTuple):
-    """What _detect_forced needs of a world besides the ships' positions and velocities."""
+    """What _detect_forced needs of the stages besides the ships' positions and velocities."""
 
     quat: np.ndarray       # (n, 4) float64, the ships' orientations
     inv_mass: np.ndarray   # (n,) float64 [1/kg]
@@ -117,26 +118,27 @@ class Detected(NamedTuple):
     tally: tuple              # stats' verdict tally
 
 
-def for_world(world) -> "CompiledSample | None":
-    """The world's compiled sample for this frame, or None where the Python sample must run."""
-    if not (world.compiled_sample and world.compiled and world.time_critical and world.exact is None
-            and world.swept is None and type(world.field) is NoField and type(world.bank) is TreeBank
-            and type(world.narrow) is NarrowPhase and world.narrow.detector is None
-            and world.narrow.min_level <= int(world.bank.depth.min())
-            and isinstance(world.broad, SpaceTime) and world.broad.grid.h_want is not None
-            and world.integrator.backend == "numba" and world.state.n < PARALLEL_MIN_SHIPS
-            and kernel_clock(world.clock) is not None):
+def for_frame(stages: Stages, sim: SimState, timing: Timing) -> "CompiledSample | None":
+    """The compiled sample for this frame's stages, or None where the Python sample must run."""
+    p = stages
+    if not (p.compiled_sample and p.compiled and timing.time_critical and p.exact_only is None
+            and p.swept is None and type(p.field) is NoField and type(p.bank) is TreeBank
+            and type(p.narrow) is NarrowPhase and p.narrow.detector is None
+            and p.narrow.min_level <= int(p.bank.depth.min())
+            and isinstance(p.broad, SpaceTime) and p.broad.grid.h_want is not None
+            and p.integrator.backend == "numba" and sim.state.n < PARALLEL_MIN_SHIPS
+            and kernel_clock(timing.clock) is not None):
         return None
-    key = (world.narrow, world.bank, world.clock)
-    fused = world.sample_kernel
-    if fused is None or fused.key != key:
-        fused = world.sample_kernel = CompiledSample(world.bank, world.narrow, world.clock)
-        fused.key = key
-    return fused
+    key = (p.narrow, p.bank, timing.clock)
+    made = p.compiled_sample_kernel
+    if made is None or made.key != key:
+        made = p.compiled_sample_kernel = CompiledSample(p.bank, p.narrow, timing.clock)
+        made.key = key
+    return made
 
 
 class CompiledSample:
-    """What the kernel needs of a world's bank and refinement settings, made once."""
+    """What the kernel needs of the stages' bank and refinement settings, made once."""
 
     def __init__(self, bank: TreeBank, narrow: NarrowPhase, clock):
         deepest = bank.max_level - 1
@@ -149,52 +151,49 @@ class CompiledSample:
         self.T = np.empty((0, 4, 4))
         self.clock, self.clk = clock, kernel_clock(clock)
 
-    def sample(self, world, stats, start: float, samples_left: int, dt: float):
-        """pipeline.step's sample in one kernel call, and what Python must finish. Returns (pairs,
-        budget, narrow): the narrow phase's answer when the kernel ran it (a zero budget), else None
-        with the pairs and budget for pipeline._detect — the budget None too where the kernel stopped
-        in the broad phase (pipeline.sample_budget's then)."""
-        cfg, state, broad, clock = world.config, world.state, world.broad, self.clock
-        t = world.t + dt
-        broad._track_calls(t)  # before the kernel's re-ball (the Python broad phase's first step)
-        broad._set_lead(t)
+    def sample(self, s):
+        """pipeline.step's sample (s: pipeline._Sample) in one kernel call, and what Python must
+        finish. Returns (pairs, budget, narrow): the narrow phase's answer when the kernel ran it (a
+        zero budget), else None with the pairs and budget for pipeline._detect — the budget None too
+        where the kernel stopped in the broad phase (pipeline.sample_budget's then)."""
+        cfg, state, broad, clock, stats = s.config, s.sim.state, s.stages.broad, self.clock, s.stats
+        t = s.sim.t + s.dt
+        broad.track_calls(t)  # before the kernel's re-ball (the Python broad phase's first step)
+        broad.set_lead(t)
         if len(self.T) != state.n:
             self.T = np.empty((state.n, 4, 4))
-        budget_args = BudgetArgs(start, stats.target, stats.render_predicted, cfg.collision.safety_margin,
-                                 samples_left, world.overrun_predictor.predict(),
-                                 world.fixed_predictor.predict(samples_left))
-        s = broad.schedule
+        budget_args = BudgetArgs(s.start, stats.target, stats.render_predicted, cfg.collision.safety_margin,
+                                 s.samples_left, s.timing.overrun.predict(), s.timing.fixed.predict(s.samples_left))
         advanced, detected, done = _sample(
-            kernel_clock(clock, self.clk), world.integrator.kernel_args(state, dt), 0.5 * cfg.arena.size,
+            kernel_clock(clock, self.clk), s.stages.integrator.kernel_args(state, s.dt), 0.5 * cfg.arena.size,
             (float(cfg.controls.max_thrust), float(cfg.controls.drag)), t, broad.reball_args(),
-            (s.pa, s.pb, s.wake, s.heap, s.hpos, s.due, s.dpos, s.counts, s.buf, s.out), budget_args,
-            self._detection(world))
+            broad.schedule_args(), budget_args, self._detection(s))
         sync_clock(clock, self.clk)
-        pairs, budget = self._advanced(world, stats, t, advanced)
+        pairs, budget = self._advanced(s, t, advanced)
         if done:
-            return pairs, budget, self._detected(world, stats, detected)
+            return pairs, budget, self._detected(s, detected)
         if budget == 0.0:  # the kernel's scratch was too small for the pairs: a larger one, and the rest
             k = len(pairs)
             self.scratch = Scratch(2 * k, 2 * k * self.width)
             detected = _detect_forced(kernel_clock(clock, self.clk), state.pos, state.vel, broad.dirty, pairs,
-                                      self._detection(world))
+                                      self._detection(s))
             sync_clock(clock, self.clk)
-            return pairs, budget, self._detected(world, stats, detected)
+            return pairs, budget, self._detected(s, detected)
         return pairs, budget, None
 
-    def _detection(self, world) -> Detection:
-        """_detect_forced's `detection` argument for this world."""
-        state, c = world.state, world.config.collision
+    def _detection(self, s) -> Detection:
+        """_detect_forced's `detection` argument for this sample."""
+        state, c = s.sim.state, s.config.collision
         return Detection(state.quat, state.inv_mass, state.model_id, state.radius, self.T, self.narrow_args,
-                         self.scratch.flat, self.width, world.fair.kernel_args(state.n),
+                         self.scratch.flat, self.width, s.stages.fair.kernel_args(state.n),
                          (float(c.restitution), float(c.separation_speed)))
 
-    def _advanced(self, world, stats, t, advanced: Advanced):
+    def _advanced(self, s, t, advanced: Advanced):
         """The Python side of the kernel's pipeline._advance: (pairs, budget or None)."""
-        a, state, broad = advanced, world.state, world.broad
+        a, state, broad, stats = advanced, s.sim.state, s.stages.broad, s.stats
         status, bound, due, pairs = a.status, a.bound, a.due, a.pairs
         stats.add_integration(StepStats(*a.steps))
-        world.t = t
+        s.sim.t = t
         stats.t_integrate = stats.t_integrate + a.integrate_end - a.integrate_start
         if status == BAD_BOUND:
             broad.find_pairs(t, state.pos, state.vel, bound)  # raises, naming the bound
@@ -205,17 +204,17 @@ class CompiledSample:
             rebuilds, g.rmax, g.n_outside = g.rebuilds, a.rmax, a.n_outside
             added = broad.reballed(due, status, a.found, rebuilds)
         if status != SCHEDULED:  # the kernel stopped in the re-ball: the broad phase goes on in Python
-            pairs = broad._wake_pairs(t, state.pos, state.vel, len(due), added)
+            pairs = broad.wake_pairs(t, state.pos, state.vel, len(due), added)
             stats.t_broad = stats.t_broad + self.clock() - a.broad_start
             return pairs, None
         broad.took_call(a.examined, len(pairs), added, len(due))
         stats.t_broad = stats.t_broad + a.broad_end - a.broad_start
         return pairs, a.budget
 
-    def _detected(self, world, stats, detected: Detected):
+    def _detected(self, s, detected: Detected):
         """The Python side of the kernel's pipeline._detect: the narrow phase's answer."""
-        d = detected
-        narrow = frame_answer(d.rows, d.summary, (d.hit_ptr, NO_IDS, NO_IDS), d.time_used, d.busy, world.fair)
+        d, stats = detected, s.stats
+        narrow = frame_answer(d.rows, d.summary, (d.hit_ptr, NO_IDS, NO_IDS), d.time_used, d.busy, s.stages.fair)
         stats.t_narrow = stats.t_narrow + d.narrow_end - d.narrow_start
         stats.t_response = stats.t_response + d.response_end - d.response_start
         stats.add_tally(narrow, 0.0, d.moved, d.tally)
@@ -245,7 +244,7 @@ def _no_detection(narrow, scratch, width, fair):
     rows = np.zeros((0, 2), np.int64)
     hit_ptr = np.zeros(1, np.int64)
     summary = summarize_stacks(narrow.VA, narrow.VB, scratch, 0, width, hit_ptr, narrow.levels, rows, fair)
-    tally = _tally_verdicts(summary[0], summary[1], summary[2], rows, np.zeros(0), summary[3])
+    tally = tally_verdicts_kernel(summary[0], summary[1], summary[2], rows, np.zeros(0), summary[3])
     return Detected(0.0, 0.0, 0.0, 0.0, rows, summary, hit_ptr, 0.0, 0.0, 0, tally)
 
 
@@ -254,29 +253,29 @@ def _advance(clk, integration, half, controls, t, reball, schedule, budget_args)
     """The integration (integration: Integrator.kernel_args), the arena rule (half: half the
     arena's size), the acceleration bound (controls: max_thrust, drag) and the space-time broad
     phase at time t (reball: SpaceTime.reball_args, schedule: its pair schedule's arrays for
-    _st_pairs), then the budget (budget_args: BudgetArgs), reading the clock `clk` where
+    scheduled_pairs), then the budget (budget_args: BudgetArgs), reading the clock `clk` where
     pipeline._advance does. Returns Advanced."""
     pos, vel, thrust = integration[0], integration[1], integration[4]
     ship_end, a_ref, dirty = reball[4], reball[5], reball[6]
     integrate_start = read_clock(clk)
-    steps = _heun_adaptive_serial(*integration)
-    _mark_dirty(_contain_kernel(pos, vel, half), dirty)
+    steps = heun_adaptive_serial(*integration)
+    mark_dirty(contain_kernel(pos, vel, half), dirty)
     integrate_end = read_clock(clk)
     broad_start = read_clock(clk)
-    bound = _accel_bound_kernel(thrust, vel, controls[0], controls[1])
+    bound = accel_bound_kernel(thrust, vel, controls[0], controls[1])
     due = np.zeros(0, np.int64)
     none = np.zeros((0, 2), np.int32)  # made here: numba reads a global array as read-only, another type
     if not bound.min() >= 0.0:  # NaN fails it too
         return Advanced(BAD_BOUND, integrate_start, integrate_end, broad_start, broad_start, 0.0, steps, bound, due,
                         0.0, 0, 0, 0, none)
-    due = _due_ships(t, bound, a_ref, ship_end, dirty)
+    due = due_ships(t, bound, a_ref, ship_end, dirty)
     status, rmax, n_outside, found = SCHEDULED, 0.0, 0, 0
     if len(due):
-        status, rmax, n_outside, found = _reball_kernel(due, t, pos, vel, bound, *reball)
+        status, rmax, n_outside, found = reball_kernel(due, t, pos, vel, bound, *reball)
         if status != SCHEDULED:
             return Advanced(status, integrate_start, integrate_end, broad_start, broad_start, 0.0, steps, bound, due,
                             rmax, n_outside, found, 0, none)
-    examined, pairs = _st_pairs(t, pos, vel, a_ref, reball[2], *schedule)
+    examined, pairs = scheduled_pairs(t, pos, vel, a_ref, reball[2], *schedule)
     broad_end = read_clock(clk)
     b = budget_args
     budget = detection_budget_kernel(b.target, b.render, read_clock(clk) - b.start, b.margin, b.samples_left,
@@ -295,7 +294,7 @@ def _detect_forced(clk, pos, vel, dirty, pairs, detection):
     VA, VB, banks, max_level, levels, min_level, triangle_tests = narrow
     narrow_start = read_clock(clk)
     read_clock(clk)  # the deadline: that read plus a zero budget
-    _poses(quat, pos, T)
+    poses_kernel(quat, pos, T)
     rows = pairs.astype(np.int64)
     k = len(rows)
     start = read_clock(clk)
@@ -319,9 +318,9 @@ def _detect_forced(clk, pos, vel, dirty, pairs, detection):
     time_used = read_clock(clk) - start
     narrow_end = read_clock(clk)
     response_start = read_clock(clk)
-    changed = _respond_hits_kernel(vel, inv_mass, pos, rows, summary[0], summary[5], response[0], response[1])
-    _mark_dirty(changed, dirty)
+    changed = respond_hits_kernel(vel, inv_mass, pos, rows, summary[0], summary[5], response[0], response[1])
+    mark_dirty(changed, dirty)
     response_end = read_clock(clk)
-    tally = _tally_verdicts(summary[0], summary[1], summary[2], rows, radius, summary[3])
+    tally = tally_verdicts_kernel(summary[0], summary[1], summary[2], rows, radius, summary[3])
     return Detected(narrow_start, narrow_end, response_start, response_end, rows, summary, hit_ptr, time_used, busy,
                     len(changed), tally)

@@ -17,122 +17,136 @@ hands back to them wherever it stops early.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from . import compiled_sample
-from ..config import samples_per_frame
+from ..config import Config, samples_per_frame
 from ..dynamics import accel_bound, contain
 from ..narrowphase import refine_roots
 from ..narrowphase.exact_only import exact_frame
 from ..response import respond, respond_hits
+from .frame import SimState, Stages, Timing
 from .stats import FrameStats, detection_budget
 
 NO_PAIRS = np.zeros((0, 2), np.int64)
 
 
-def step(world) -> FrameStats:
-    """Advance `world` by one frame; returns the frame's stats (render fields filled later)."""
-    cfg, state, clock = world.config, world.state, world.clock
-    start, t0 = clock(), world.t
-    stats = FrameStats(frame=world.frame, target=world.target_frame_time,
-                       render_predicted=world.render_predictor.predict())
+class _Sample(NamedTuple):
+    """A sample's inputs: the frame's and the sample's own."""
+
+    stages: Stages
+    sim: SimState
+    timing: Timing
+    config: Config
+    stats: FrameStats
+    start: float        # the frame's start on the clock [s]
+    samples_left: int   # this sample and those after it in the frame
+    dt: float           # the sample's simulated time [s]
+
+
+def step(stages: Stages, sim: SimState, timing: Timing, config: Config) -> FrameStats:
+    """Advance `sim` by one frame; returns the frame's stats (render fields filled later)."""
+    clock, state, t0 = timing.clock, sim.state, sim.t
+    start = clock()
+    stats = FrameStats(frame=sim.frame, target=timing.target_frame_time, render_predicted=timing.render.predict())
     # each stage's time: a clock read on either side (no context manager: its three Python-level
     # calls a stage are frame objects more to run with cold caches after the render)
     t = clock()
-    world.broad.invalidate(world.controllers.update(world.t, state, world.compiled))  # a mask
+    stages.broad.invalidate(stages.controllers.update(sim.t, state, stages.compiled))  # a mask
     stats.t_controls = clock() - t
-    n_samples = samples_per_frame(cfg.sim.frame_dt, cfg.sim.min_temporal_resolution)
-    dt = cfg.sim.frame_dt / n_samples
-    fused = compiled_sample.for_world(world)  # the common sample in one numba call, or None
+    n_samples = samples_per_frame(config.sim.frame_dt, config.sim.min_temporal_resolution)
+    dt = config.sim.frame_dt / n_samples
+    compiled = compiled_sample.for_frame(stages, sim, timing)  # the common sample in one numba call, or None
     for sample in range(n_samples):
-        left = n_samples - sample
-        if fused is None:
-            pairs, budget, before = _advance(world, stats, start, left, dt)
-            narrow = _detect(world, stats, pairs, budget, before)
+        s = _Sample(stages, sim, timing, config, stats, start, n_samples - sample, dt)
+        if compiled is None:
+            pairs, budget, before = _advance(s)
+            narrow = _detect(s, pairs, budget, before)
         else:
-            pairs, budget, narrow = fused.sample(world, stats, start, left, dt)
+            pairs, budget, narrow = compiled.sample(s)
             if narrow is None:  # the kernel stopped early: Python goes on from there
-                budget = sample_budget(world, stats, start, left) if budget is None else budget
-                narrow = _detect(world, stats, pairs, budget, None)
+                budget = sample_budget(s) if budget is None else budget
+                narrow = _detect(s, pairs, budget, None)
         if math.isfinite(budget):  # what the narrow phase overran its deadline by
-            world.overrun_predictor.record(max(0.0, narrow.time_used - budget))
-        world.last_narrow = narrow
-    world.t = t0 + cfg.sim.frame_dt  # no drift from summing sample steps
-    stats.sim_time = world.t
+            timing.overrun.record(max(0.0, narrow.time_used - budget))
+        sim.last_narrow = narrow
+    sim.t = t0 + config.sim.frame_dt  # no drift from summing sample steps
+    stats.sim_time = sim.t
     stats.samples = n_samples
     stats.t_other = max(0.0, clock() - start - stats.t_sim)  # the frame's time is all of it, not the stages'
-    world.fixed_predictor.record(stats)
+    timing.fixed.record(stats)
     return stats
 
 
-def _advance(world, stats: FrameStats, start: float, samples_left: int, dt: float):
+def _advance(s: _Sample):
     """A sample's first half: integration over dt [s] (and the arena rule), the broad phase and the
     narrow phase's budget. Returns (pairs, budget, before: the swept test's start poses or None)."""
-    cfg, state, clock, field = world.config, world.state, world.clock, world.field
+    p, sim, stats, clock = s.stages, s.sim, s.stats, s.timing.clock
+    state, field = sim.state, p.field
     t = clock()
-    before = field.transforms(state, world.compiled) if world.swept else None  # start poses of the swept test
-    stats.add_integration(world.integrator.step(state, dt))
-    world.broad.invalidate(contain(state, cfg.arena.size, world.compiled))
-    field.integrate(dt, world.compiled)  # asteroids (convex/field.py), bodies n.. after the ships; NoField when none
-    world.t += dt
+    before = field.transforms(state, p.compiled) if p.swept else None  # start poses of the swept test
+    stats.add_integration(p.integrator.step(state, s.dt))
+    p.broad.invalidate(contain(state, s.config.arena.size, p.compiled))
+    field.integrate(s.dt, p.compiled)  # asteroids (convex/field.py), bodies n.. after the ships; NoField when none
+    sim.t += s.dt
     stats.t_integrate = stats.t_integrate + clock() - t
 
     t = clock()
-    bound = accel_bound(state, cfg.controls, world.compiled)
-    pairs = world.broad.find_pairs(world.t, state.pos, state.vel, bound)
+    bound = accel_bound(state, s.config.controls, p.compiled)
+    pairs = p.broad.find_pairs(sim.t, state.pos, state.vel, bound)
     if field.count:  # ship–asteroid pairs
-        pairs = np.concatenate([pairs, field.ship_pairs(state, world.compiled)])
+        pairs = np.concatenate([pairs, field.ship_pairs(state, p.compiled)])
     stats.t_broad = stats.t_broad + clock() - t
-    return pairs, sample_budget(world, stats, start, samples_left), before
+    return pairs, sample_budget(s), before
 
 
-def sample_budget(world, stats: FrameStats, start: float, samples_left: int) -> float:
+def sample_budget(s: _Sample) -> float:
     """The narrow phase's budget for this sample [s] (inf when not time-critical)."""
-    if not world.time_critical:
+    timing = s.timing
+    if not timing.time_critical:
         return math.inf
-    return detection_budget(stats.target, stats.render_predicted, spent=world.clock() - start,
-                            margin=world.config.collision.safety_margin, samples_left=samples_left,
-                            overrun=world.overrun_predictor.predict(),
-                            rest=world.fixed_predictor.predict(samples_left))
+    return detection_budget(s.stats.target, s.stats.render_predicted, spent=timing.clock() - s.start,
+                            margin=s.config.collision.safety_margin, samples_left=s.samples_left,
+                            overrun=timing.overrun.predict(), rest=timing.fixed.predict(s.samples_left))
 
 
-def _detect(world, stats: FrameStats, pairs, budget: float, before):
+def _detect(s: _Sample, pairs, budget: float, before):
     """A sample's second half: the narrow phase within `budget`, the response, the sample's stats.
     Returns the narrow phase's answer."""
-    cfg, state, clock, field = world.config, world.state, world.clock, world.field
-    t = clock()  # two reads, as before: a TickClock run counts them
+    p, sim, stats, clock = s.stages, s.sim, s.stats, s.timing.clock
+    state, field = sim.state, p.field
+    t = clock()  # two reads, as the compiled sample makes: a TickClock run counts them
     deadline = clock() + budget  # first: on-collide trees' evictions (maintain) count against it
-    world.bank.maintain(world.t)  # on-collide trees evict what went unused (prebuilt: nothing)
-    convex = field.collide(world.compiled)  # asteroid pairs: exact and cheap, first on the budget
-    model_id, T = field.model_ids(state), field.transforms(state, world.compiled)
-    narrow = narrow_phase(world, model_id, T, pairs, deadline=deadline)
-    if before is not None and world.compiled:  # crossings between samples (faceoctree.continuous)
-        moved = world.swept.catch(narrow, state, before, T, world.bank.max_level)
-        world.broad.invalidate(moved)
+    p.bank.maintain(sim.t)  # on-collide trees evict what went unused (prebuilt: nothing)
+    convex = field.collide(p.compiled)  # asteroid pairs: exact and cheap, first on the budget
+    model_id, T = field.model_ids(state), field.transforms(state, p.compiled)
+    narrow = _narrow(p, model_id, T, pairs, deadline, clock)
+    if before is not None and p.compiled:  # crossings between samples (faceoctree.continuous)
+        moved = p.swept.catch(narrow, state, before, T, p.bank.max_level)
+        p.broad.invalidate(moved)
     stats.t_narrow = stats.t_narrow + clock() - t
 
     t = clock()
-    changed = collision_response(field, state, narrow, convex, cfg.collision, world.compiled)
+    changed = collision_response(field, state, narrow, convex, s.config.collision, p.compiled)
     if len(changed):
-        world.broad.invalidate(changed[changed < state.n])
+        p.broad.invalidate(changed[changed < state.n])
     stats.t_response = stats.t_response + clock() - t
-    stats.add_detection(narrow, budget, len(changed), field.radii(state), convex, world.compiled)
+    stats.add_detection(narrow, budget, len(changed), field.radii(state), convex, p.compiled)
     return narrow
 
 
-def narrow_phase(world, model_id, T, pairs, deadline: float):
+def _narrow(p: Stages, model_id, T, pairs, deadline: float, clock):
     """The sample's narrow phase over the bodies of models model_id (n,) at poses T (n, 4, 4)
-    (ships, then asteroids): the world's exact strategy alone when it has one (an exact-only
-    baseline), else the sphere trees refined until the deadline, the pairs least refined so far
-    first (fairness.py) — on root spheres only while numba compiles their kernels."""
-    clock = world.clock
-    if world.exact is not None:
-        return exact_frame(world.exact, world.bank, model_id, T, pairs, all_contacts=world.narrow.all_contacts,
-                           clock=clock)
-    if not world.compiled:
-        return refine_roots(world.bank, model_id, T, pairs, clock=clock)
-    return world.narrow(world.bank, model_id, T, pairs, deadline=deadline, clock=clock, fair=world.fair)
+    (ships, then asteroids): the exact-only strategy alone when there is one (a baseline), else the
+    sphere trees refined until the deadline, the pairs least refined so far first (fairness.py) —
+    on root spheres only while numba compiles their kernels."""
+    if p.exact_only is not None:
+        return exact_frame(p.exact_only, p.bank, model_id, T, pairs, all_contacts=p.narrow.all_contacts, clock=clock)
+    if not p.compiled:
+        return refine_roots(p.bank, model_id, T, pairs, clock=clock)
+    return p.narrow(p.bank, model_id, T, pairs, deadline=deadline, clock=clock, fair=p.fair)
 
 
 def collision_response(field, state, narrow, convex, collision, compiled: bool) -> np.ndarray:

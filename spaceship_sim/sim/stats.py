@@ -91,12 +91,12 @@ class FrameStats:
         if convex is not None and len(convex.pairs):
             self.convex_pairs += len(convex.pairs)
             self.convex_colliding += int(np.count_nonzero(convex.colliding))
-        tally = _tally_verdicts if compiled else tally_verdicts_numpy
+        tally = tally_verdicts_kernel if compiled else tally_verdicts_numpy
         self.add_tally(narrow, budget, responses, tally(narrow.colliding, narrow.exact, narrow.separation_bound,
                                                         narrow.pairs, radii, narrow.distance))
 
     def add_tally(self, narrow, budget: float, responses: int, tally: tuple) -> None:
-        """add_detection's counting, its verdicts already tallied (_tally_verdicts's answer)."""
+        """add_detection's counting, its verdicts already tallied (tally_verdicts_kernel's answer)."""
         n_hit, n_exact, bounds, rel, nearest = tally
         self.candidate_pairs += len(narrow.pairs)
         self.colliding_pairs += n_hit
@@ -138,7 +138,7 @@ NOT_IN_CSV = PER_VERDICT + ("t_narrow_batches",)
 
 
 def tally_verdicts_numpy(colliding, exact, bound, pairs, radii, distance):
-    """_tally_verdicts in numpy: the reference the kernel is tested against, and what runs before
+    """tally_verdicts_kernel in numpy: the reference the kernel is tested against, and what runs before
     numba has compiled it."""
     hit = np.asarray(colliding, bool)
     bounds = bound[hit]
@@ -149,7 +149,7 @@ def tally_verdicts_numpy(colliding, exact, bound, pairs, radii, distance):
 
 
 @njit(cache=True)
-def _tally_verdicts(colliding, exact, bound, pairs, radii, distance):
+def tally_verdicts_kernel(colliding, exact, bound, pairs, radii, distance):
     """One sample's verdicts in one pass (a sample has a few pairs: numpy's per-call cost would
     be most of the work): how many collide, how many of those are exact, their separation bounds
     and those over the pair's mean bounding radius (in pair order), and the smallest finite

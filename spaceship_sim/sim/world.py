@@ -30,12 +30,40 @@ from ..progress import slow_notice, to_stderr
 from ..registry import EXACT_METHODS, exact_strategy, make_broadphase, narrow_phase
 from ..response import respond
 from ..spheretree import load_or_build
+from .frame import SimState, Stages, Timing
 from .stats import FixedCost, FrameStats, MovingAverage
 
 COMPILING = "compiling numba kernels (first start only; later starts load them from the cache): "
 
 
+class _Part:
+    """`world.NAME` reads and writes the field NAME of one of the frame's inputs (`holder`: the
+    World attribute holding it), so that the app, the replays and the tests name a stage as before
+    while pipeline.step takes the inputs themselves."""
+
+    def __init__(self, holder: str, name: str | None = None):
+        self.holder, self.name = holder, name
+
+    def __set_name__(self, owner, name: str):
+        self.name = self.name or name
+
+    def __get__(self, world, owner=None):
+        return self if world is None else getattr(getattr(world, self.holder), self.name)
+
+    def __set__(self, world, value):
+        setattr(getattr(world, self.holder), self.name, value)
+
+
 class World:
+    # the frame's inputs (frame.py), by their fields' names
+    controllers, integrator, broad, field, bank = (_Part("stages") for _ in range(5))
+    narrow, fair, swept, compiled, compiled_sample = (_Part("stages") for _ in range(5))
+    exact = _Part("stages", "exact_only")  # see __init__
+    clock, target_frame_time, time_critical = (_Part("timing") for _ in range(3))
+    render_predictor, overrun_predictor = _Part("timing", "render"), _Part("timing", "overrun")
+    fixed_predictor = _Part("timing", "fixed")
+    state, t, frame, last_narrow = (_Part("sim") for _ in range(4))
+
     def __init__(self, config: Config, models, trees, user: str = "autopilot", warm: bool = True, clock=WALL,
                  notify=to_stderr, exact=None, bank=None):
         """models: list[Mesh]; trees: list[SphereTree], one per model (same order), or with `bank`
@@ -51,24 +79,21 @@ class World:
         exact: an exact strategy (narrowphase.exact.ExactDetector built from `models`) that answers
         every pair whose root spheres meet, whatever the budget, in place of the sphere-tree
         refinement (Hubbard's exact-only baselines: BSP, fcl); None: the sphere trees."""
-        self.config, self.models, self.trees, self.user, self.clock = config, models, trees, user, clock
-        self.exact = exact
+        self.config, self.models, self.trees, self.user = config, models, trees, user
         # asteroid shapes (convex/field.py) follow the ship models in the tree bank
         self.asteroid_shapes = AsteroidShapes.from_config(config) if config.asteroids.count else None
-        self.bank = bank if bank is not None else TreeBank.from_trees(
-            list(trees) + (self.asteroid_shapes.trees if self.asteroid_shapes else []))
-        self.target_frame_time = config.sim.target_frame_time
-        self.time_critical = config.collision.time_critical
-        # pairs with a flexing ship ([deform]) take the face octree, the others the sphere trees
-        self.narrow = narrow_phase(config, models, lambda: self.t, detector=exact_strategy(config, models))
+        # the stages reset() does not replace; pairs with a flexing ship ([deform]) take the face
+        # octree, the others the sphere trees
+        self.stages = Stages(
+            bank=bank if bank is not None else TreeBank.from_trees(
+                list(trees) + (self.asteroid_shapes.trees if self.asteroid_shapes else [])),
+            narrow=narrow_phase(config, models, lambda: self.t, detector=exact_strategy(config, models)),
+            exact_only=exact, swept=SweptCatch(models) if config.collision.swept else None)
+        self.timing = Timing(clock, config.sim.target_frame_time, config.collision.time_critical, *self._predictors())
         self.deforming = getattr(self.narrow, "ships", None)  # faceoctree.deform.DeformingShips
-        self.swept = SweptCatch(models) if config.collision.swept else None  # faceoctree.continuous
         self.broadphase_name = config.collision.broadphase
         self.kernels_ready = threading.Event()  # set by warm_up
         self.recorder = None  # spaceship_sim.sim.replay.Recorder: sees every input of every frame
-        self.compiled = False  # stages run numba kernels (else their numpy references)
-        self.compiled_sample = True  # the common sample in one numba call (compiled_sample.py; False: Python's)
-        self.sample_kernel = None  # its compiled_sample.CompiledSample, made at first use
         self.reset()
         if warm:
             self.warm_up(notify)
@@ -155,7 +180,7 @@ class World:
         cfg = self.config
         names = [m.name for m in self.models]
         radii = np.array([m.bounding_radius * hull_scale(cfg, m.name) for m in self.models])
-        self.state = initial_state(cfg, names, radii)
+        self.sim = SimState(initial_state(cfg, names, radii))
         self.controllers = Controllers.from_config(cfg, self.state.n, user=self.user)
         self.field = make_field(cfg, self.asteroid_shapes, self.state, model_offset=len(self.models))
         # until the kernels are compiled: numpy stages, which need no compiling
@@ -163,14 +188,15 @@ class World:
         self.broad = make_broadphase(self.broadphase_name if self.compiled else "brute_force", self.state.radius,
                                      min_resolution=cfg.sim.min_temporal_resolution)
         self.fair = FairOrder()  # which pairs the narrow phase deepens first
-        self.render_predictor = MovingAverage(cfg.collision.render_average_frames)
-        # what the narrow phase overruns its deadline by (work past the last clock check)
-        self.overrun_predictor = MovingAverage(cfg.collision.render_average_frames)
-        # the frame's stages outside the narrow phase, still to come after a sample's narrow phase
-        self.fixed_predictor = FixedCost(cfg.collision.render_average_frames)
-        self.t, self.frame = 0.0, 0
+        self.render_predictor, self.overrun_predictor, self.fixed_predictor = self._predictors()
         self.last_stats: FrameStats | None = None
-        self.last_narrow = None
+
+    def _predictors(self) -> tuple:
+        """Fresh estimates of the render time, of what the narrow phase overruns its deadline by
+        (work past its last clock check) and of the frame's stages outside the narrow phase still
+        to come after a sample's narrow phase."""
+        n = self.config.collision.render_average_frames
+        return MovingAverage(n), MovingAverage(n), FixedCost(n)
 
     def state_hash(self) -> str:
         """SHA-256 of every body's state (ships, and asteroids when there are any)."""
@@ -190,7 +216,7 @@ class World:
             self.use_compiled_stages()
         if self.recorder is not None:
             self.recorder.begin_frame(self)
-        stats = pipeline.step(self)
+        stats = pipeline.step(self.stages, self.sim, self.timing, self.config)
         self.last_stats = stats
         self.frame += 1
         return stats

@@ -131,7 +131,7 @@ def test_more_pairs_than_the_scratch_holds_grow_it():
         world.end_frame(world.clock.spend(ZERO_BUDGET))
         world.step()  # the compiled sample exists from the second frame
         world.end_frame(world.clock.spend(ZERO_BUDGET))
-        fused = compiled_sample.for_world(world)
+        fused = compiled_sample.for_frame(world.stages, world.sim, world.timing)
         if fused is not None:
             fused.scratch = Scratch(1, fused.width)
 
@@ -167,9 +167,9 @@ def test_only_the_common_case_is_compiled(why, change):
     world = World.from_config(lamps(), clock=TickClock(), notify=None)
     for _ in range(2):
         world.step()
-    assert compiled_sample.for_world(world) is not None
+    assert compiled_sample.for_frame(world.stages, world.sim, world.timing) is not None
     change(world)
-    assert compiled_sample.for_world(world) is None, why
+    assert compiled_sample.for_frame(world.stages, world.sim, world.timing) is None, why
 
 
 @pytest.mark.parametrize("name", ["asteroids", "deforming"])
@@ -177,7 +177,7 @@ def test_scenarios_beyond_the_common_case_run_in_python(name):
     world = World.from_config(load_config(shipped_config(f"{name}.toml")), clock=TickClock(), notify=None)
     for _ in range(2):
         world.step()
-    assert compiled_sample.for_world(world) is None
+    assert compiled_sample.for_frame(world.stages, world.sim, world.timing) is None
 
 
 def test_forced_levels_at_the_exact_level_are_left_to_python():
@@ -185,7 +185,7 @@ def test_forced_levels_at_the_exact_level_are_left_to_python():
     world = World.from_config(lamps(min_level=cfg.collision.tree_depth + 1), clock=TickClock(), notify=None)
     for _ in range(2):
         world.step()
-    assert compiled_sample.for_world(world) is None
+    assert compiled_sample.for_frame(world.stages, world.sim, world.timing) is None
 
 
 def test_a_kernel_reads_the_clocks_python_reads():

@@ -133,7 +133,7 @@ def test_frame_log_discarded_on_failure_leaves_no_folder(tmp_path):
 @pytest.mark.parametrize("seed", range(6))
 def test_verdict_tally_kernel_equals_numpy(seed):
     """FrameStats.add_detection's two tallies (numba once compiled, numpy before) agree bit for bit."""
-    from spaceship_sim.sim.stats import _tally_verdicts, tally_verdicts_numpy
+    from spaceship_sim.sim.stats import tally_verdicts_kernel, tally_verdicts_numpy
     rng = np.random.default_rng(seed)
     n, k = 8, int(rng.integers(0, 15))
     pairs = np.array([rng.choice(n, 2, replace=False) for _ in range(k)], np.int64).reshape(-1, 2)
@@ -142,7 +142,7 @@ def test_verdict_tally_kernel_equals_numpy(seed):
     distance = np.where(rng.random(k) < 0.5, rng.uniform(0, 9, k), np.nan)
     distance[rng.random(k) < 0.2] = np.inf
     radii = rng.uniform(1, 5, n)
-    got = _tally_verdicts(colliding, exact, bound, pairs, radii, distance)
+    got = tally_verdicts_kernel(colliding, exact, bound, pairs, radii, distance)
     want = tally_verdicts_numpy(colliding, exact, bound, pairs, radii, distance)
     assert got[:2] == want[:2] and got[4] == want[4]
     np.testing.assert_array_equal(got[2], want[2])
