@@ -23,7 +23,8 @@ BROADPHASE_NAMES = ("space_time", "sweep_prune", "brute_force")
 EXACT_STRATEGY_NAMES = ("brute", "bsp", "fcl", "ssv", "ocst", "faceoctree")
 # the exact level: the sphere-tree leaves' own triangle tests, or any strategy but the slow oracle
 EXACT_LEVELS = ("sphere_leaves", *(m for m in EXACT_STRATEGY_NAMES if m != "brute"))
-# config values renamed: the old spelling still loads, with a one-line notice (old -> new)
+# keys and values renamed: the old spelling still loads, with a one-line notice (old -> new)
+RENAMED_KEYS = {"collision.exact": "triangle_tests"}
 RENAMED_VALUES = {"collision.exact_method": {"leaves": "sphere_leaves"}}
 PREBUILT_TREE_METHODS = ("medial", "octree")   # built before the first frame (spheretree/)
 TREE_METHODS = (*PREBUILT_TREE_METHODS, "ocst")  # "ocst": built during collisions (narrowphase/ocst.py)
@@ -140,7 +141,7 @@ class CollisionConfig:
     time_critical: bool = _f(True, "refine only as deep as the frame budget allows (else always exact) [-]")
     min_level: int = _f(1, "every colliding pair is refined at least to this level (at most tree_depth + 1, "
                           "the exact level) [-]", lo=0)
-    exact: bool = _f(True, "finish with triangle-triangle tests when time allows [-]")
+    triangle_tests: bool = _f(True, "finish with triangle-triangle tests when time allows [-]")
     all_contacts: bool = _f(True, "the exact level finds every intersecting triangle pair (false: stops each pair at "
                                   "its first, enough for the verdict and response) [-]")
     exact_method: str = _f("sphere_leaves", "exact level's strategy: 'sphere_leaves' (triangles of colliding "
@@ -247,6 +248,7 @@ def _build(cls, raw, file, prefix, skip=()):
         raise ConfigError(file, prefix.rstrip("."), f"expected a table, got {type(raw).__name__}")
     fields = {f.name: f for f in dataclasses.fields(cls) if f.name not in skip}
     hints = typing.get_type_hints(cls)
+    raw = _renamed_keys(raw, file, prefix)
     for key in raw:
         if key not in fields:
             raise ConfigError(file, prefix + key, f"unknown key (known: {', '.join(fields)})")
@@ -283,6 +285,22 @@ def _convert(tp, value, file, key, meta):
         value = _renamed(value, file, key)
     _check_range(value, file, key, meta)
     return value
+
+
+def _renamed_keys(raw: dict, file, prefix: str) -> dict:
+    """`raw` with renamed keys under their new names, each with a one-line notice on stderr."""
+    old = [key for key in raw if prefix + key in RENAMED_KEYS]
+    if not old:
+        return raw
+    raw = dict(raw)
+    for key in old:
+        new = RENAMED_KEYS[prefix + key]
+        if new in raw:
+            raise ConfigError(file, prefix + key, f"is the old name of {prefix + new}, which is set too")
+        print(f"{file}: {prefix + key} is deprecated and will stop loading in a later release; write "
+              f"{prefix + new}", file=sys.stderr)
+        raw[new] = raw.pop(key)
+    return raw
 
 
 def _renamed(value: str, file, key: str) -> str:

@@ -108,3 +108,14 @@ def test_a_renamed_value_still_loads_with_one_line_saying_the_new_spelling(tmp_p
     assert len(err) == 1 and "collision.exact_method" in err[0] and "'sphere_leaves'" in err[0] and str(path) in err[0]
     path.write_text("[collision]\nexact_method = 'sphere_leaves'\n")
     assert load_config(path).collision.exact_method == "sphere_leaves" and capsys.readouterr().err == ""
+
+
+def test_a_renamed_key_still_loads_with_one_line_and_may_not_be_set_twice(tmp_path, capsys):
+    path = tmp_path / "old.toml"
+    path.write_text("[collision]\nexact = false\n")
+    assert load_config(path).collision.triangle_tests is False
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "collision.exact" in err[0] and "collision.triangle_tests" in err[0]
+    path.write_text("[collision]\nexact = false\ntriangle_tests = true\n")
+    with pytest.raises(ConfigError, match="collision.exact"):
+        load_config(path)

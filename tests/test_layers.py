@@ -15,7 +15,7 @@ GL = ("pyglet", "moderngl", "imgui_bundle", "OpenGL", "glcontext")
 ALLOWED = {
     "spaceship_sim.config": {"spaceship_sim.errors"},
     "spaceship_sim.narrowphase.exact": {"spaceship_sim.narrowphase.reference", "spaceship_sim.geometry"},
-    "spaceship_sim.broadphase.base": {"spaceship_sim.errors", "spaceship_sim.sorting"},
+    "spaceship_sim.broadphase.base": {"spaceship_sim.errors", "spaceship_sim.sorting", "spaceship_sim.geometry"},
 }
 # who may import the registry (the composition root, the command line, the benches)
 REGISTRY_USERS = ("spaceship_sim.sim.world", "spaceship_sim.cli.", "spaceship_sim.bench.")

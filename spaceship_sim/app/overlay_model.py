@@ -50,7 +50,7 @@ class PairRow:
     ship_a: int
     ship_b: int
     level: int            # deepest level reached (max_level = exact triangle level)
-    exact: bool           # answered by triangle tests
+    certain: bool         # the verdict is certain (found apart, or triangles tested)
     sep_bound: float      # separation-distance upper bound [m]
     distance: float       # exact separation [m] where the narrow phase provides it, else nan
 
@@ -59,7 +59,7 @@ class PairRow:
 COLUMNS = (
     ("ships", lambda r: (r.ship_a, r.ship_b), lambda r: f"{r.ship_a}-{r.ship_b}"),
     ("level", lambda r: r.level, lambda r: str(r.level)),
-    ("exact", lambda r: r.exact, lambda r: "yes" if r.exact else "no"),
+    ("certain", lambda r: r.certain, lambda r: "yes" if r.certain else "no"),
     ("sep. bound [m]", lambda r: r.sep_bound, lambda r: f"{r.sep_bound:.3f}"),
     ("distance [m]", lambda r: r.distance, lambda r: f"{r.distance:.3f}"),
 )
@@ -153,7 +153,7 @@ def pair_rows(narrow) -> list[PairRow]:
     dist = np.full(len(narrow.pairs), np.nan) if dist is None else np.asarray(dist)
     shown = np.flatnonzero(np.asarray(narrow.colliding) | np.isfinite(dist))
     rows = [PairRow(int(narrow.pairs[k, 0]), int(narrow.pairs[k, 1]), int(narrow.level[k]),
-                    bool(narrow.exact[k]), float(narrow.separation_bound[k]), float(dist[k])) for k in shown]
+                    bool(narrow.certain[k]), float(narrow.separation_bound[k]), float(dist[k])) for k in shown]
     return sorted(rows, key=lambda r: min(r.sep_bound, r.distance if math.isfinite(r.distance) else math.inf))
 
 

@@ -190,7 +190,7 @@ def run_detector(cfg, detector: str, args, folder: Path | None, clock=WALL) -> R
     trace = RunTrace(warmup)
     log, trace.world = run_frames(dataclasses.replace(cfg, collision=c), frames, args.render_ms / 1e3, False,
                                   lambda w: report.FrameLog(folder, frames, warmup, w.max_level, args.render_ms / 1e3),
-                                  progress=folder is not None, on_frame=trace, clock=clock, exact_method=exact)
+                                  progress=folder is not None, on_frame=trace, clock=clock, exact_only=exact)
     mode = "time-critical" if time_critical else "exact-only"
     trace.summary = log.commit(title=f"{Path(args.config).name}: {detector} ({mode}), render {args.render_ms:g} ms",
                                config=args.config, render_ms=args.render_ms, time_critical=time_critical,
@@ -336,7 +336,7 @@ def accuracy_sweep(world, poses, budgets, max_frames: int = ACCURACY_FRAMES) -> 
             hit = r.colliding
             bounds += list(r.separation_bound[hit])
             levels += list(r.level[hit])
-            exact += list(r.exact[hit])
+            exact += list(r.certain[hit])
         bounds = np.array(bounds) if bounds else np.array([np.nan])
         rows.append(dict(budget_ms=b * 1e3, pairs=len(levels), bound_median_m=float(np.nanmedian(bounds)),
                          bound_p90_m=float(np.nanpercentile(bounds, 90)), bound_max_m=float(np.nanmax(bounds)),

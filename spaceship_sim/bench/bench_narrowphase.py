@@ -293,7 +293,7 @@ def timed_refine(bank, T, max_level, exact, repeat, all_contacts=True):
 
     def call():
         return refine_frame(bank, model_id, T, pairs, deadline=np.inf, min_level=0, max_level=max_level,
-                            exact=exact, all_contacts=all_contacts)
+                            triangle_tests=exact, all_contacts=all_contacts)
     call()  # the first call compiles / warms caches
     best, result = best_time(call, repeat)
     return best / n * 1e6, result
@@ -309,7 +309,7 @@ def timed_ocst(mesh, depth, T, repeat):
     pairs, model_id = np.arange(2 * n).reshape(n, 2), np.zeros(2 * n, np.int64)
 
     def call():
-        return refine_frame(bank, model_id, T, pairs, deadline=np.inf, min_level=0, exact=True, all_contacts=False)
+        return refine_frame(bank, model_id, T, pairs, deadline=np.inf, min_level=0, triangle_tests=True, all_contacts=False)
     t0 = time.perf_counter()
     call()
     cold = time.perf_counter() - t0
@@ -321,7 +321,7 @@ def exact_verdict(bank):
     """verdict(T) -> colliding per pose, from the project's exact level (first contact)."""
     from ..narrowphase import refine_frame
     return lambda T: refine_frame(bank, np.zeros(len(T), np.int64), T, np.arange(len(T)).reshape(-1, 2),
-                                  deadline=np.inf, min_level=0, exact=True, all_contacts=False).colliding
+                                  deadline=np.inf, min_level=0, triangle_tests=True, all_contacts=False).colliding
 
 
 def timed_exact_method(name, mesh, T, all_contacts, repeat):

@@ -95,7 +95,7 @@ def record_calls(bank, radii, frames, baselines: dict, all_contacts: bool, max_c
         ma, mb, Ta, Tb = np.repeat(m[:1], copies), np.repeat(m[1:], copies), TT[[0] * copies], TT[[1] * copies]
 
         def refine(max_level, exact):
-            return refine_frame(bank, m, TT, pairs, deadline=math.inf, max_level=max_level, exact=exact,
+            return refine_frame(bank, m, TT, pairs, deadline=math.inf, max_level=max_level, triangle_tests=exact,
                                 all_contacts=all_contacts, clock=clock)
 
         log["t_floor"][c], _ = timed(lambda: refine(0, False))  # root spheres only: the call's fixed cost

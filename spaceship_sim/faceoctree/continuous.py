@@ -85,7 +85,7 @@ class SweptCatch:
         self.caught += len(rows)
         motion = (T1[b[rows], :3, 3] - T0[b[rows], :3, 3]) - (T1[a[rows], :3, 3] - T0[a[rows], :3, 3])
         length = np.linalg.norm(motion, axis=1, keepdims=True)
-        narrow.colliding[rows] = narrow.exact[rows] = True
+        narrow.colliding[rows] = narrow.certain[rows] = True
         narrow.level[rows] = exact_level
         narrow.separation_bound[rows] = 0.0
         narrow.contact_normal[rows] = np.divide(-motion, length, out=np.zeros_like(motion), where=length > 0)

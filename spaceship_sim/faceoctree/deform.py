@@ -163,7 +163,8 @@ class DeformingNarrowPhase(NarrowPhase):
         """NarrowPhase's call. A FairOrder `fair` orders all the pairs before they are split into
         rigid and flexing ones, and records all their levels after: it forgets the pairs a record
         leaves out, so the two parts cannot each take it to their own refine_frame."""
-        rigid = NarrowPhase(self.min_level, self.max_level, self.exact, self.all_contacts, self.detector)
+        rigid = NarrowPhase(self.min_level, self.max_level, self.triangle_tests, self.all_contacts,
+                            self.detector)
         flexing = dataclasses.replace(rigid, detector=self.ships.detector)
         if fair is not None:
             pairs = np.asarray(pairs)[fair.order(pairs, len(model_id))]
@@ -216,7 +217,7 @@ def _merge(pairs, parts, clock, start: float) -> FrameNarrowResult:
     colliding, level = scatter("colliding", dtype=bool), scatter("level", dtype=np.int64)
     n_levels = max(len(r.level_histogram) for _, r in parts)
     return FrameNarrowResult(  # keyword arguments run in order: time_used, last, counts the rest
-        pairs=pairs, colliding=colliding, level=level, exact=scatter("exact", dtype=bool),
+        pairs=pairs, colliding=colliding, level=level, certain=scatter("certain", dtype=bool),
         separation_bound=scatter("separation_bound"), contact_point=scatter("contact_point", (3,)),
         contact_normal=scatter("contact_normal", (3,)), distance=scatter("distance"),
         level_histogram=np.bincount(level[colliding], minlength=n_levels).astype(np.int64),

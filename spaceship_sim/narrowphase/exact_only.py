@@ -34,7 +34,7 @@ def exact_frame(detector: ExactDetector, bank, model_id, T, pairs, all_contacts:
     distance = np.full(k, np.nan)  # what the strategy measured (the SSV trees: every pair they saw)
     distance[hit] = ans.distance
     return dataclasses.replace(
-        roots, colliding=colliding, level=level, exact=np.ones(k, bool),
+        roots, colliding=colliding, level=level, certain=np.ones(k, bool),
         separation_bound=np.where(colliding, 0.0, np.inf),
         contact_point=np.where(colliding[:, None], roots.contact_point, np.nan),
         contact_normal=np.where(colliding[:, None], roots.contact_normal, 0.0), time_used=clock() - start,

@@ -7,7 +7,7 @@ Levels: 0 is the two root spheres, k the tree's level k (a leaf stands in for it
 level), and depth + 1 the exact triangle level (depth = the deeper of the two trees).
 
 Certainty: sphere trees cover their ships conservatively, so a pair found apart at any level is
-certainly apart (`exact` is True); a pair still colliding at a sphere level may be a false
+certainly apart (`certain` is True); a pair still colliding at a sphere level may be a false
 positive, and its `separation_bound` says how far apart the ships may be at most.
 
 Early exit: "colliding at level k" needs only one colliding sphere pair at level k (a witness),
@@ -73,7 +73,7 @@ class FrameNarrowResult:
     pairs            : (k, 2) int64, ship indices (A, B)
     colliding        : (k,) bool
     level            : (k,) int64, deepest level reached (depth + 1 = exact triangle level)
-    exact            : (k,) bool, the answer is certain: found apart, or triangles were tested
+    certain          : (k,) bool, the answer is certain: found apart, or triangles were tested
     separation_bound : (k,) float64 [m], upper bound on the ships' separation; 0 when intersecting
                        triangles were found, +inf when not colliding
     contact_point    : (k, 3) float64, world [m], mean of the middles of the overlaps of the
@@ -99,7 +99,7 @@ class FrameNarrowResult:
     pairs: np.ndarray
     colliding: np.ndarray
     level: np.ndarray
-    exact: np.ndarray
+    certain: np.ndarray
     separation_bound: np.ndarray
     contact_point: np.ndarray
     contact_normal: np.ndarray
@@ -141,31 +141,32 @@ class PairResult:
     level: int
     sphere_pairs: np.ndarray
     separation_bound: float
-    exact: bool
+    certain: bool
     tri_pairs: np.ndarray
     contact_point: np.ndarray
     contact_normal: np.ndarray
 
 
-def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, exact=True, all_contacts=True) -> PairResult:
+def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, triangle_tests=True, all_contacts=True) -> PairResult:
     """Refine one pair of ships with no deadline.
 
     tree_a, tree_b : SphereTree;  T_a, T_b : (4, 4) float64 rigid body->world transforms
     max_level      : deepest sphere level to refine to (None: the leaves); the exact triangle
-                     level runs when `exact` and the leaves were reached
+                     level runs when `triangle_tests` and the leaves were reached
     all_contacts   : False stops the exact level at the first intersecting triangle pair
     """
     T = np.stack([_transform(T_a, "T_a"), _transform(T_b, "T_b")])
     r = _refine(bank_of(tree_a), bank_of(tree_b), np.zeros(2, np.int64), T, np.array([[0, 1]], np.int64),
-                deadline=math.inf, min_level=0, max_level=max_level, exact=exact, all_contacts=all_contacts)
+                deadline=math.inf, min_level=0, max_level=max_level, triangle_tests=triangle_tests,
+                all_contacts=all_contacts)
     return PairResult(colliding=bool(r.colliding[0]), level=int(r.level[0]), sphere_pairs=r.sphere_pairs[0],
-                      separation_bound=float(r.separation_bound[0]), exact=bool(r.exact[0]),
+                      separation_bound=float(r.separation_bound[0]), certain=bool(r.certain[0]),
                       tri_pairs=r.tri_pairs[0], contact_point=r.contact_point[0],
                       contact_normal=r.contact_normal[0])
 
 
 def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level: int = 1, max_level=None,
-                 exact: bool = True, all_contacts: bool = True, clock=WALL, detector=None,
+                 triangle_tests: bool = True, all_contacts: bool = True, clock=WALL, detector=None,
                  fair=None) -> FrameNarrowResult:
     """Refine the frame's candidate pairs until `clock()` reaches `deadline`.
 
@@ -174,7 +175,7 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
     pairs    : (k, 2) int, candidate ship pairs (A, B) from the broad phase
     min_level: every colliding pair is refined at least this deep, deadline or not (a value past
                the leaves forces the exact level too)
-    max_level: deepest sphere level (None: the leaves); exact: finish with triangle tests
+    max_level: deepest sphere level (None: the leaves); triangle_tests: finish with triangle tests
     all_contacts: False stops each pair's exact level at its first intersecting triangle pair
                (enough for yes/no and response; tri_pairs then holds at most one pair)
     clock    : spaceship_sim.clock object the deadline refers to (read between kernel batches)
@@ -192,7 +193,8 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
         raise ValueError(f"T must be (n, 4, 4) with n = len(model_id) = {len(model_id)}, got {T.shape}")
     # pair and model indices are checked by the kernels, where they are read (_Search.levels)
     return _refine(bank, bank, model_id, T, pairs, deadline=deadline, min_level=min_level, max_level=max_level,
-                   exact=exact, all_contacts=all_contacts, clock=clock, detector=detector, fair=fair)
+                   triangle_tests=triangle_tests, all_contacts=all_contacts, clock=clock, detector=detector,
+                   fair=fair)
 
 
 def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowResult:
@@ -223,7 +225,7 @@ def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowR
     np.cumsum(colliding, out=ptr[1:])
     n_levels = int(bank.max_level) + 1
     return FrameNarrowResult(
-        pairs=pairs, colliding=colliding, level=np.zeros(k, np.int64), exact=~colliding, separation_bound=bound,
+        pairs=pairs, colliding=colliding, level=np.zeros(k, np.int64), certain=~colliding, separation_bound=bound,
         contact_point=point, contact_normal=normal, time_used=clock() - start,
         level_histogram=np.bincount(np.zeros(int(colliding.sum()), np.int64), minlength=n_levels),
         distance=np.full(k, np.nan), _spheres=(ptr, roots[0][colliding], roots[1][colliding], roots[0], roots[1]),  # roots: local id 0
@@ -239,14 +241,14 @@ class NarrowPhase:
 
     min_level    : every colliding pair is refined at least this deep, deadline or not [-]
     max_level    : deepest sphere level, None for the leaves [-]
-    exact        : finish with triangle tests when time allows
+    triangle_tests : finish with triangle tests when time allows
     all_contacts : False stops each pair's exact level at its first intersecting triangle pair
     detector     : as refine_frame's (collision.exact_method = "ssv": an SSVExact)
     """
 
     min_level: int = 1
     max_level: int | None = None
-    exact: bool = True
+    triangle_tests: bool = True
     all_contacts: bool = True
     detector: object = None  # exact strategy for the exact level (narrowphase.exact; None: the leaves)
 
@@ -259,7 +261,7 @@ class NarrowPhase:
     def __call__(self, bank: TreeBank, model_id, T, pairs, deadline: float, clock=WALL, fair=None) -> FrameNarrowResult:
         """refine_frame with these settings (arguments as refine_frame's)."""
         return refine_frame(bank, model_id, T, pairs, deadline, min_level=self.min_level, max_level=self.max_level,
-                            exact=self.exact, all_contacts=self.all_contacts, clock=clock, detector=self.detector,
+                            triangle_tests=self.triangle_tests, all_contacts=self.all_contacts, clock=clock, detector=self.detector,
                             fair=fair)
 
 
@@ -340,7 +342,7 @@ def _merge_hits(first, rows, second):
     return (ptr, *(np.concatenate([f, g])[order] for f, g in zip(first[1:], second[1:])))
 
 
-def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, min_level, max_level, exact,
+def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, min_level, max_level, triangle_tests,
             all_contacts=True, clock=WALL, detector=None, fair=None) -> FrameNarrowResult:
     """Refine k pair rows (pairs (k, 2) int64 of bodies with models model_id (n,) int64 — A's in
     bank_a, B's in bank_b — and body->world transforms T (n, 4, 4) float64, all C-contiguous) in
@@ -349,7 +351,7 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, mi
     search = _Search(bank_a, bank_b, model_id, T, pairs, max_level, clock, fair)
     try:
         leaves = search.levels(deadline, min_level)
-        if exact and leaves:
+        if triangle_tests and leaves:
             search.exact_level(deadline, min_level, all_contacts, detector)
         if detector is not None and hasattr(detector, "distance"):  # pairs found apart, time allowing
             todo = np.flatnonzero(search.apart & np.isnan(search.distance))
@@ -744,12 +746,12 @@ class _Search(SearchArrays):
 def frame_answer(pairs, summary: tuple, hits: tuple, time_used: float, busy: float, fair) -> FrameNarrowResult:
     """The FrameNarrowResult of a search's summary (kernels.summarize_stacks's arrays) and hits
     (CSR of intersecting triangle pairs); the levels reached recorded in `fair` (or None)."""
-    colliding, exact, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, bound_pair, hist, ptr, fa, \
+    colliding, certain, bound, distance, point, normal, level, root_a, root_b, tri_a, tri_b, bound_pair, hist, ptr, fa, \
         fb, keys, served = summary
     if fair is not None:
         fair.recorded(keys, served)
     return FrameNarrowResult(
-        pairs=pairs, colliding=colliding, level=level, exact=exact, separation_bound=bound, contact_point=point,
+        pairs=pairs, colliding=colliding, level=level, certain=certain, separation_bound=bound, contact_point=point,
         contact_normal=normal, time_used=time_used, level_histogram=hist, distance=distance,
         _spheres=(ptr, fa, fb, root_a, root_b), _tris=(*hits, tri_a, tri_b), time_in_batches=busy,
         bound_pairs=bound_pair)

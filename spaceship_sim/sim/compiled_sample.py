@@ -53,7 +53,7 @@ class NarrowArgs(NamedTuple):
     max_level: int        # the deepest level a row may reach (refine.NO_LIMIT: none)
     levels: int           # the bank's levels, exact level included (summarize_stacks's histogram)
     min_level: int        # every colliding pair is refined at least this deep
-    triangle_tests: bool  # finish with triangle tests when time allows (NarrowPhase.exact)
+    triangle_tests: bool  # finish with triangle tests when time allows (NarrowPhase.triangle_tests)
 
 
 class BudgetArgs(NamedTuple):
@@ -146,7 +146,7 @@ class CompiledSample:
         self.width = stack_width(bank, bank, deepest if narrow.max_level is None else min(deepest, max_level))
         args = bank_args(bank, bank, None, None)
         self.narrow_args = NarrowArgs(args.VA, args.VB, args.banks, max_level, bank.max_level + 1,
-                                      int(narrow.min_level), bool(narrow.exact))
+                                      int(narrow.min_level), bool(narrow.triangle_tests))
         self.scratch = Scratch(64, 64 * self.width)
         self.T = np.empty((0, 4, 4))
         self.clock, self.clk = clock, kernel_clock(clock)

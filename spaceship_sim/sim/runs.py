@@ -35,20 +35,20 @@ def staged_folder(out: Path):
 
 
 def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, open_log, progress: bool = True,
-               on_frame=None, clock=WALL, record=None, exact_method: str | None = None):
+               on_frame=None, clock=WALL, record=None, exact_only: str | None = None):
     """Run n_frames, handing each frame's FrameStats to `log = open_log(world)` as it comes (no
     frame is kept here); returns (log, world). A failure discards the log's partial files.
     on_frame(world) sees the world after each frame that ran the narrow phase (frame_poses(world):
     its candidate pairs and poses). The stand-in render and every budget are read from `clock`
     (spaceship_sim.clock).
     record: a file to record the run into (spaceship_sim.sim.replay; written only if the run ends well).
-    exact_method: an exact strategy answering every pair (World.from_config)."""
+    exact_only: an exact strategy's name, answering every pair (World.from_config)."""
     from tqdm import tqdm
 
     from .replay import Recorder
     from .world import World
 
-    world = World.from_config(cfg, clock=clock, exact_method=exact_method)
+    world = World.from_config(cfg, clock=clock, exact_only=exact_only)
     recorder = Recorder(record, world, "run") if record else None
     log = open_log(world)
     try:

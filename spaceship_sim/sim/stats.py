@@ -92,7 +92,7 @@ class FrameStats:
             self.convex_pairs += len(convex.pairs)
             self.convex_colliding += int(np.count_nonzero(convex.colliding))
         tally = tally_verdicts_kernel if compiled else tally_verdicts_numpy
-        self.add_tally(narrow, budget, responses, tally(narrow.colliding, narrow.exact, narrow.separation_bound,
+        self.add_tally(narrow, budget, responses, tally(narrow.colliding, narrow.certain, narrow.separation_bound,
                                                         narrow.pairs, radii, narrow.distance))
 
     def add_tally(self, narrow, budget: float, responses: int, tally: tuple) -> None:

@@ -58,14 +58,14 @@ class World:
     # the frame's inputs (frame.py), by their fields' names
     controllers, integrator, broad, field, bank = (_Part("stages") for _ in range(5))
     narrow, fair, swept, compiled, compiled_sample = (_Part("stages") for _ in range(5))
-    exact = _Part("stages", "exact_only")  # see __init__
+    exact_only = _Part("stages")  # see __init__
     clock, target_frame_time, time_critical = (_Part("timing") for _ in range(3))
     render_predictor, overrun_predictor = _Part("timing", "render"), _Part("timing", "overrun")
     fixed_predictor = _Part("timing", "fixed")
     state, t, frame, last_narrow = (_Part("sim") for _ in range(4))
 
     def __init__(self, config: Config, models, trees, user: str = "autopilot", warm: bool = True, clock=WALL,
-                 notify=to_stderr, exact=None, bank=None):
+                 notify=to_stderr, exact_only=None, bank=None):
         """models: list[Mesh]; trees: list[SphereTree], one per model (same order), or with `bank`
         an OcstBank of the models (tree_method "ocst": trees built during collisions) its
         OcstTreeViews.
@@ -76,7 +76,7 @@ class World:
         clock: what budgets and stage times are read from (spaceship_sim.clock; tests pass a
         TickClock so time-critical verdicts do not depend on the machine's speed).
         notify: where to say that a step is slow because numba is compiling (None: nowhere).
-        exact: an exact strategy (narrowphase.exact.ExactDetector built from `models`) that answers
+        exact_only: an exact strategy (narrowphase.exact.ExactDetector built from `models`) that answers
         every pair whose root spheres meet, whatever the budget, in place of the sphere-tree
         refinement (Hubbard's exact-only baselines: BSP, fcl); None: the sphere trees."""
         self.config, self.models, self.trees, self.user = config, models, trees, user
@@ -88,7 +88,7 @@ class World:
             bank=bank if bank is not None else TreeBank.from_trees(
                 list(trees) + (self.asteroid_shapes.trees if self.asteroid_shapes else [])),
             narrow=narrow_phase(config, models, lambda: self.t, detector=exact_strategy(config, models)),
-            exact_only=exact, swept=SweptCatch(models) if config.collision.swept else None)
+            exact_only=exact_only, swept=SweptCatch(models) if config.collision.swept else None)
         self.timing = Timing(clock, config.sim.target_frame_time, config.collision.time_critical, *self._predictors())
         self.deforming = getattr(self.narrow, "ships", None)  # faceoctree.deform.DeformingShips
         self.broadphase_name = config.collision.broadphase
@@ -113,14 +113,15 @@ class World:
             bank = self.bank if isinstance(self.bank, TreeBank) else warm_up_bank()
             # all contacts too: a first-contact search whose tries run out tests the rest of its leaf
             # frontier whole, with the all-contact kernels (a model against itself finds a contact first)
-            exact = [dataclasses.replace(self.narrow, min_level=0, max_level=None, exact=True, all_contacts=every)
+            exact = [dataclasses.replace(self.narrow, min_level=0, max_level=None, triangle_tests=True,
+                                         all_contacts=every)
                      for every in {self.narrow.all_contacts, True}]
             for m in range(len(self.trees)):
                 if m < bank.n_models:
                     for refine in exact:
                         refine(bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf)
-                if self.exact is not None:
-                    self.exact.collide(np.array([m]), np.array([m]), eye[:1], eye[1:], all_contacts=False)
+                if self.exact_only is not None:
+                    self.exact_only.collide(np.array([m]), np.array([m]), eye[:1], eye[1:], all_contacts=False)
                 if self.swept:
                     one = np.array([m])
                     self.swept.detector.collide_swept(one, one, eye[:1], eye[:1], eye[:1], eye[:1], False)
@@ -128,7 +129,7 @@ class World:
                 apart = eye.copy()
                 apart[1, 0, 3] = 4 * float(self.bank.radius[self.bank.node_offset[0]]) + 1.0
                 refine_frame(self.bank, np.zeros(2, np.int64), apart, np.array([[0, 1]]), deadline=math.inf,
-                             min_level=0, exact=True, detector=self.narrow.detector)
+                             min_level=0, triangle_tests=True, detector=self.narrow.detector)
         with slow_notice(COMPILING + "dynamics, broad phase and response", notify):
             respond(np.zeros((2, 3)), np.ones(2), np.array([[0, 1]]), np.array([[1.0, 0.0, 0.0]]), 1.0,
                     np.array([[1.0, 0.0, 0.0]]), 1.0)  # a collision in the scratch step is not certain
@@ -153,24 +154,22 @@ class World:
 
     @classmethod
     def from_config(cls, config: Config, user: str = "autopilot", warm: bool = True, clock=WALL,
-                    notify=to_stderr, exact_method: str | None = None) -> "World":
+                    notify=to_stderr, exact_only: str | None = None) -> "World":
         """Load the models the config names (user's first) and their cached sphere trees;
-        exact_method: a name in registry.EXACT_METHODS answering every pair instead (see __init__)."""
+        exact_only: a name in registry.EXACT_METHODS answering every pair instead (see __init__)."""
         names = list(dict.fromkeys([config.ships.user_model, *config.ships.models]))
         models = [load_model(name) for name in names]
         c = config.collision
-        exact = None
-        if exact_method is not None:
-            exact = EXACT_METHODS[exact_method](models)
+        exact = None if exact_only is None else EXACT_METHODS[exact_only](models)
         if c.tree_method == "ocst":  # nothing to build before the first frame
             bank = OcstBank(models, depth=c.tree_depth, evict_after=c.ocst_evict_after, max_nodes=c.ocst_max_nodes,
                             max_share=c.ocst_max_share)
             views = [OcstTreeView(bank, m) for m in range(len(models))]  # what the app draws
-            return cls(config, models, views, user=user, warm=warm, clock=clock, notify=notify, exact=exact,
+            return cls(config, models, views, user=user, warm=warm, clock=clock, notify=notify, exact_only=exact,
                        bank=bank)
         trees = [load_or_build(m, method=c.tree_method, branching=c.tree_branching, depth=c.tree_depth)
                  for m in models]
-        return cls(config, models, trees, user=user, warm=warm, clock=clock, notify=notify, exact=exact)
+        return cls(config, models, trees, user=user, warm=warm, clock=clock, notify=notify, exact_only=exact)
 
     # --- lifecycle --------------------------------------------------------------------
     def reset(self) -> None:

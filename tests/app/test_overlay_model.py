@@ -34,7 +34,7 @@ def narrow_results(draw):
     k = draw(st.integers(0, 12))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     return SimpleNamespace(pairs=rng.integers(0, 20, (k, 2)), colliding=rng.random(k) < 0.6,
-                           level=rng.integers(0, 5, k), exact=rng.random(k) < 0.3,
+                           level=rng.integers(0, 5, k), certain=rng.random(k) < 0.3,
                            separation_bound=rng.random(k) * 3)
 
 
@@ -73,7 +73,7 @@ def test_pair_rows_are_the_colliding_pairs(narrow):
     # reference: loop over every pair, keep the colliding ones
     expected = sorted((PairRow(int(a), int(b), int(lv), bool(ex), float(sb), math.nan)
                        for (a, b), hit, lv, ex, sb in zip(narrow.pairs, narrow.colliding, narrow.level,
-                                                            narrow.exact, narrow.separation_bound) if hit),
+                                                            narrow.certain, narrow.separation_bound) if hit),
                       key=lambda r: r.sep_bound)
     assert [r[:5] for r in map(_astuple, rows)] == [r[:5] for r in map(_astuple, expected)]
     assert all(math.isnan(r.distance) for r in rows)
@@ -81,12 +81,12 @@ def test_pair_rows_are_the_colliding_pairs(narrow):
 
 
 def _astuple(r: PairRow):
-    return (r.ship_a, r.ship_b, r.level, r.exact, r.sep_bound, r.distance)
+    return (r.ship_a, r.ship_b, r.level, r.certain, r.sep_bound, r.distance)
 
 
 def test_pair_rows_show_exact_distance_when_provided():
     narrow = SimpleNamespace(pairs=np.array([[0, 1], [2, 3]]), colliding=np.array([True, False]),
-                             level=np.array([4, 1]), exact=np.array([True, False]),
+                             level=np.array([4, 1]), certain=np.array([True, False]),
                              separation_bound=np.array([0.2, np.inf]), distance=np.array([0.05, 2.0]))
     # the pair found apart shows too: its exact distance was measured (collision.exact_method = "ssv")
     assert pair_rows(narrow) == [PairRow(0, 1, 4, True, 0.2, 0.05), PairRow(2, 3, 1, False, np.inf, 2.0)]
@@ -132,7 +132,7 @@ def test_table_shows_distance_only_when_some_row_has_one_and_sorts_by_any_column
     rows = [PairRow(3, 7, 4, True, 0.0, math.nan), PairRow(0, 2, 1, False, 0.8, math.nan),
             PairRow(1, 5, 2, False, 0.3, math.nan)]
     headers = [c[0] for c in table_columns(rows)]
-    assert headers == ["ships", "level", "exact", "sep. bound [m]"]
+    assert headers == ["ships", "level", "certain", "sep. bound [m]"]
     with_distance = rows + [PairRow(4, 6, 4, True, 0.0, 0.01)]
     assert [c[0] for c in table_columns(with_distance)] == [c[0] for c in COLUMNS]
     assert [r.ship_a for r in sort_rows(rows, 0)] == [0, 1, 3]

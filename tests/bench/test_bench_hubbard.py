@@ -66,7 +66,7 @@ def test_exact_only_worlds_bsp_and_brute_force_fly_alike():
                             "collision": {"time_critical": False, "all_contacts": False}})
     hashes, hits = [], []
     for method in ("bsp", "brute"):
-        world = World.from_config(cfg, clock=TickClock(1e-5), exact_method=method)
+        world = World.from_config(cfg, clock=TickClock(1e-5), exact_only=method)
         hits.append(sum(world.step(0.0).colliding_pairs for _ in range(40)))
         hashes.append(world.state.hash())
     assert hashes[0] == hashes[1] and hits[0] == hits[1] > 0

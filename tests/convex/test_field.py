@@ -89,7 +89,7 @@ def test_ship_asteroid_verdicts_are_the_triangles_verdicts(run40):
         s, a = narrow.pairs[k]
         ship, rock = w.models[ships.model_id[s]], w.asteroid_shapes.meshes[w.field.shape[a - n]]
         touching = len(brute_force_pair(ship.vertices, ship.faces, T[s], rock.vertices, rock.faces, T[a])) > 0
-        assert bool(narrow.colliding[k]) == touching and narrow.exact[k]
+        assert bool(narrow.colliding[k]) == touching and narrow.certain[k]
     assert len(rows) > 0
 
 

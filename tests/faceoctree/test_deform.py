@@ -48,7 +48,7 @@ def test_pulsing_lamps_match_brute_force_frame_by_frame():
         T = transforms(state)
         want = BruteForceExact(shapes).collide(state.model_id[ia], state.model_id[ib], T[ia], T[ib])
         assert np.array_equal(narrow.colliding[rows], want.colliding)
-        assert narrow.exact[rows].all()
+        assert narrow.certain[rows].all()
         for j, i in enumerate(rows):  # all contacts: exactly the intersecting triangle pairs
             got = {tuple(x) for x in narrow.tri_pairs[i].tolist()}
             assert got == {tuple(x) for x in want.pairs_of(j).tolist()}
@@ -79,10 +79,10 @@ def test_flexing_pairs_within_a_budget_miss_no_contact_frame_by_frame():
             clock = TickClock(tick=1e-4)
             got = world.narrow(world.bank, state.model_id, T, pairs, deadline=clock() + 1e-4 * reads, clock=clock)
             assert got.colliding[want].all()  # conservative: no contact missed
-            assert np.array_equal(got.colliding[got.exact], want[got.exact])
+            assert np.array_equal(got.colliding[got.certain], want[got.certain])
             assert np.all(got.level[got.colliding] >= 1)  # min_level, deadline or not
-            short += int((got.colliding & ~got.exact).sum())
-            exact_hits += int((got.colliding & got.exact).sum())
+            short += int((got.colliding & ~got.certain).sum())
+            exact_hits += int((got.colliding & got.certain).sum())
     assert short >= 1 and exact_hits >= 1  # the budget bites, and not always
 
 

@@ -59,7 +59,7 @@ def test_shallow_poses_sit_at_first_contact(torus, oracle):
         verdicts = []
         for s in (0.98, 1.03):
             pose[:3, 3] = offsets[i] / scale[i] * s
-            verdicts.append(collide_pair(tree, np.eye(4), tree, pose, exact=True).colliding)
+            verdicts.append(collide_pair(tree, np.eye(4), tree, pose, triangle_tests=True).colliding)
         assert verdicts == [True, False], f"pose {i}: contact at {contact[i]:.4f} m"
 
 

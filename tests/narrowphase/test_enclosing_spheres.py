@@ -58,8 +58,8 @@ def test_skipping_child_pairs_changes_no_answer(trees, seed, name_a, name_b, spr
     for level, exact, all_contacts in [(lv, False, True) for lv in range(depth + 1)] + [(None, True, True),
                                                                                        (None, True, False)]:
         got, want = (refine_frame(bank, models, T, pairs, deadline=math.inf, min_level=0, max_level=level,
-                                  exact=exact, all_contacts=all_contacts) for bank in (pruned, every))
-        for field in ("colliding", "level", "exact", "separation_bound", "contact_point", "contact_normal",
+                                  triangle_tests=exact, all_contacts=all_contacts) for bank in (pruned, every))
+        for field in ("colliding", "level", "certain", "separation_bound", "contact_point", "contact_normal",
                       "level_histogram", "bound_pairs"):
             np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=f"{field} {level}")
         for g, w in zip(got.sphere_pairs + got.tri_pairs, want.sphere_pairs + want.tri_pairs):

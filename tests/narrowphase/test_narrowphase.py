@@ -89,13 +89,13 @@ def test_exact_level_equals_brute_force_and_levels_cover_contacts(trees, all_con
         else:  # first contact: one of the intersecting pairs, and only when there is one
             assert len(r.tri_pairs) == (len(want) > 0)
             assert {tuple(x) for x in r.tri_pairs} <= {tuple(x) for x in want}
-        assert r.colliding == (len(want) > 0) and r.exact
+        assert r.colliding == (len(want) > 0) and r.certain
         assert r.level == max(ta.depth, tb.depth) + 1 or not r.colliding
         if len(want):
             assert r.separation_bound == 0.0
             for L in range(max(ta.depth, tb.depth) + 1):  # coverage: every level sees the contact
-                s = collide_pair(ta, Ta, tb, Tb, max_level=L, exact=False)
-                assert s.colliding and s.level == L and not s.exact and len(s.sphere_pairs)
+                s = collide_pair(ta, Ta, tb, Tb, max_level=L, triangle_tests=False)
+                assert s.colliding and s.level == L and not s.certain and len(s.sphere_pairs)
 
 
 @SETTINGS
@@ -108,7 +108,7 @@ def test_separation_bound_never_below_true_distance(trees, seed, name_a, name_b)
     Ta, Tb = pose_pair(rng, ta, tb, spread=1.0)
     surface, solid = true_distances(ta, Ta, tb, Tb)
     for L in range(max(ta.depth, tb.depth) + 1):
-        r = collide_pair(ta, Ta, tb, Tb, max_level=L, exact=False)
+        r = collide_pair(ta, Ta, tb, Tb, max_level=L, triangle_tests=False)
         if r.colliding:
             assert r.separation_bound >= solid - 1e-9, (L, r.separation_bound, solid)
         else:  # "apart" is never wrong: the surfaces really are apart
@@ -122,7 +122,7 @@ def test_bound_is_tighter_than_error_sum(trees):
     seen = 0
     for _ in range(30):
         Ta, Tb = pose_pair(rng, ta, ta, spread=0.9)
-        r = collide_pair(ta, Ta, ta, Tb, max_level=ta.depth, exact=False)
+        r = collide_pair(ta, Ta, ta, Tb, max_level=ta.depth, triangle_tests=False)
         if r.colliding:
             sp = r.sphere_pairs
             assert r.separation_bound <= (ta.error[sp[:, 0]] + ta.error[sp[:, 1]]).min() + 1e-12
@@ -134,7 +134,7 @@ def test_bound_is_tighter_than_error_sum(trees):
 def test_bound_pairs_name_the_overlapping_pair_the_bound_comes_from(trees, max_level):
     rng = np.random.default_rng(8)
     bank, model_id, T, pairs = random_scene(trees, rng, 16, ["torus", "ico", "box"])
-    r = refine_frame(bank, model_id, T, pairs, deadline=np.inf, max_level=max_level, exact=False)
+    r = refine_frame(bank, model_id, T, pairs, deadline=np.inf, max_level=max_level, triangle_tests=False)
     assert r.colliding.any() and np.all((r.bound_pairs[:, 0] >= 0) == r.colliding)
     for k in np.flatnonzero(r.colliding):
         (i, j), (a, b) = pairs[k], r.bound_pairs[k]
@@ -167,7 +167,7 @@ def test_refine_frame_with_time_equals_collide_pair(trees, seed):
     for k, (i, j) in enumerate(pairs):
         ta, tb = bank.trees[model_id[i]], bank.trees[model_id[j]]
         p = collide_pair(ta, T[i], tb, T[j])
-        assert (r.colliding[k], r.level[k], r.exact[k]) == (p.colliding, p.level, p.exact)
+        assert (r.colliding[k], r.level[k], r.certain[k]) == (p.colliding, p.level, p.certain)
         assert r.separation_bound[k] == p.separation_bound
         assert np.array_equal(sorted_pairs(r.tri_pairs[k]), sorted_pairs(p.tri_pairs))
         assert np.array_equal(sorted_pairs(r.sphere_pairs[k]), sorted_pairs(p.sphere_pairs))
@@ -194,7 +194,7 @@ def test_first_contact_mode_agrees_with_all_contacts(trees, monkeypatch, tries):
     # where the witness's leaves held no contact and the search went on depth-first: the witness
     # reported is then a later colliding leaf pair (the one holding the contact, unless the row ran
     # out of tries and its whole frontier was tested)
-    assert np.array_equal(first.exact, full.exact)
+    assert np.array_equal(first.certain, full.certain)
     assert np.array_equal(first.separation_bound, full.separation_bound)
     assert np.allclose(first.contact_normal, full.contact_normal)
     moved = 0
@@ -220,7 +220,7 @@ def test_past_deadline_still_reaches_min_level(trees, min_level):
     full = refine_frame(bank, model_id, T, pairs, deadline=np.inf, min_level=min_level)
     hit = late.colliding
     assert hit.any()
-    assert np.all(late.level[hit] == min_level) and not late.exact[hit].any()
+    assert np.all(late.level[hit] == min_level) and not late.certain[hit].any()
     # a late answer may only err on the side of contact: everything apart is really apart
     assert not np.any(~late.colliding & full.colliding)
     assert np.all(late.separation_bound[full.colliding] >= 0)
@@ -242,8 +242,8 @@ def test_any_deadline_gives_a_conservative_answer(trees, ticks):
     assert np.all(part.level[part.colliding] >= 1)
     assert np.array_equal(np.bincount(part.level[part.colliding], minlength=len(part.level_histogram)),
                           part.level_histogram)
-    sure = part.exact & part.colliding
-    assert np.array_equal(part.colliding[part.exact], full.colliding[part.exact])
+    sure = part.certain & part.colliding
+    assert np.array_equal(part.colliding[part.certain], full.colliding[part.certain])
     assert np.all(part.separation_bound[sure] == 0.0)
 
 
@@ -251,11 +251,11 @@ def assert_held_to_the_budget(part, full, bank, some_tested):
     """A refinement cut short by its budget: the rows it tested agree with the full answer, every
     colliding row stays colliding (the untested at their sphere leaves); some_tested: this budget
     tests some colliding rows, not all."""
-    tested, hit = part.exact, full.colliding
+    tested, hit = part.certain, full.colliding
     assert np.array_equal(part.colliding[tested], full.colliding[tested])
     assert np.all(part.colliding[hit]) and np.all(part.level[hit & ~tested] <= bank.depth.max())
     if some_tested:
-        assert 0 < np.sum(tested & hit) < np.sum(full.exact & hit)
+        assert 0 < np.sum(tested & hit) < np.sum(full.certain & hit)
 
 
 @pytest.mark.parametrize("budget_us", [5, 60, 250, 1000, 4000])
@@ -342,7 +342,7 @@ def test_min_level_past_the_leaves_forces_exact(trees):
     bank, model_id, T, pairs = random_scene(trees, rng, 10, ["torus", "ico"])
     late = refine_frame(bank, model_id, T, pairs, deadline=time.perf_counter() - 1.0, min_level=99)
     full = refine_frame(bank, model_id, T, pairs, deadline=np.inf)
-    assert np.array_equal(late.colliding, full.colliding) and late.exact.all()
+    assert np.array_equal(late.colliding, full.colliding) and late.certain.all()
 
 
 def test_contact_normal_points_from_a_to_b(trees):
@@ -351,7 +351,7 @@ def test_contact_normal_points_from_a_to_b(trees):
         Ta, Tb = np.eye(4), np.eye(4)
         Tb[:3, :3] = random_rotation(np.random.default_rng(1))
         Tb[:3, 3] = [sign * 1.9, 0.1, 0.0]  # unit spheres just touching along x
-        r = collide_pair(t, Ta, t, Tb, max_level=t.depth, exact=False)
+        r = collide_pair(t, Ta, t, Tb, max_level=t.depth, triangle_tests=False)
         assert r.colliding and r.contact_normal[0] * sign > 0.9
         assert 0.5 < r.contact_point[0] * sign < 1.5
 
@@ -363,7 +363,7 @@ def test_empty_frame_and_far_pairs(trees):
     T = np.stack([np.eye(4)] * 2)
     T[1, :3, 3] = [10, 0, 0]
     r = refine_frame(bank, np.zeros(2, int), T, [[0, 1]], deadline=np.inf)
-    assert not r.colliding[0] and r.level[0] == 0 and r.exact[0] and np.isinf(r.separation_bound[0])
+    assert not r.colliding[0] and r.level[0] == 0 and r.certain[0] and np.isinf(r.separation_bound[0])
 
 
 def test_reused_stack_scratch_never_changes_an_answer(trees):
@@ -377,7 +377,7 @@ def test_reused_stack_scratch_never_changes_an_answer(trees):
     model_id, pairs = rng.integers(0, 2, 40), np.stack([np.arange(20), np.arange(20, 40)], 1)
 
     def answer():
-        r = refine_frame(bank, model_id, T, pairs, deadline=np.inf, max_level=2, exact=False)
+        r = refine_frame(bank, model_id, T, pairs, deadline=np.inf, max_level=2, triangle_tests=False)
         return r.colliding, r.level, r.separation_bound, r.contact_point, r.sphere_pairs
 
     pool = refine_module._SCRATCH
@@ -424,7 +424,7 @@ def test_depth_first_levels_match_breadth_first_descent(trees, seed, name_a, nam
         R, t = relative_pose(Ta, Tb)
         fronts = frontiers_ref(ta, tb, R, t, depth)
         for L in range(depth + 1):
-            r = collide_pair(ta, Ta, tb, Tb, max_level=L, exact=False)
+            r = collide_pair(ta, Ta, tb, Tb, max_level=L, triangle_tests=False)
             want_level = min(L, len(fronts) - 1)
             assert (r.colliding, r.level) == (bool(fronts[want_level]), want_level)
             assert {tuple(map(int, p)) for p in r.sphere_pairs} <= fronts[want_level]
@@ -476,7 +476,7 @@ def test_root_level_fallback_equals_compiled_level_0(trees, seed):
     want = refine_frame(bank, model_id, T, pairs, deadline=np.inf, min_level=0, max_level=0)
     got = refine_roots(bank, model_id, T, pairs)
     assert want.colliding.any() and (~want.colliding).any()
-    for name in ("colliding", "level", "exact", "level_histogram", "bound_pairs"):
+    for name in ("colliding", "level", "certain", "level_histogram", "bound_pairs"):
         assert np.array_equal(getattr(got, name), getattr(want, name)), name
     assert np.allclose(got.separation_bound, want.separation_bound)
     assert np.allclose(got.contact_point, want.contact_point, equal_nan=True)

@@ -85,7 +85,7 @@ def test_exact_verdicts_equal_brute_force(bank, models, seed, all_contacts):
     pairs = np.arange(8).reshape(-1, 2)
     r = refine_frame(bank, mid, T, pairs, deadline=np.inf, min_level=0, all_contacts=all_contacts)
     want = BruteForceExact(models).collide(mid[pairs[:, 0]], mid[pairs[:, 1]], T[pairs[:, 0]], T[pairs[:, 1]])
-    assert r.exact.all()
+    assert r.certain.all()
     assert np.array_equal(r.colliding, want.colliding)
     for k in range(len(pairs)):
         got = {tuple(x) for x in r.tri_pairs[k].tolist()}
@@ -144,7 +144,7 @@ def test_separation_bound_at_least_exact_distance(bank, models, seed, level):
     mid = rng.integers(0, 2, 6)
     T = poses(rng, models, mid, 6, reach=0.9)
     pairs = np.arange(6).reshape(-1, 2)
-    r = refine_frame(bank, mid, T, pairs, deadline=np.inf, min_level=0, max_level=level, exact=False)
+    r = refine_frame(bank, mid, T, pairs, deadline=np.inf, min_level=0, max_level=level, triangle_tests=False)
     for k in np.flatnonzero(r.colliding):
         a, b = pairs[k]
         ta = models[mid[a]].vertices @ T[a, :3, :3].T + T[a, :3, 3]
@@ -196,7 +196,7 @@ def test_coverage_survives_evictions_and_re_creation(models):
     assert (bank.pending[:bank.n_models] == ALL_PENDING).all()
     r = refine_frame(bank, mid, poses(rng, models, mid, 4, reach=0.8), np.arange(4).reshape(-1, 2),
                      deadline=np.inf, min_level=0)
-    assert r.exact.all()
+    assert r.certain.all()
     check_coverage(bank, rng)
 
 
@@ -237,7 +237,7 @@ def test_building_counts_against_the_deadline_and_min_level_holds(models):
     fresh = OcstBank(models, depth=DEPTH)
     clock = BuildClock(fresh, cost=1.0)  # one second per sphere: far past any deadline
     r = refine_frame(fresh, mid, T, pairs, deadline=clock() + 0.01, min_level=2, clock=clock)
-    assert (r.level[r.colliding] == 2).all() and not r.exact[r.colliding].any()
+    assert (r.level[r.colliding] == 2).all() and not r.certain[r.colliding].any()
     # the same deadline on trees already built reaches deeper (less is spent)
     ticks = TickClock(1e-6)
     warm = refine_frame(fresh, mid, T, pairs, deadline=ticks() + 0.01, min_level=2, clock=ticks)
@@ -252,7 +252,7 @@ def _lamps_at_their_leaves(models, seed, **bank_args):
     T = poses(np.random.default_rng(seed), lamp, mid, 16, reach=0.9)
     pairs = np.arange(16).reshape(-1, 2)
     bank = OcstBank(lamp, depth=DEPTH, **bank_args)
-    refine_frame(bank, mid, T, pairs, deadline=np.inf, min_level=0, max_level=DEPTH, exact=False)
+    refine_frame(bank, mid, T, pairs, deadline=np.inf, min_level=0, max_level=DEPTH, triangle_tests=False)
     return (bank, mid, T, pairs), BruteForceExact(lamp).collide(mid[pairs[:, 0]], mid[pairs[:, 1]], T[pairs[:, 0]],
                                                                  T[pairs[:, 1]])
 
@@ -261,11 +261,11 @@ def check_cut_rows(r, want, bank, args):
     """Rows the exact level left undone are colliding at their sphere leaves (conservative), the
     rest answer as brute force; the bank is left consistent: no deadline then gives brute force's
     answer for every pair."""
-    assert np.array_equal(r.colliding[r.exact], want.colliding[r.exact]) and r.colliding[want.colliding].all()
-    cut = r.colliding & ~r.exact
+    assert np.array_equal(r.colliding[r.certain], want.colliding[r.certain]) and r.colliding[want.colliding].all()
+    cut = r.colliding & ~r.certain
     assert cut.any() and (r.level[cut] == DEPTH).all()
     free = refine_frame(*args, deadline=np.inf, min_level=0, all_contacts=False)
-    assert free.exact.all() and np.array_equal(free.colliding, want.colliding)
+    assert free.certain.all() and np.array_equal(free.colliding, want.colliding)
 
 
 @pytest.mark.parametrize("seed", [1, 3])
@@ -317,8 +317,8 @@ def test_prebuilt_and_on_collide_trees_agree_level_by_level(models):
     pairs = np.arange(12).reshape(-1, 2)
     mid = np.zeros(12, np.int64)
     for level in (1, 2):
-        a = refine_frame(pre, mid, T, pairs, deadline=np.inf, min_level=0, max_level=level, exact=False)
-        b = refine_frame(on, mid, T, pairs, deadline=np.inf, min_level=0, max_level=level, exact=False)
+        a = refine_frame(pre, mid, T, pairs, deadline=np.inf, min_level=0, max_level=level, triangle_tests=False)
+        b = refine_frame(on, mid, T, pairs, deadline=np.inf, min_level=0, max_level=level, triangle_tests=False)
         assert np.array_equal(a.colliding, b.colliding) and np.array_equal(a.level, b.level)
     assert on.resident_nodes <= tree.n_nodes
 
@@ -380,7 +380,7 @@ def test_octants_are_built_only_where_a_pair_needs_them(models):
             r = refine_frame(bank, mid, T, np.array([[0, 1]]), deadline=np.inf, min_level=0,
                              all_contacts=all_contacts)
             want = BruteForceExact(lamp).collide(mid[:1], mid[1:], T[:1], T[1:])
-            assert r.exact[0] and r.colliding[0] == want.colliding[0]
+            assert r.certain[0] and r.colliding[0] == want.colliding[0]
             check_coverage(bank, rng)
         nodes = bank.built_nodes()
         inner = nodes[bank.child_count[nodes] > 0]
@@ -420,7 +420,7 @@ def test_a_generous_deadline_refines_as_far_as_no_deadline(models):
     r = refine_frame(OcstBank(models[:1], depth=DEPTH), mid, T, pairs, deadline=clock() + 10.0, min_level=1,
                      clock=clock)
     free = refine_frame(OcstBank(models[:1], depth=DEPTH), mid, T, pairs, deadline=np.inf, min_level=0)
-    assert r.exact.all() and np.array_equal(r.level, free.level) and np.array_equal(r.colliding, free.colliding)
+    assert r.certain.all() and np.array_equal(r.level, free.level) and np.array_equal(r.colliding, free.colliding)
 
 
 def _held(bank):
@@ -465,7 +465,7 @@ def test_the_cap_holds_inside_a_sample_and_verdicts_stay_exact(models, seed, all
         r = refine_frame(bank, mid, T, pairs, deadline=np.inf, min_level=0, all_contacts=all_contacts)
         evicted_inside += bank.evicted_spheres - before
         want = BruteForceExact(models).collide(mid[pairs[:, 0]], mid[pairs[:, 1]], T[pairs[:, 0]], T[pairs[:, 1]])
-        assert r.exact.all() and np.array_equal(r.colliding, want.colliding)
+        assert r.certain.all() and np.array_equal(r.colliding, want.colliding)
         for k in range(len(pairs)):
             got = {tuple(x) for x in r.tri_pairs[k].tolist()}
             assert got == {tuple(x) for x in want.pairs_of(k).tolist()} if all_contacts else len(got) == want.colliding[k]
@@ -493,7 +493,7 @@ def test_the_cap_holds_exactly_when_the_sample_holds_less(models):
     before = bank.evicted_spheres
     r = refine_frame(bank, mid, T_new, np.array([[0, 1]]), deadline=np.inf, min_level=0)
     assert bank.take_peak() <= cap and bank.evicted_spheres > before
-    assert r.exact[0] and r.colliding[0] == BruteForceExact(torus).collide(mid[:1], mid[1:], T_new[:1], T_new[1:]).colliding[0]
+    assert r.certain[0] and r.colliding[0] == BruteForceExact(torus).collide(mid[:1], mid[1:], T_new[:1], T_new[1:]).colliding[0]
 
 
 def test_rebuilt_spheres_count_cells_built_again(models):

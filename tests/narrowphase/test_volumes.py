@@ -182,7 +182,7 @@ def test_a_second_volume_plugs_into_the_same_loop(trees, uncached_kernels, seed,
     truth = brute_force_pair(tree.vertices, tree.faces, Ta, tree.vertices, tree.faces, Tb)
 
     exact = refine_frame(cubes, models, T, pairs, deadline=math.inf, min_level=0)
-    assert bool(exact.colliding[0]) == (len(truth) > 0) and bool(exact.exact[0])
+    assert bool(exact.colliding[0]) == (len(truth) > 0) and bool(exact.certain[0])
     got = {(int(a), int(b)) for a, b in exact.tri_pairs[0]}
     assert got == {(int(a), int(b)) for a, b in truth}
 
@@ -191,7 +191,7 @@ def test_a_second_volume_plugs_into_the_same_loop(trees, uncached_kernels, seed,
     every = with_every_child_pair(CubeBank.from_trees([tree]))  # the cubes' spheres must change nothing
     for level in range(tree.depth + 1):
         by_cube, by_sphere, by_every = (refine_frame(bank, models, T, pairs, deadline=math.inf, min_level=0,
-                                                     max_level=level, exact=False) for bank in (cubes, spheres, every))
+                                                     max_level=level, triangle_tests=False) for bank in (cubes, spheres, every))
         assert by_cube.colliding[0] >= by_sphere.colliding[0]  # cubes contain the spheres
         if by_cube.colliding[0]:
             assert by_cube.separation_bound[0] >= d - 1e-9

@@ -50,7 +50,7 @@ def run(cfg, compiled: bool, frames: int, render: float, tweak=lambda world: Non
             world.end_frame(clock.spend(render))
             n = world.last_narrow
             frames_seen.append((stats.row(world.max_level), [getattr(stats, f).tolist() for f in PER_VERDICT],
-                                [getattr(n, f).tolist() for f in ("pairs", "colliding", "level", "exact",
+                                [getattr(n, f).tolist() for f in ("pairs", "colliding", "level", "certain",
                                                                   "separation_bound", "contact_normal",
                                                                   "level_histogram")],
                                 [p.tolist() for p in n.sphere_pairs], n.bound_pairs.tolist()))
@@ -157,7 +157,7 @@ def test_a_nan_in_the_state_fails_as_in_python():
 
 
 @pytest.mark.parametrize("why,change", [
-    ("exact-only", lambda w: setattr(w, "exact", object())),
+    ("exact-only", lambda w: setattr(w, "exact_only", object())),
     ("not time-critical", lambda w: setattr(w, "time_critical", False)),
     ("a recording clock", lambda w: setattr(w, "clock", RecordingClock(w.clock))),
     ("switched off", lambda w: setattr(w, "compiled_sample", False)),

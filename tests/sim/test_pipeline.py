@@ -218,7 +218,7 @@ def test_warm_up_loads_every_narrow_phase_kernel_the_frames_call(monkeypatch, al
 def test_narrow_phase_settings_are_typed_and_changed_only_through_set_collision():
     from spaceship_sim.narrowphase import NarrowPhase
     w = small_world()
-    assert w.narrow == NarrowPhase(min_level=w.config.collision.min_level, exact=w.config.collision.exact)
+    assert w.narrow == NarrowPhase(min_level=w.config.collision.min_level, triangle_tests=w.config.collision.triangle_tests)
     with pytest.raises(dataclasses.FrozenInstanceError):
         w.narrow.min_level = 3
     w.set_collision(min_level=2, max_level=3)

@@ -28,7 +28,7 @@ def test_ssv_exact_level_matches_the_leaves_and_measures_apart_pairs(models):
     ids = np.zeros(len(T), np.int64)
     leaves = refine_frame(bank, ids, T, pairs, deadline=math.inf, min_level=0)
     got = refine_frame(bank, ids, T, pairs, deadline=math.inf, min_level=0, detector=lamp)
-    assert np.array_equal(got.colliding, leaves.colliding) and np.array_equal(got.exact, leaves.exact)
+    assert np.array_equal(got.colliding, leaves.colliding) and np.array_equal(got.certain, leaves.certain)
     assert 0 < got.colliding.sum() < len(pairs)
     for a, b in zip(got.tri_pairs, leaves.tri_pairs):
         assert {tuple(p) for p in a.tolist()} == {tuple(p) for p in b.tolist()}
@@ -47,4 +47,4 @@ def test_past_the_deadline_no_distance_and_no_exact_level_beyond_min_level(model
     r = refine_frame(bank, np.zeros(len(T), np.int64), T, pairs, deadline=clock() + 0.5, min_level=1,
                      detector=lamp, clock=clock)
     assert np.all(np.isnan(r.distance[~r.colliding]))  # no time: measured nothing, claimed nothing
-    assert np.all(r.level[r.colliding] >= 1) and not r.exact[r.colliding].any()
+    assert np.all(r.level[r.colliding] >= 1) and not r.certain[r.colliding].any()

@@ -325,7 +325,7 @@ def test_sphere_tree_separation_bound_is_above_the_exact_distance(ssv, models):
     exact = ssv.distance(*_pair(40, 2, 2), Ta, Tb).distance
     for level in range(4):
         r = refine_frame(bank, np.zeros(80, np.int64), T, pairs, deadline=np.inf, min_level=0, max_level=level,
-                         exact=False)
+                         triangle_tests=False)
         assert np.all(r.separation_bound[r.colliding] >= exact[r.colliding] * (1 - 1e-12))
         assert np.all(exact[~r.colliding] > 0)  # found apart by the spheres: apart
 
