@@ -83,7 +83,7 @@ def exact_strategy(cfg: Config, models) -> ExactDetector | None:
     return None if method == "sphere_leaves" else EXACT_METHODS[method](models)
 
 
-def narrow_phase(cfg: Config, models, now, detector=None) -> NarrowPhase:
+def make_narrow_phase(cfg: Config, models, now, detector=None) -> NarrowPhase:
     """The scenario's narrow phase: NarrowPhase, or a DeformingNarrowPhase (face octree on the flexing
     ships) when [deform] names models. models: the world's meshes; now: callable returning the
     simulation time [s]; detector: the exact level's strategy, as NarrowPhase's."""

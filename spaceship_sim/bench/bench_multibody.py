@@ -104,12 +104,12 @@ def fcl_available() -> bool:
 
 def bench_row(row: dict, args, use_fcl: bool, bar) -> dict:
     """Run one configuration; returns its mean times [ms] and counts."""
-    from ..convex.multibody import BruteForce, FclPeer, ICollide, MultiBody
+    from ..convex.multibody import BruteForceBodies, FclPeer, ICollide, MultiBody
 
     world = MultiBody(row["n"], row["faces"], row["rotation"], args.speed / 100, row["density"] / 100, args.seed)
     methods = {"dynamic": ICollide(world.pset, world.rot, "dynamic"), "fixed": ICollide(world.pset, world.rot, "fixed")}
     if row["n"] <= args.brute_max:
-        methods["brute"] = BruteForce(world.pset)
+        methods["brute"] = BruteForceBodies(world.pset)
     if use_fcl:
         methods["fcl"] = FclPeer(world.pset)
     times = {m: [] for m in [*methods, "boxes", "sort", "exact", "fcl_transforms", "fcl_pair", "lc_pair"]}

@@ -8,7 +8,7 @@ velocities (an elastic reaction between equal masses) when approaching; bodies r
 Detectors, each answering "which pairs collide" for the same poses:
 - `ICollide(boxes="dynamic" | "fixed")`: boxes, sweep-and-prune, Lin–Canny on the active pairs
   with each pair's features from the last frame;
-- `BruteForce`: all pairs of bounding spheres, then the brute-force feature search;
+- `BruteForceBodies`: all pairs of bounding spheres, then the brute-force feature search;
 - `FclPeer` (python-fcl, optional): DynamicAABBTreeCollisionManager over fcl.Convex objects.
 """
 from __future__ import annotations
@@ -105,7 +105,7 @@ class ICollide:
         return time.perf_counter() - t0
 
 
-class BruteForce:
+class BruteForceBodies:
     """Reference: bounding-sphere test on all N (N - 1) / 2 pairs, then the brute-force search
     over all face pairs of each candidate."""
 

@@ -121,7 +121,7 @@ class Detected(NamedTuple):
 def for_frame(stages: Stages, sim: SimState, timing: Timing) -> "CompiledSample | None":
     """The compiled sample for this frame's stages, or None where the Python sample must run."""
     p = stages
-    if not (p.compiled_sample and p.compiled and timing.time_critical and p.exact_only is None
+    if not (p.use_compiled_sample and p.compiled and timing.time_critical and p.exact_only is None
             and p.swept is None and type(p.field) is NoField and type(p.bank) is TreeBank
             and type(p.narrow) is NarrowPhase and p.narrow.detector is None
             and p.narrow.min_level <= int(p.bank.depth.min())
@@ -130,9 +130,9 @@ def for_frame(stages: Stages, sim: SimState, timing: Timing) -> "CompiledSample 
             and kernel_clock(timing.clock) is not None):
         return None
     key = (p.narrow, p.bank, timing.clock)
-    made = p.compiled_sample_kernel
+    made = p.compiled_sample
     if made is None or made.key != key:
-        made = p.compiled_sample_kernel = CompiledSample(p.bank, p.narrow, timing.clock)
+        made = p.compiled_sample = CompiledSample(p.bank, p.narrow, timing.clock)
         made.key = key
     return made
 

@@ -37,8 +37,8 @@ class Stages:
                                              # baselines), None: the refinement
     swept: SweptCatch | None = None         # crossings between samples, None: off
     compiled: bool = False      # the stages run their numba kernels (else their numpy references)
-    compiled_sample: bool = True  # the common sample runs as one numba call where it can (compiled_sample.py)
-    compiled_sample_kernel: Any = None  # its compiled_sample.CompiledSample, made at first use
+    use_compiled_sample: bool = True  # the common sample runs as one numba call where it can (compiled_sample.py)
+    compiled_sample: Any = None   # that call's compiled_sample.CompiledSample, made at first use
 
 
 @dataclass(eq=False)

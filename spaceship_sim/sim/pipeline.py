@@ -58,14 +58,14 @@ def step(stages: Stages, sim: SimState, timing: Timing, config: Config) -> Frame
     stats.t_controls = clock() - t
     n_samples = samples_per_frame(config.sim.frame_dt, config.sim.min_temporal_resolution)
     dt = config.sim.frame_dt / n_samples
-    compiled = compiled_sample.for_frame(stages, sim, timing)  # the common sample in one numba call, or None
+    one_call = compiled_sample.for_frame(stages, sim, timing)  # the common sample in one numba call, or None
     for sample in range(n_samples):
         s = _Sample(stages, sim, timing, config, stats, start, n_samples - sample, dt)
-        if compiled is None:
+        if one_call is None:
             pairs, budget, before = _advance(s)
             narrow = _detect(s, pairs, budget, before)
         else:
-            pairs, budget, narrow = compiled.sample(s)
+            pairs, budget, narrow = one_call.sample(s)
             if narrow is None:  # the kernel stopped early: Python goes on from there
                 budget = sample_budget(s) if budget is None else budget
                 narrow = _detect(s, pairs, budget, None)

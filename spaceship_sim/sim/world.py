@@ -27,7 +27,7 @@ from ..narrowphase import TreeBank, refine_frame
 from ..narrowphase.fairness import FairOrder
 from ..narrowphase.ocst import OcstBank, OcstTreeView, warm_up_bank
 from ..progress import slow_notice, to_stderr
-from ..registry import EXACT_METHODS, exact_strategy, make_broadphase, narrow_phase
+from ..registry import EXACT_METHODS, exact_strategy, make_broadphase, make_narrow_phase
 from ..response import respond
 from ..spheretree import load_or_build
 from .frame import SimState, Stages, Timing
@@ -57,7 +57,7 @@ class _Part:
 class World:
     # the frame's inputs (frame.py), by their fields' names
     controllers, integrator, broad, field, bank = (_Part("stages") for _ in range(5))
-    narrow, fair, swept, compiled, compiled_sample = (_Part("stages") for _ in range(5))
+    narrow, fair, swept, compiled, use_compiled_sample = (_Part("stages") for _ in range(5))
     exact_only = _Part("stages")  # see __init__
     clock, target_frame_time, time_critical = (_Part("timing") for _ in range(3))
     render_predictor, overrun_predictor = _Part("timing", "render"), _Part("timing", "overrun")
@@ -87,7 +87,7 @@ class World:
         self.stages = Stages(
             bank=bank if bank is not None else TreeBank.from_trees(
                 list(trees) + (self.asteroid_shapes.trees if self.asteroid_shapes else [])),
-            narrow=narrow_phase(config, models, lambda: self.t, detector=exact_strategy(config, models)),
+            narrow=make_narrow_phase(config, models, lambda: self.t, detector=exact_strategy(config, models)),
             exact_only=exact_only, swept=SweptCatch(models) if config.collision.swept else None)
         self.timing = Timing(clock, config.sim.target_frame_time, config.collision.time_critical, *self._predictors())
         self.deforming = getattr(self.narrow, "ships", None)  # faceoctree.deform.DeformingShips

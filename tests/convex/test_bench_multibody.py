@@ -9,7 +9,7 @@ import pytest
 
 from spaceship_sim.bench.bench_multibody import fcl_available
 from spaceship_sim.cli.main import main
-from spaceship_sim.convex.multibody import BruteForce, ICollide, MultiBody
+from spaceship_sim.convex.multibody import BruteForceBodies, ICollide, MultiBody
 
 
 def test_tiny_run_prints_every_method_and_writes_plot_and_csv(tmp_path, capsys):
@@ -36,7 +36,7 @@ def test_detectors_agree_in_a_dense_box():
     """Dynamic boxes, fixed cubes and brute force find the same colliding pairs frame after frame."""
     world = MultiBody(30, 20, 15.0, 0.1, 0.15, seed=3)
     dets = [ICollide(world.pset, world.rot, "dynamic"), ICollide(world.pset, world.rot, "fixed"),
-            BruteForce(world.pset)]
+            BruteForceBodies(world.pset)]
     colliding = 0
     for _ in range(40):
         found = [sorted(map(tuple, d.detect(world.rot, world.pos).tolist())) for d in dets]

@@ -10,7 +10,7 @@ from numba import njit
 
 from spaceship_sim.broadphase import BruteForce, SpaceTime, SweepPrune
 from spaceship_sim.convex.field import _sphere_pairs
-from spaceship_sim.convex.multibody import BruteForce as MultiBodyBruteForce
+from spaceship_sim.convex.multibody import BruteForceBodies as MultiBodyBruteForce
 from spaceship_sim.convex.polytope import pack, polytope_from_points
 from spaceship_sim.geometry.spheres import overlap_sphere_sphere, overlap_spheres
 

@@ -3,7 +3,7 @@
 On a TickClock every decision is a function of the number of clock reads, so a compiled sample
 that reads the clock where the Python stages do, and runs their kernels, must end every frame in
 the same state, with the same stats and the same clock. Each test runs the same scenario twice,
-`world.compiled_sample` on and off, and compares everything a frame leaves behind.
+`world.use_compiled_sample` on and off, and compares everything a frame leaves behind.
 """
 import dataclasses
 import time
@@ -32,7 +32,7 @@ def run(cfg, compiled: bool, frames: int, render: float, tweak=lambda world: Non
     samples the compiled sample finished) of `frames` frames on a TickClock."""
     clock = TickClock()
     world = World.from_config(cfg, clock=clock, notify=None)
-    world.compiled_sample = compiled
+    world.use_compiled_sample = compiled
     tweak(world)
     finished = [0]
     sample = compiled_sample.CompiledSample.sample
@@ -146,7 +146,7 @@ def test_a_nan_in_the_state_fails_as_in_python():
     errors = []
     for compiled in (False, True):
         world = World.from_config(lamps(), clock=TickClock(), notify=None)
-        world.compiled_sample = compiled
+        world.use_compiled_sample = compiled
         for _ in range(3):
             world.step()
         world.state.vel[4, 0] = np.nan
@@ -160,7 +160,7 @@ def test_a_nan_in_the_state_fails_as_in_python():
     ("exact-only", lambda w: setattr(w, "exact_only", object())),
     ("not time-critical", lambda w: setattr(w, "time_critical", False)),
     ("a recording clock", lambda w: setattr(w, "clock", RecordingClock(w.clock))),
-    ("switched off", lambda w: setattr(w, "compiled_sample", False)),
+    ("switched off", lambda w: setattr(w, "use_compiled_sample", False)),
     ("numpy stages", lambda w: setattr(w, "compiled", False)),
 ])
 def test_only_the_common_case_is_compiled(why, change):
