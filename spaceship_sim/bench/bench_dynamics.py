@@ -19,7 +19,7 @@ import numpy as np
 from ..cli.args import MAX_FRAMES, integer, number
 from ..config import MAX_SHIPS, Config, load_config, samples_per_frame
 
-TARGET_MS = 2.0  # per frame for 10,000 ships (issue 2)
+TARGET_MS = 2.0  # per frame for 10,000 ships: the dynamics' target
 BYTES_PER_SHIP = 1200  # memory of the states, integrators and autopilot (measured: 12 GB at 1e7 ships)
 
 

@@ -47,7 +47,7 @@ MIN_TIMING_S = 0.05  # [s] spent on each timed call at least (see best_time)
 MAX_TRIES = 50
 # The sphere levels, the exact level and fcl's collide are timed in turn this many times, the best of each kept:
 # this VM switches between a fast mode and one ~1.7x slower from second to second, and level 2 and fcl timed
-# seconds apart gave the fighter's deep ratio anywhere in 6.2-16.8x over seven runs (stop 19).
+# seconds apart gave the fighter's deep ratio anywhere in 6.2-16.8x over seven runs.
 ROUNDS = 3
 
 

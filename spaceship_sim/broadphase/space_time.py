@@ -387,7 +387,7 @@ class SpaceTime(BroadPhase):
         self._rephase()
 
     def _rephase(self):
-        """Phases by rank in the grid's cell order: evenly spread as before (a permutation of
+        """Phases by rank in the grid's cell order: evenly spread (a permutation of
         (k + ½)/n), and the ships re-balled in one call are neighbours in space and in the grid's
         memory, so their queries share cache lines. Ends already set are kept."""
         self.phase[self.grid.cell_order()] = (np.arange(self.n) + 0.5) / self.n

@@ -16,7 +16,7 @@ within target in the lamps crowd. Leaves (level = depth) list the triangles meet
 their cell: an intersection point lies in one cell of each ship, whose leaf spheres then collide
 and hold both triangles, so the exact level finds every intersecting pair.
 
-Octants built one at a time, as pairs need them (stop 18). A node at level k circumscribes an
+Octants built one at a time, as pairs need them. A node at level k circumscribes an
 octree cell (a root: its bounding cube), so each child's cell sphere is known from the node alone,
 before its occupancy, triangles, witness and error bound are computed. The descent kernels test a
 pair's pending octants by those cell spheres (kernels._needs_children) and build only the octants

@@ -541,8 +541,8 @@ class _Search(SearchArrays):
         approached geometrically with few calls and an overshoot of a few rows at most. When the
         deadline has passed, that is one kernel call for the whole search."""
         search, plan = self._searcher(min_level if math.isfinite(deadline) else NO_LIMIT), self.plan
-        self.clock()  # the reads _run_batches made around the forced pass: a TickClock budget (tests,
-        n, more, leaves = search(0)  # replays) counts reads, so it buys the same refinement as before
+        self.clock()  # one read before the forced pass and one after (below): a TickClock budget (tests,
+        n, more, leaves = search(0)  # replays) counts reads, and the compiled sample makes the same ones
         if plan[0] in (BAD_PAIRS, BAD_MODELS):
             raise ValueError("pairs refer to ships outside 0..n-1" if plan[0] == BAD_PAIRS else
                              f"model_id outside 0..{min(self.A.n_models, self.B.n_models) - 1}")

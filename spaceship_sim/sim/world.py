@@ -38,7 +38,7 @@ COMPILING = "compiling numba kernels (first start only; later starts load them f
 
 class _Part:
     """`world.NAME` reads and writes the field NAME of one of the frame's inputs (`holder`: the
-    World attribute holding it), so that the app, the replays and the tests name a stage as before
+    World attribute holding it), so that the app, the replays and the tests name a stage by itself
     while pipeline.step takes the inputs themselves."""
 
     def __init__(self, holder: str, name: str | None = None):
