@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import InputError
-from ..geometry import spheres
+from ..geometry.spheres import overlap_sphere_sphere, overlap_spheres
 from ..sorting import argsort_stable
 
 EMPTY_PAIRS = np.zeros((0, 2), np.int32)
@@ -22,17 +22,16 @@ class BroadPhaseNameError(InputError):
 
 
 @njit(cache=True, inline="always")
-def overlap_sphere_sphere(pos, radius, i, j):
+def ships_overlap(pos, radius, i, j):
     """True when the spheres of ships i and j overlap or touch (the reference predicate);
     pos (n, 3), radius (n,) [m]."""
-    return spheres.overlap_sphere_sphere(pos[j, 0] - pos[i, 0], pos[j, 1] - pos[i, 1], pos[j, 2] - pos[i, 2],
-                                         radius[i], radius[j])
+    return overlap_sphere_sphere(pos[j, 0] - pos[i, 0], pos[j, 1] - pos[i, 1], pos[j, 2] - pos[i, 2],
+                                 radius[i], radius[j])
 
 
 def overlap_mask(pos: np.ndarray, radius: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Vectorised `overlap_sphere_sphere` for index arrays a, b (same shape); returns bool array."""
-    return spheres.overlap_spheres(pos[b, 0] - pos[a, 0], pos[b, 1] - pos[a, 1], pos[b, 2] - pos[a, 2],
-                                   radius[a], radius[b])
+    """Vectorised `ships_overlap` for index arrays a, b (same shape); returns bool array."""
+    return overlap_spheres(pos[b, 0] - pos[a, 0], pos[b, 1] - pos[a, 1], pos[b, 2] - pos[a, 2], radius[a], radius[b])
 
 
 def pairs_from_keys(keys: np.ndarray, n: int) -> np.ndarray:

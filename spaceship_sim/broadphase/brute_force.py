@@ -19,7 +19,7 @@ class BruteForce(BroadPhase):
         for s in range(0, n - 1, rows):
             e = min(n - 1, s + rows)
             i = np.arange(s, e)[:, None]
-            # offsets p_j - p_i, as every broad phase takes them (base.overlap_sphere_sphere)
+            # offsets p_j - p_i, as every broad phase takes them (base.ships_overlap)
             hit = overlap_spheres(pos[None, :, 0] - pos[s:e, None, 0], pos[None, :, 1] - pos[s:e, None, 1],
                                   pos[None, :, 2] - pos[s:e, None, 2], r[s:e, None], r[None, :])
             hit &= np.arange(n)[None, :] > i

@@ -50,7 +50,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .base import BroadPhase, overlap_sphere_sphere, pairs_from_ids
+from .base import BroadPhase, pairs_from_ids, ships_overlap
 from .pair_schedule import N_DUE, N_FREE, SIZE, TOP, PairSchedule, add_pairs, drop_pairs, heap_push, heap_remove, \
     make_due
 from .ship_grid import ShipGrid, cells_fit, crowded, grid_move, grid_query
@@ -104,7 +104,7 @@ def _st_step(t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, dpos, co
         p = buf[q]
         dpos[p] = -1
         i, j = pa[p], pb[p]
-        if overlap_sphere_sphere(pos, radius, i, j):
+        if ships_overlap(pos, radius, i, j):
             make_due(p, wake, due, dpos, counts)
             out[k] = p
             k += 1
