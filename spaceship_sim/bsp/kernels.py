@@ -12,6 +12,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from ..geometry.buffers import grow
 from ..geometry.triangles import intersect_triangle_triangle
 
 # The bank's trees (detector.BSPBank): plane (N, 4), front, back (N,) int64 (-1: leaf), tri_ptr
@@ -22,14 +23,6 @@ BSPNodes = namedtuple("BSPNodes", "plane front back tri_ptr tri_idx tri_verts tr
 # needed; the count travels beside them.
 Hits = namedtuple("Hits", "hit_a hit_b")
 
-
-@njit(cache=True)
-def _grow(arr, need):
-    if need <= len(arr):
-        return arr
-    out = np.empty(max(need, 2 * len(arr)), arr.dtype)
-    out[:len(arr)] = arr
-    return out
 
 
 @njit(cache=True)
@@ -143,7 +136,7 @@ def _classify(tree, root, e, X, j, query, stamp, stack, hits, n, first):
         if not inner:
             continue
         if top + 2 > len(stack):
-            stack = _grow(stack, top + 2)
+            stack = grow(stack, top + 2)
         if lo <= e:
             stack[top] = tree.back[node]
             top += 1
@@ -169,7 +162,7 @@ def _node_hits(tree, node, X, sphere, j, query, stamp, hits, n, first):
         if d2 > (tree.tri_radius[f] + rad) ** 2:  # `>`, not `not <=`: a nan distance goes on to the exact test
             continue
         if intersect_triangle_triangle(tree.tri_verts[f], X):
-            hits = Hits(_grow(hits.hit_a, n + 1), _grow(hits.hit_b, n + 1))
+            hits = Hits(grow(hits.hit_a, n + 1), grow(hits.hit_b, n + 1))
             hits.hit_a[n], hits.hit_b[n] = f, j
             n += 1
             if first:
