@@ -2,7 +2,7 @@
 
 1. The paper's runs: one scenario run once per detector under the same stand-in render load —
    exact-only detectors (bsp: Thibault–Naylor BSP trees, Hubbard's baseline; fcl: python-fcl when
-   installed; leaves: the sphere trees' own exact level) and time-critical ones (octree and medial
+   installed; sphere_leaves: the sphere trees' own exact level) and time-critical ones (octree and medial
    sphere trees). Each run writes frames.csv, summary.json and profile.png into its own folder;
    runs.csv and profiles.png put them side by side.
 2. The per-call histograms (hubbard_calls): the calls of the medial run timed level by level
@@ -37,9 +37,9 @@ ACCURACY_FRAMES = 200  # frames with candidate pairs that the accuracy sweep ref
 # heavy leaves the render 5 ms of each 33.3 ms frame and detection the rest
 SCENES = {"lamps": ("lamps.toml", 31.0), "heavy": ("heavy.toml", 5.0)}
 # detector -> (time-critical, sphere-tree method or None: the config's, exact strategy or None)
-DETECTORS = {"bsp": (False, None, "bsp"), "fcl": (False, None, "fcl"), "leaves": (False, None, None),
+DETECTORS = {"bsp": (False, None, "bsp"), "fcl": (False, None, "fcl"), "sphere_leaves": (False, None, None),
              "octree": (True, "octree", None), "medial": (True, "medial", None)}
-BASELINES = ("bsp", "fcl")  # exact strategies the per-call speedups are measured against, beside "leaves"
+BASELINES = ("bsp", "fcl")  # exact strategies the per-call speedups are measured against, beside "sphere_leaves"
 
 
 def register(sub) -> None:

@@ -2,7 +2,7 @@
 
 A call is one pair of ships whose bounding spheres meet in one frame (Hubbard's definition). For
 each call (a sample of a run's calls, spread evenly over the run) `record_calls` times the sphere
-trees refined to each level 1..depth+1 (depth + 1 = the exact triangle level, "leaves") and each
+trees refined to each level 1..depth+1 (depth + 1 = the exact triangle level, "sphere_leaves") and each
 exact baseline on the same pose — each in a batch of copies of the call, as a frame batches its
 pairs — and keeps the separation bound each level gives. That call log
 is all `call_histograms` — a pure function — needs for the paper's histograms:
@@ -68,7 +68,7 @@ def record_calls(bank, radii, frames, baselines: dict, all_contacts: bool, max_c
     Returns a dict of arrays over the n calls: frame, model_a, model_b (n,) int; radius (n,) [m];
     t_level (n, L) [s] and bound (n, L) [m] (nan where the pair is found apart at that level) for
     levels 1..L (L = bank.max_level, the exact level); t_floor (n,) [s] the same call stopped at the
-    root spheres; t_<name> (n,) [s] and hit_<name> (n,) bool for each baseline, and t_leaves = the
+    root spheres; t_<name> (n,) [s] and hit_<name> (n,) bool for each baseline, and t_sphere_leaves = the
     exact level's time.
     """
     from tqdm import tqdm
@@ -107,7 +107,7 @@ def record_calls(bank, radii, frames, baselines: dict, all_contacts: bool, max_c
         for name, det in baselines.items():
             log[f"t_{name}"][c], ans = timed(lambda: det.collide(ma, mb, Ta, Tb, all_contacts))
             log[f"hit_{name}"][c] = ans.colliding[0]
-    log["t_leaves"] = log["t_level"][:, L - 1].copy()
+    log["t_sphere_leaves"] = log["t_level"][:, L - 1].copy()
     return log
 
 

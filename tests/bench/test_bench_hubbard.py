@@ -19,28 +19,28 @@ def test_hubbard_bench_writes_runs_histograms_accuracy_and_render_sweep(tmp_path
     out = tmp_path / "h"
     args = build_parser().parse_args(["bench", "hubbard", "--config", str(REPO / "configs/lamps.toml"),
                                       "--frames", "40", "--warmup", "1", "--budgets", "0.02,50", "--calls", "12",
-                                      "--repeat", "1", "--detectors", "bsp,leaves,medial", "--cpu-load", "1",
+                                      "--repeat", "1", "--detectors", "bsp,sphere_leaves,medial", "--cpu-load", "1",
                                       "--sweep-render", "0,40", "--out", str(out)])
     assert bench_hubbard.run(args, clock=TickClock(1e-5)) == 0
-    for run in ("bsp", "leaves", "medial"):
+    for run in ("bsp", "sphere_leaves", "medial"):
         assert {p.name for p in (out / run).iterdir()} == {"frames.csv", "summary.json", "profile.png"}
     runs = {r["detector"]: r for r in csv.DictReader(open(out / "runs.csv"))}
-    assert list(runs) == ["bsp", "leaves", "medial"]
+    assert list(runs) == ["bsp", "sphere_leaves", "medial"]
     assert runs["medial"]["time_critical"] == "True" and runs["bsp"]["time_critical"] == "False"
     assert all("overhead_us_per_sample_median" in r for r in runs.values())  # the narrow stage's, outside kernels
     # exact-only detectors answer every colliding pair exactly: bound 0
-    assert float(runs["bsp"]["separation_bound_median_m"]) == 0.0 == float(runs["leaves"]["separation_bound_median_m"])
+    assert float(runs["bsp"]["separation_bound_median_m"]) == 0.0 == float(runs["sphere_leaves"]["separation_bound_median_m"])
     printed = capsys.readouterr().out
     assert "bsp      exact-only" in printed and "1 busy processes beside" in printed
     calls = list(csv.DictReader(open(out / "calls.csv")))
-    assert len(calls) == 12 and {"t_bsp_s", "t_leaves_s", "t_level1_s", "bound_level4_m"} <= set(calls[0])
+    assert len(calls) == 12 and {"t_bsp_s", "t_sphere_leaves_s", "t_level1_s", "bound_level4_m"} <= set(calls[0])
     hist = list(csv.DictReader(open(out / "histograms.csv")))
     per_panel = {}
     for r in hist:
         key = (r["histogram"], r["baseline"], r["level"])
         per_panel[key] = per_panel.get(key, 0) + int(r["calls"])
     assert all(n == 12 for (h, _, _), n in per_panel.items() if h == "speedup")  # every call in every panel
-    assert {b for h, b, _ in per_panel if h == "speedup"} >= {"bsp", "leaves"}
+    assert {b for h, b, _ in per_panel if h == "speedup"} >= {"bsp", "sphere_leaves"}
     acc = list(csv.DictReader(open(out / "accuracy.csv")))
     assert [float(r["budget_ms"]) for r in acc] == [0.02, 50.0]
     assert int(acc[-1]["pairs"]) > 0, "the lamps collide within 40 frames"

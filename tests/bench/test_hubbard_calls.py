@@ -91,7 +91,7 @@ def test_call_log_answers_like_the_exact_baseline():
     # times are clock reads over a batch of 4 copies: BSP reads none, so one tick; the refinement
     # reads the clock itself
     assert np.allclose(log["t_bsp"], 1e-5 / 4) and (log["t_level"] > 1.5e-5 / 4).all()
-    assert np.array_equal(log["t_leaves"], log["t_level"][:, -1]) and (log["t_floor"] > 0).all()
+    assert np.array_equal(log["t_sphere_leaves"], log["t_level"][:, -1]) and (log["t_floor"] > 0).all()
     assert np.array_equal(log["radius"], np.minimum(radii[log["model_a"]], radii[log["model_b"]]))
 
 

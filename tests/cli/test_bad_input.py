@@ -171,7 +171,7 @@ CASES = [
     toml("config-tree-64-pow-6", "[collision]\ntree_branching = 64\ntree_depth = 6\n", "collision.tree_branching",
          "would need 6.98e+10 spheres per tree, limit 100000"),
     toml("config-exact-method-unknown", '[collision]\nexact_method = "gjk"\n', "collision.exact_method",
-         "must be one of 'leaves', 'bsp'"),
+         "must be one of 'sphere_leaves', 'bsp'"),
     toml("config-exact-method-number", "[collision]\nexact_method = 3\n", "collision.exact_method", "expected a string"),
     flag("narrowphase-threads-zero", ("bench", "narrowphase", "--threads", "0,1"), "--threads", "each must be in 1.."),
     flag("narrowphase-threads-garbage", ("bench", "narrowphase", "--threads", "1,x"), "--threads",
@@ -183,7 +183,7 @@ CASES = [
     toml("config-asteroid-radii-crossed", "[asteroids]\nradius_min = 5.0\nradius_max = 2.0\n",
          "asteroids.radius_min", "must be <= asteroids.radius_max"),
     toml("config-asteroids-exact-method", "[asteroids]\ncount = 10\n[collision]\nexact_method = 'ssv'\n",
-         "collision.exact_method", "with asteroids the exact level must be 'leaves'"),
+         "collision.exact_method", "with asteroids the exact level must be 'sphere_leaves'"),
     toml("config-asteroids-too-many", "[asteroids]\ncount = 1000000\n", "asteroids.count", "must be <= 5000"),
     toml("config-asteroids-do-not-fit", "[arena]\nsize = 100.0\n[ships]\ncount = 1\nuser_model = 'lamp'\n"
          "[asteroids]\ncount = 3000\n", "asteroids.count",
