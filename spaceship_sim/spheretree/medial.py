@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import warnings
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
@@ -223,15 +224,25 @@ def _ritter(p):
     return c, np.sqrt(r2)
 
 
-@njit(cache=True)
-def _merge_candidate(reps, cnt, a, b, buf, tris, lo, hi, pseudo, signed):
-    """Sphere and cost of merging clusters a and b; fills buf with their representative points.
+# _greedy_merge's state. Clusters, indexed by their representative unit: reps (u, R, 3) float64
+# the points standing for each cluster [m] (its extreme points along the directions, at most R),
+# cnt (u,) int64 how many; label (u,) int64 the union-find parent (a unit's own index while it
+# represents a cluster); ver (u,) int64 bumped on each merge, so that queue entries pushed before it
+# are recognised as stale; own (u,) float64 each cluster's own cost; buf (2R, 3) scratch for the
+# points of two clusters.
+Clusters = namedtuple("Clusters", "reps cnt label ver own buf")
+# Adjacency of the clusters: per cluster a linked list of edge slots, slot 2e being edge e seen
+# from edges[e, 0] (far end edges[e, 1]) and 2e+1 the reverse. far (2e,) int64 the slot's far end
+# (re-pointed at representatives as merging goes), nxt (2e,) the next slot (-1: end), head (u,) a
+# cluster's first slot (-1: none), cost (2e,) float64 the last exact cost seen on each slot.
+Adjacency = namedtuple("Adjacency", "far nxt head cost")
 
-    cost = r + s(c): r from Ritter over both clusters' representatives, s the signed distance of
-    the centre to the surface (unsigned for open meshes). Since s is 1-Lipschitz, r + s(c) bounds
-    how far the sphere reaches out of the solid, and equals it for convex parts - the quantity
-    Hubbard's tangent-plane cost estimates.
-    """
+
+@njit(cache=True)
+def _gather_points(cl, a, b):
+    """cl.buf[:k] = the representative points of clusters a and b (a's alone when b == a), from
+    cl.reps; returns k."""
+    reps, cnt, buf = cl.reps, cl.cnt, cl.buf
     k = 0
     for i in range(cnt[a]):
         buf[k, 0], buf[k, 1], buf[k, 2] = reps[a, i, 0], reps[a, i, 1], reps[a, i, 2]
@@ -240,9 +251,24 @@ def _merge_candidate(reps, cnt, a, b, buf, tris, lo, hi, pseudo, signed):
         for i in range(cnt[b]):
             buf[k, 0], buf[k, 1], buf[k, 2] = reps[b, i, 0], reps[b, i, 1], reps[b, i, 2]
             k += 1
-    c, r = _ritter(buf[:k])
+    return k
+
+
+@njit(cache=True)
+def _merge_candidate(cl, a, b, mesh):
+    """(centre (3,), radius, cost) of the sphere of clusters a and b merged (Clusters cl; mesh: the
+    arrays of `_mesh_query`); leaves their representative points in cl.buf.
+
+    cost = r + s(c): r from Ritter over both clusters' representatives, s the signed distance of
+    the centre to the surface (unsigned for open meshes). Since s is 1-Lipschitz, r + s(c) bounds
+    how far the sphere reaches out of the solid, and equals it for convex parts - the quantity
+    Hubbard's tangent-plane cost estimates.
+    """
+    k = _gather_points(cl, a, b)
+    c, r = _ritter(cl.buf[:k])
+    tris, lo, hi, pseudo, signed = mesh
     d, _, side, _ = _mesh_query(c.reshape(1, 3), tris, lo, hi, pseudo, signed)
-    return c, r, r + d[0] * side[0], k
+    return c, r, r + d[0] * side[0]
 
 
 @njit(cache=True)
@@ -256,134 +282,188 @@ def _greedy_merge(unit_ptr, pts, edges, target, dirs, tris, lo, hi, pseudo, sign
     Returns label (u,) int64: representative unit of each unit's cluster (the lower index of a
     merged pair survives), and the numbers of exact cost evaluations and adjacency slots walked.
     The adjacency of a cluster is a linked list of edge slots whose far end is found by union-find.
+
+    Lazy greedy: a pair enters the queue with an estimate (flag 0) and is evaluated only when it
+    reaches the top (re-queued with its true cost, flag 1). Merging more rarely makes a sphere
+    cheaper, so the estimate is the larger of both sides' own costs and the last exact cost seen
+    between the two (kept on the adjacency slot).
     """
+    mesh = (tris, lo, hi, pseudo, signed)
     u = len(unit_ptr) - 1
-    nrep = 2 * len(dirs)
-    reps = np.zeros((u, max(nrep, 8), 3))
+    cl = _start_clusters(unit_ptr, pts, len(dirs), mesh)
+    adj = _adjacency(edges, u)
+    mark = np.full(u, -1, np.int64)
+    heap = _first_queue(cl, adj, mark, mesh, lazy)
+    mark[:] = -1
+    stamp, n_eval, n_walk, count = 0, 0, 0, u
+    while count > target and len(heap) > 0:
+        cost, a, b, va, vb, exact, slot = heapq.heappop(heap)
+        if cl.label[a] != a or cl.label[b] != b or cl.ver[a] != va or cl.ver[b] != vb:
+            continue  # stale: one side merged or changed since this entry was pushed
+        if exact == 0:  # an estimate on top: queue the pair again with its true cost
+            c2 = _merge_candidate(cl, a, b, mesh)[2]
+            n_eval += 1
+            adj.cost[slot] = c2
+            heapq.heappush(heap, (c2, a, b, va, vb, 1, slot))
+            continue
+        _merge(cl, a, b, cost, dirs)
+        count -= 1
+        _append_edges(adj, a, b)
+        stamp += 1
+        n_walk += _relink(cl, adj, a, mark, stamp, heap, mesh, lazy)
+    _flatten_labels(cl.label)
+    return cl.label, n_eval, n_walk
+
+
+@njit(cache=True)
+def _start_clusters(unit_ptr, pts, n_dirs, mesh):
+    """Clusters of one unit each: its first points (at most 2 n_dirs, 8 at least) represent it, its
+    own cost is its Ritter sphere's r + s(c) (_merge_candidate)."""
+    u = len(unit_ptr) - 1
+    reps = np.zeros((u, max(2 * n_dirs, 8), 3))
     cnt = np.zeros(u, np.int64)
     for i in range(u):
         m = min(unit_ptr[i + 1] - unit_ptr[i], reps.shape[1])
         reps[i, :m] = pts[unit_ptr[i]:unit_ptr[i] + m]
         cnt[i] = m
-    buf = np.empty((2 * reps.shape[1], 3))
-    label = np.arange(u)
-    ver = np.zeros(u, np.int64)
-    # adjacency: slot 2e is edge e seen from edges[e,0] (far end edges[e,1]), 2e+1 the reverse
+    cl = Clusters(reps, cnt, np.arange(u), np.zeros(u, np.int64), np.empty(u), np.empty((2 * reps.shape[1], 3)))
+    for i in range(u):
+        cl.own[i] = _merge_candidate(cl, i, i, mesh)[2]
+    return cl
+
+
+@njit(cache=True)
+def _adjacency(edges, u):
+    """The Adjacency of u clusters joined by edges (e, 2) int64; no cost seen yet (0)."""
     ne = len(edges)
-    far = np.empty(2 * ne, np.int64)
-    enxt = np.full(2 * ne, -1, np.int64)
-    ehead = np.full(u, -1, np.int64)
+    adj = Adjacency(np.empty(2 * ne, np.int64), np.full(2 * ne, -1, np.int64), np.full(u, -1, np.int64),
+                    np.zeros(2 * ne))
+    far, nxt, head = adj.far, adj.nxt, adj.head
     for e in range(ne):
         a, b = edges[e, 0], edges[e, 1]
         far[2 * e], far[2 * e + 1] = b, a
-        enxt[2 * e], ehead[a] = ehead[a], 2 * e
-        enxt[2 * e + 1], ehead[b] = ehead[b], 2 * e + 1
-    # own cost of each cluster (a singleton's: its Ritter sphere's r + s(c))
-    own = np.empty(u)
-    for i in range(u):
-        own[i] = _merge_candidate(reps, cnt, i, i, buf, tris, lo, hi, pseudo, signed)[2]
-    # lazy greedy: a pair enters the queue with an estimate (flag 0) and is evaluated only when it
-    # reaches the top (re-queued with its true cost, flag 1). Merging more rarely makes a sphere
-    # cheaper, so the estimate is the larger of both sides' own costs and the last exact cost
-    # seen between the two (kept on the adjacency slot).
+        nxt[2 * e], head[a] = head[a], 2 * e
+        nxt[2 * e + 1], head[b] = head[b], 2 * e + 1
+    return adj
+
+
+@njit(cache=True)
+def _first_queue(cl, adj, mark, mesh, lazy):
+    """The queue (a heapq list of (cost, a, b, version of a, of b, exact, slot)) holding each
+    adjacent pair a < b once (mark: scratch (u,) int64, all -1 on entry), with the estimate
+    max(own costs) when lazy, else its exact cost."""
     heap = [(0.0, 0, 0, 0, 0, 0, 0)]
     heap.pop()
-    slot_cost = np.zeros(2 * ne)  # last exact cost seen on each adjacency slot: a lower estimate later
-    mark = np.full(u, -1, np.int64)
-    for a in range(u):
-        s = ehead[a]
+    for a in range(len(adj.head)):
+        s = adj.head[a]
         while s >= 0:
-            b = far[s]
+            b = adj.far[s]
             if a < b and mark[b] != a:
                 mark[b] = a
-                if lazy:
-                    heapq.heappush(heap, (max(own[a], own[b]), a, b, 0, 0, 0, s))
-                else:
-                    c0 = _merge_candidate(reps, cnt, a, b, buf, tris, lo, hi, pseudo, signed)[2]
-                    heapq.heappush(heap, (c0, a, b, 0, 0, 1, s))
-            s = enxt[s]
-    mark[:] = -1
-    stamp = 0
-    n_eval = 0
-    n_walk = 0
-    count = u
-    while count > target and len(heap) > 0:
-        cost, a, b, va, vb, exact, slot = heapq.heappop(heap)
-        if label[a] != a or label[b] != b or ver[a] != va or ver[b] != vb:
-            continue  # stale: one side merged or changed since this entry was pushed
-        if exact == 0:
-            c2 = _merge_candidate(reps, cnt, a, b, buf, tris, lo, hi, pseudo, signed)[2]
-            n_eval += 1
-            slot_cost[slot] = c2
-            heapq.heappush(heap, (c2, a, b, va, vb, 1, slot))
-            continue
-        own[a] = cost
-        _, _, _, k = _merge_candidate(reps, cnt, a, b, buf, tris, lo, hi, pseudo, signed)
-        label[b] = a
-        ver[a] += 1
-        count -= 1
-        # new representatives: extreme points of the union along each direction
-        m = 0
-        for j in range(len(dirs)):
-            imax, imin, vmax, vmin = 0, 0, -np.inf, np.inf
-            for i in range(k):
-                v = buf[i, 0] * dirs[j, 0] + buf[i, 1] * dirs[j, 1] + buf[i, 2] * dirs[j, 2]
-                if v > vmax:
-                    imax, vmax = i, v
-                if v < vmin:
-                    imin, vmin = i, v
-            for bi in (imax, imin):
-                dup = False
-                for i in range(m):
-                    if reps[a, i, 0] == buf[bi, 0] and reps[a, i, 1] == buf[bi, 1] and reps[a, i, 2] == buf[bi, 2]:
-                        dup = True
-                        break
-                if not dup:
-                    reps[a, m, 0], reps[a, m, 1], reps[a, m, 2] = buf[bi, 0], buf[bi, 1], buf[bi, 2]
-                    m += 1
-        cnt[a] = m
-        # concatenate b's edge list onto a's, then walk it: drop self-loops and duplicates,
-        # re-point slots at representatives and push the new candidate pairs
-        s = ehead[a]
-        if s < 0:
-            ehead[a] = ehead[b]
-        else:
-            while enxt[s] >= 0:
-                s = enxt[s]
-            enxt[s] = ehead[b]
-        stamp += 1
-        mark[a] = stamp
-        prev = -1
-        s = ehead[a]
-        while s >= 0:
-            n_walk += 1
-            k = far[s]
-            while label[k] != k:  # union-find with path halving
-                label[k] = label[label[k]]
-                k = label[k]
-            far[s] = k
-            if mark[k] == stamp:  # self-loop or seen: unlink slot
-                if prev < 0:
-                    ehead[a] = enxt[s]
-                else:
-                    enxt[prev] = enxt[s]
+                _queue_pair(heap, cl, a, b, max(cl.own[a], cl.own[b]), s, mesh, lazy)
+            s = adj.nxt[s]
+    return heap
+
+
+@njit(cache=True)
+def _queue_pair(heap, cl, a, b, estimate, slot, mesh, lazy):
+    """Push clusters a < b (met on adjacency slot `slot`) with their current versions: with
+    `estimate` (flag 0) when lazy, else with their exact merge cost (flag 1)."""
+    if lazy:
+        heapq.heappush(heap, (estimate, a, b, cl.ver[a], cl.ver[b], 0, slot))
+    else:
+        heapq.heappush(heap, (_merge_candidate(cl, a, b, mesh)[2], a, b, cl.ver[a], cl.ver[b], 1, slot))
+
+
+@njit(cache=True)
+def _merge(cl, a, b, cost, dirs):
+    """Merge cluster b into a (cost: the merged sphere's): b's label points at a, a's version moves
+    on, and a is represented by the extreme points of the union along each direction of dirs."""
+    cl.own[a] = cost
+    k = _gather_points(cl, a, b)
+    cl.label[b] = a
+    cl.ver[a] += 1
+    m = 0
+    for j in range(len(dirs)):
+        imax, imin, vmax, vmin = 0, 0, -np.inf, np.inf
+        for i in range(k):
+            v = cl.buf[i, 0] * dirs[j, 0] + cl.buf[i, 1] * dirs[j, 1] + cl.buf[i, 2] * dirs[j, 2]
+            if v > vmax:
+                imax, vmax = i, v
+            if v < vmin:
+                imin, vmin = i, v
+        for bi in (imax, imin):
+            if not _holds_point(cl.reps, a, m, cl.buf, bi):
+                cl.reps[a, m, 0], cl.reps[a, m, 1], cl.reps[a, m, 2] = cl.buf[bi, 0], cl.buf[bi, 1], cl.buf[bi, 2]
+                m += 1
+    cl.cnt[a] = m
+
+
+@njit(cache=True)
+def _holds_point(reps, a, m, buf, i):
+    """Point buf[i] is one of cluster a's first m representatives reps[a, :m]."""
+    for j in range(m):
+        if reps[a, j, 0] == buf[i, 0] and reps[a, j, 1] == buf[i, 1] and reps[a, j, 2] == buf[i, 2]:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _append_edges(adj, a, b):
+    """Cluster b's list of edge slots concatenated onto a's."""
+    s = adj.head[a]
+    if s < 0:
+        adj.head[a] = adj.head[b]
+    else:
+        while adj.nxt[s] >= 0:
+            s = adj.nxt[s]
+        adj.nxt[s] = adj.head[b]
+
+
+@njit(cache=True)
+def _relink(cl, adj, a, mark, stamp, heap, mesh, lazy):
+    """Walk merged cluster a's edge slots: re-point each at its far end's representative, unlink
+    self-loops and repeats (mark[k] == stamp: seen in this walk), and queue a's pair with each
+    neighbour (lazy estimate: the larger own cost and the slot's last exact cost). Returns the
+    number of slots walked."""
+    mark[a] = stamp
+    prev, walked = -1, 0
+    s = adj.head[a]
+    while s >= 0:
+        walked += 1
+        k = _find(cl.label, adj.far[s])
+        adj.far[s] = k
+        if mark[k] == stamp:  # self-loop or seen: unlink slot
+            if prev < 0:
+                adj.head[a] = adj.nxt[s]
             else:
-                mark[k] = stamp
-                lo_i, hi_i = min(a, k), max(a, k)
-                if lazy:
-                    est = max(own[a], own[k], slot_cost[s])
-                    heapq.heappush(heap, (est, lo_i, hi_i, ver[lo_i], ver[hi_i], 0, s))
-                else:
-                    c0 = _merge_candidate(reps, cnt, lo_i, hi_i, buf, tris, lo, hi, pseudo, signed)[2]
-                    heapq.heappush(heap, (c0, lo_i, hi_i, ver[lo_i], ver[hi_i], 1, s))
-                prev = s
-            s = enxt[s]
-    for i in range(u):  # final labels point at representatives
+                adj.nxt[prev] = adj.nxt[s]
+        else:
+            mark[k] = stamp
+            lo_i, hi_i = min(a, k), max(a, k)
+            _queue_pair(heap, cl, lo_i, hi_i, max(cl.own[a], cl.own[k], adj.cost[s]), s, mesh, lazy)
+            prev = s
+        s = adj.nxt[s]
+    return walked
+
+
+@njit(cache=True)
+def _find(label, k):
+    """The representative of unit k (union-find with path halving: label is shortened on the way)."""
+    while label[k] != k:
+        label[k] = label[label[k]]
+        k = label[k]
+    return k
+
+
+@njit(cache=True)
+def _flatten_labels(label):
+    """label[i] = the representative of unit i, for every i."""
+    for i in range(len(label)):
         k = i
         while label[k] != k:
             k = label[k]
         label[i] = k
-    return label, n_eval, n_walk
 
 
 def merge_clusters(members: np.ndarray, forming: np.ndarray, edges: np.ndarray, target: int,
