@@ -46,6 +46,7 @@ The exact test at sample times uses the same predicate as the brute-force refere
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -133,29 +134,84 @@ def scheduled_pairs(t, pos, vel, accel, radius, pa, pb, wake, heap, hpos, due, d
     return m, pairs_from_ids(pa, pb, out[:k], len(radius))
 
 
+class Balls(NamedTuple):
+    """The ships' reach balls and what their horizons assume (SpaceTime's arrays)."""
+
+    cycle: np.ndarray     # the horizon's cycle (LEAD: when the lead ends) [s]
+    phase: np.ndarray     # (n,) float64, each ship's phase in the cycle
+    radius: np.ndarray    # (n,) float64 [m], bounding radii
+    ball: np.ndarray      # (n, 4) float64, reach balls: centre [m], radius [m]
+    ship_end: np.ndarray  # (n,) float64 [s], when each ship's ball ends
+    a_ref: np.ndarray     # (n,) float64 [m/s^2], the acceleration bound each ball assumes
+    dirty: np.ndarray     # (n,) bool, invalidated ships
+
+
+class Schedule(NamedTuple):
+    """The pair schedule's arrays (pair_schedule.PairSchedule) a re-ball reads and writes."""
+
+    pa: np.ndarray
+    pb: np.ndarray
+    head: np.ndarray
+    nxt: np.ndarray
+    prv: np.ndarray
+    wake: np.ndarray
+    heap: np.ndarray
+    hpos: np.ndarray
+    due: np.ndarray
+    dpos: np.ndarray
+    free: np.ndarray
+    counts: np.ndarray
+
+
+class Grid(NamedTuple):
+    """The ship grid's arrays (ship_grid.ShipGrid) a re-ball reads and writes, and its query's output."""
+
+    origin: np.ndarray
+    h: float
+    dims: np.ndarray
+    h_want: float
+    n_outside: int
+    home: np.ndarray
+    outside: np.ndarray
+    heads: np.ndarray
+    link: np.ndarray
+    batch: np.ndarray
+    out_a: np.ndarray
+    out_b: np.ndarray
+
+
+class ReballArgs(NamedTuple):
+    """reball_kernel's arguments after (ships, t, pos, vel, accel): SpaceTime.reball_args()."""
+
+    balls: Balls
+    schedule: Schedule
+    grid: Grid
+
+
 @njit(cache=True)
-def _balls_and_drop(ships, t, cycle, phase, pos, vel, accel, radius, ball, ship_end, a_ref, dirty, pa, pb, head,
-                    nxt, prv, wake, heap, hpos, due, dpos, free, counts):
+def _balls_and_drop(ships, t, pos, vel, accel, balls, schedule):
     """_new_balls for these ships, then their scheduled pairs dropped (drop_pairs), in one call;
     returns the largest ball radius of all ships (ShipGrid.move's rmax)."""
-    _new_balls(ships, t, cycle, phase, pos, vel, accel, radius, ball, ship_end, a_ref, dirty)
+    _new_balls(ships, t, balls.cycle, balls.phase, pos, vel, accel, balls.radius, balls.ball, balls.ship_end,
+               balls.a_ref, balls.dirty)
+    pa, pb, head, nxt, prv, wake, heap, hpos, due, dpos, free, counts = schedule
     drop_pairs(ships, pa, pb, head, nxt, prv, wake, heap, hpos, due, dpos, free, counts)
-    return ball[:, 3].max() if len(ball) else 0.0
+    return balls.ball[:, 3].max() if len(balls.ball) else 0.0
 
 
 @njit(cache=True)
-def reball_kernel(ships, t, pos, vel, accel, cycle, phase, radius, ball, ship_end, a_ref, dirty, pa, pb, head,
-                   nxt, prv, wake, heap, hpos, due, dpos, free, counts, origin, h, dims, h_want, n_outside, home,
-                   outside, heads, link, batch, out_a, out_b):
+def reball_kernel(ships, t, pos, vel, accel, args):
     """SpaceTime._reball in one call (a frame re-balls some ships every sample; each call from
     Python costs ~10-30 µs in a frame): _balls_and_drop, the ships re-filed in the grid
     (ShipGrid.move), their new partners (ShipGrid.pairs, into out_a, out_b) scheduled
     (PairSchedule.add). Stops early where Python must go on: REGRID when the grid needs a rebuild
     (the cells no longer suit the balls: nothing re-filed; or too many ships left the box: re-filed),
     NO_ROOM when the partners overflow out_a or the schedule (found, nothing scheduled).
-    Returns (status, rmax, n_outside, partners found)."""
-    rmax = _balls_and_drop(ships, t, cycle, phase, pos, vel, accel, radius, ball, ship_end, a_ref, dirty, pa, pb,
-                           head, nxt, prv, wake, heap, hpos, due, dpos, free, counts)
+    args: ReballArgs. Returns (status, rmax, n_outside, partners found)."""
+    ball = args.balls.ball
+    pa, pb, head, nxt, prv, wake, heap, hpos, due, dpos, free, counts = args.schedule
+    origin, h, dims, h_want, n_outside, home, outside, heads, link, batch, out_a, out_b = args.grid
+    rmax = _balls_and_drop(ships, t, pos, vel, accel, args.balls, args.schedule)
     if not cells_fit(rmax, h_want):
         return REGRID, rmax, n_outside, 0
     n_outside = grid_move(ships, ball, origin, h, dims, n_outside, home, outside, heads, link)
@@ -341,15 +397,17 @@ class SpaceTime(BroadPhase):
             self._first_phases(t, ships, pos, vel, accel)
         self.set_lead(t)
         rebuilds = g.rebuilds
-        status, g.rmax, g.n_outside, found = reball_kernel(ships, t, pos, vel, accel, *self.reball_args())
+        status, g.rmax, g.n_outside, found = reball_kernel(ships, t, pos, vel, accel, self.reball_args())
         return self.reballed(ships, status, found, rebuilds)
 
-    def reball_args(self) -> tuple:
+    def reball_args(self) -> ReballArgs:
         """reball_kernel's arguments after (ships, t, pos, vel, accel): this broad phase's own."""
         g, s = self.grid, self.schedule
-        return (self.cycle, self.phase, self.radius, self.ball, self.ship_end, self.a_ref, self.dirty,
-                s.pa, s.pb, s.head, s.nxt, s.prv, s.wake, s.heap, s.hpos, s.due, s.dpos, s.free, s.counts, g.origin,
-                g.h, g.dims, g.h_want, g.n_outside, g.home, g.outside, g.heads, g.link, g.batch, g.out_a, g.out_b)
+        return ReballArgs(
+            Balls(self.cycle, self.phase, self.radius, self.ball, self.ship_end, self.a_ref, self.dirty),
+            Schedule(s.pa, s.pb, s.head, s.nxt, s.prv, s.wake, s.heap, s.hpos, s.due, s.dpos, s.free, s.counts),
+            Grid(g.origin, g.h, g.dims, g.h_want, g.n_outside, g.home, g.outside, g.heads, g.link, g.batch, g.out_a,
+                 g.out_b))
 
     def reballed(self, ships, status: int, found: int, rebuilds: int) -> int:
         """After reball_kernel (status, partners found; `rebuilds`: the grid's count before it):

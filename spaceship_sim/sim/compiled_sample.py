@@ -235,7 +235,8 @@ def _sample(clk, integration, half, controls, t, reball, schedule, budget_args, 
     fits = k <= len(scratch[2]) // SCRATCH_FLOATS and k * width <= scratch[3].shape[1]
     if advanced.status != SCHEDULED or advanced.budget != 0.0 or not fits:
         return advanced, _no_detection(detection.narrow, scratch, width, detection.fair), False
-    return advanced, _detect_forced(clk, integration[0], integration[1], reball[6], advanced.pairs, detection), True
+    return advanced, _detect_forced(clk, integration[0], integration[1], reball.balls.dirty, advanced.pairs,
+                                    detection), True
 
 
 @njit(cache=True)
@@ -256,7 +257,7 @@ def _advance(clk, integration, half, controls, t, reball, schedule, budget_args)
     scheduled_pairs), then the budget (budget_args: BudgetArgs), reading the clock `clk` where
     pipeline._advance does. Returns Advanced."""
     pos, vel, thrust = integration[0], integration[1], integration[4]
-    ship_end, a_ref, dirty = reball[4], reball[5], reball[6]
+    ship_end, a_ref, dirty = reball.balls.ship_end, reball.balls.a_ref, reball.balls.dirty
     integrate_start = read_clock(clk)
     steps = heun_adaptive_serial(*integration)
     mark_dirty(contain_kernel(pos, vel, half), dirty)
@@ -271,11 +272,11 @@ def _advance(clk, integration, half, controls, t, reball, schedule, budget_args)
     due = due_ships(t, bound, a_ref, ship_end, dirty)
     status, rmax, n_outside, found = SCHEDULED, 0.0, 0, 0
     if len(due):
-        status, rmax, n_outside, found = reball_kernel(due, t, pos, vel, bound, *reball)
+        status, rmax, n_outside, found = reball_kernel(due, t, pos, vel, bound, reball)
         if status != SCHEDULED:
             return Advanced(status, integrate_start, integrate_end, broad_start, broad_start, 0.0, steps, bound, due,
                             rmax, n_outside, found, 0, none)
-    examined, pairs = scheduled_pairs(t, pos, vel, a_ref, reball[2], *schedule)
+    examined, pairs = scheduled_pairs(t, pos, vel, a_ref, reball.balls.radius, *schedule)
     broad_end = read_clock(clk)
     b = budget_args
     budget = detection_budget_kernel(b.target, b.render, read_clock(clk) - b.start, b.margin, b.samples_left,
