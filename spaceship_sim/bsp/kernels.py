@@ -45,7 +45,7 @@ def bsp_collide_pairs(plane, front, back, tri_ptr, tri_idx, tri_verts, tri_cente
     k = len(ma)
     ptr = np.zeros(k + 1, np.int64)
     hits = Hits(np.empty(64, np.int64), np.empty(64, np.int64))
-    n_hits = 0
+    n_hits = np.int64(0)  # typed, not a literal: one compilation of the walk
     stamp = np.full(len(tri_verts), -1, np.int64)  # last query triangle tested against each triangle
     stack = np.empty(256, np.int64)
     X = np.empty((3, 3))

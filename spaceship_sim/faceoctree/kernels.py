@@ -360,7 +360,7 @@ def _octree_pairs(A, idx_a, B, idx_b, n_keys, region, pad, limits):
     scratch = SplitScratch(np.empty((8, 2, 3)), np.zeros(8, np.int64), np.zeros(8, np.int64), np.empty(8, np.int64),
                            np.empty(8, np.int64), np.empty(8, np.int64))
     keys = np.empty(max(16, len(idx_a) + len(idx_b)), np.int64)
-    nk, top = 0, 1
+    nk, top = np.int64(0), 1  # typed, not a literal: one compilation of _leaf_keys
     while top > 0:
         top -= 1
         a0 = st.a_end[top - 1] if top > 0 else 0

@@ -383,9 +383,10 @@ def _merge(cl, a, b, cost, dirs):
     k = _gather_points(cl, a, b)
     cl.label[b] = a
     cl.ver[a] += 1
-    m = 0
+    m = np.int64(0)  # indices typed, not literals: one compilation of _holds_point
     for j in range(len(dirs)):
-        imax, imin, vmax, vmin = 0, 0, -np.inf, np.inf
+        imax = imin = np.int64(0)
+        vmax, vmin = -np.inf, np.inf
         for i in range(k):
             v = cl.buf[i, 0] * dirs[j, 0] + cl.buf[i, 1] * dirs[j, 1] + cl.buf[i, 2] * dirs[j, 2]
             if v > vmax:
