@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -86,9 +87,10 @@ class Integrator:
         self.cfg, self.n, self.backend = cfg, int(n), backend
         # first attempt at the largest step: rejections shrink it within a call
         self.h = np.full(self.n, cfg.integrator.max_step)
-        self._counts = _Counts.empty(self.n)  # the kernels' per-ship outputs: every entry rewritten each call
+        self._tallies = Tallies(*_Counts.empty(self.n).arrays())  # the kernels' per-ship outputs
         i, c = cfg.integrator, cfg.controls  # (a frozen config: read once, not every call)
-        self._params = (c.drag, c.rotation_time_constant, i.tolerance, i.min_step, i.max_step, int(i.max_substeps))
+        self._params = StepParams(float(c.drag), float(c.rotation_time_constant), float(i.tolerance),
+                                  float(i.min_step), float(i.max_step), int(i.max_substeps))
         self._checked = ()  # the state arrays last found fit for the kernels (_check_contiguous)
 
     def step(self, state: ShipState, dt: float) -> StepStats:
@@ -102,21 +104,21 @@ class Integrator:
             if self.n >= PARALLEL_MIN_SHIPS:
                 # dynamic chunks: a thread whose core is busy elsewhere does not hold up the others
                 with numba.parallel_chunksize(PARALLEL_CHUNK):
-                    return StepStats(*_heun_adaptive_parallel(*arrays))
+                    return StepStats(*_heun_adaptive_parallel(arrays))
             # waking the thread team costs more than it saves on a small batch
-            return StepStats(*heun_adaptive_serial(*arrays))
+            return StepStats(*heun_adaptive_serial(arrays))
         counts = _Counts.empty(self.n)
         _heun_adaptive_numpy(state, self.h, float(dt), *self._params, counts)
         return counts.stats()
 
-    def kernel_args(self, state: ShipState, dt: float) -> tuple:
+    def kernel_args(self, state: ShipState, dt: float) -> StepArgs:
         """The numba kernels' arguments for a step of dt [s] (compiled_sample.py calls the serial
         kernel inside its own)."""
-        ship = (state.pos, state.vel, state.quat, state.omega, state.thrust, state.omega_cmd)
+        ship = Ships(state.pos, state.vel, state.quat, state.omega, state.thrust, state.omega_cmd)
         if len(ship) != len(self._checked) or not all(map(operator.is_, ship, self._checked)):
             _check_contiguous(state)  # arrays keep their layout: checked once per array, not per call
             self._checked = ship
-        return (*ship, self.h, float(dt), *self._params, *self._counts.arrays())
+        return StepArgs(ship, self.h, float(dt), self._params, self._tallies)
 
 
 # ---------------------------------------------------------------------------------------
@@ -209,33 +211,82 @@ def _heun(x, v, q, w, h, thrust, c, drag, tau):
 
 
 # error_model="numpy": no zero-division checks in the inner loop (inputs are validated outside)
+class Ships(NamedTuple):
+    """The ships' state the integrator reads and writes in place (ShipState's arrays, float64)."""
+
+    pos: np.ndarray        # (n, 3) [m]
+    vel: np.ndarray        # (n, 3) [m/s]
+    quat: np.ndarray       # (n, 4) unit quaternions (w, x, y, z)
+    omega: np.ndarray      # (n, 3) [rad/s], angular velocity
+    thrust: np.ndarray     # (n,) [m/s^2], forward acceleration commanded
+    omega_cmd: np.ndarray  # (n, 3) [rad/s], angular velocity commanded
+
+
+class StepParams(NamedTuple):
+    """The config's integrator settings."""
+
+    drag: float            # [1/s]
+    tau: float             # rotation time constant [s]
+    tol: float             # local error tolerance [m or m/s]
+    h_lo: float            # min_step [s]
+    h_hi: float            # max_step [s]
+    cap: int               # max_substeps
+
+
+class Tallies(NamedTuple):
+    """Per-ship outputs of a step: (n,) arrays, every entry rewritten each call."""
+
+    accepted: np.ndarray   # int64, sub-steps accepted
+    rejected: np.ndarray   # int64, attempts rejected
+    capped: np.ndarray     # int64, 1 where max_substeps was reached
+    h_min: np.ndarray      # float64 [s], smallest accepted sub-step
+    h_max: np.ndarray      # float64 [s], largest
+    h_sum: np.ndarray      # float64 [s], their sum
+
+
+class StepArgs(NamedTuple):
+    """A step's kernel arguments (Integrator.kernel_args)."""
+
+    ships: Ships
+    h_mem: np.ndarray      # (n,) float64 [s], each ship's step size, carried from call to call
+    dt: float              # [s]
+    params: StepParams
+    tallies: Tallies
+
+
 @njit(cache=True, parallel=True, error_model="numpy")
-def _heun_adaptive_parallel(pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi,
-                            cap, n_acc, n_rej, capped, h_min, h_max, h_sum):
-    """Advance every ship by dt in place (see the module docstring for the algorithm), ships spread
-    over threads. pos, vel, omega, omega_cmd: (n, 3); quat: (n, 4); thrust, h_mem: (n,) float64;
-    n_acc, n_rej, capped: (n,) int64 and h_min, h_max, h_sum: (n,) float64 are outputs. Returns
-    StepStats' fields (_tally: in the same call, one dispatch a step)."""
+def _heun_adaptive_parallel(args):
+    """Advance every ship by args.dt in place (see the module docstring for the algorithm), ships
+    spread over threads (args: StepArgs). Returns StepStats' fields (_tally: in the same call, one
+    dispatch a step)."""
+    # a parallel loop body takes arrays and scalars from outside, not tuples of them
+    pos, vel, quat, omega, thrust, omega_cmd = args.ships
+    drag, tau, tol, h_lo, h_hi, cap = args.params
+    n_acc, n_rej, capped, h_min, h_max, h_sum = args.tallies
+    h_mem, dt = args.h_mem, args.dt
     for i in prange(pos.shape[0]):
         _advance_ship(i, pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi, cap,
                       n_acc, n_rej, capped, h_min, h_max, h_sum)
-    return _tally(n_acc, n_rej, capped, h_min, h_max, h_sum)
+    return _tally(args.tallies)
 
 
 @njit(cache=True, error_model="numpy")
-def heun_adaptive_serial(pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi,
-                          cap, n_acc, n_rej, capped, h_min, h_max, h_sum):
+def heun_adaptive_serial(args):
     """_heun_adaptive_parallel on the calling thread."""
+    pos, vel, quat, omega, thrust, omega_cmd = args.ships
+    drag, tau, tol, h_lo, h_hi, cap = args.params
+    n_acc, n_rej, capped, h_min, h_max, h_sum = args.tallies
     for i in range(pos.shape[0]):
-        _advance_ship(i, pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi, cap,
-                      n_acc, n_rej, capped, h_min, h_max, h_sum)
-    return _tally(n_acc, n_rej, capped, h_min, h_max, h_sum)
+        _advance_ship(i, pos, vel, quat, omega, thrust, omega_cmd, args.h_mem, args.dt, drag, tau, tol, h_lo, h_hi,
+                      cap, n_acc, n_rej, capped, h_min, h_max, h_sum)
+    return _tally(args.tallies)
 
 
 @njit(cache=True, error_model="numpy")
 def _advance_ship(i, pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, tau, tol, h_lo, h_hi, cap,
                   n_acc, n_rej, capped, h_min, h_max, h_sum):
-    """Ship i's adaptive steps over dt (arguments as the kernels')."""
+    """Ship i's adaptive steps over dt (StepArgs' fields, unpacked: a parallel loop's body takes
+    arrays and scalars, not tuples of them)."""
     x = (pos[i, 0], pos[i, 1], pos[i, 2])
     v = (vel[i, 0], vel[i, 1], vel[i, 2])
     q = (quat[i, 0], quat[i, 1], quat[i, 2], quat[i, 3])
@@ -280,8 +331,9 @@ def _advance_ship(i, pos, vel, quat, omega, thrust, omega_cmd, h_mem, dt, drag, 
 
 
 @njit(cache=True)
-def _tally(n_acc, n_rej, capped, h_min, h_max, h_sum):
+def _tally(tallies):
     """StepStats' fields from the kernels' per-ship outputs, in one compiled pass."""
+    n_acc, n_rej, capped, h_min, h_max, h_sum = tallies
     n = n_acc.shape[0]
     if n == 0:
         return 0, 0, 0, 0, 0.0, 0.0, 0.0

@@ -235,8 +235,8 @@ def _sample(clk, integration, half, controls, t, reball, schedule, budget_args, 
     fits = k <= len(scratch[2]) // SCRATCH_FLOATS and k * width <= scratch[3].shape[1]
     if advanced.status != SCHEDULED or advanced.budget != 0.0 or not fits:
         return advanced, _no_detection(detection.narrow, scratch, width, detection.fair), False
-    return advanced, _detect_forced(clk, integration[0], integration[1], reball.balls.dirty, advanced.pairs,
-                                    detection), True
+    ships = integration.ships
+    return advanced, _detect_forced(clk, ships.pos, ships.vel, reball.balls.dirty, advanced.pairs, detection), True
 
 
 @njit(cache=True)
@@ -256,10 +256,10 @@ def _advance(clk, integration, half, controls, t, reball, schedule, budget_args)
     phase at time t (reball: SpaceTime.reball_args, schedule: its pair schedule's arrays for
     scheduled_pairs), then the budget (budget_args: BudgetArgs), reading the clock `clk` where
     pipeline._advance does. Returns Advanced."""
-    pos, vel, thrust = integration[0], integration[1], integration[4]
+    pos, vel, thrust = integration.ships.pos, integration.ships.vel, integration.ships.thrust
     ship_end, a_ref, dirty = reball.balls.ship_end, reball.balls.a_ref, reball.balls.dirty
     integrate_start = read_clock(clk)
-    steps = heun_adaptive_serial(*integration)
+    steps = heun_adaptive_serial(integration)
     mark_dirty(contain_kernel(pos, vel, half), dirty)
     integrate_end = read_clock(clk)
     broad_start = read_clock(clk)
