@@ -37,12 +37,9 @@ both poses, and step 4 tests A's triangle against the hull (`swept.swept_hits`).
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 from numba import njit, prange
 
-from ..geometry.buffers import grow
 from ..geometry.triangles import intersect_triangle_triangle
 from .boxtest import overlap_triangle_box
 from .swept import swept_hits
@@ -55,25 +52,14 @@ THIN = 4  # a cell with this few faces of one mesh is a leaf however many the ot
 # route all the other's faces to save a few box tests (measured: 5% on deep first contacts, up to 15% all)
 MAX_SHRINKS = 8  # rounds of shrinking the region by A's faces, then B's (most pairs settle in 2-3)
 
-# What the kernels pass around in one tuple each, not as a dozen loose arrays:
-# the packed meshes (module docstring): V (N, 3) float64 [m], F (M, 3) int64, voff, foff int64
-Meshes = namedtuple("Meshes", "V F voff foff")
-# the pairs' poses of B in A's frame: R, R1 (k, 3, 3), t, t1 (k, 3); R1, t1 the swept end pose
-Poses = namedtuple("Poses", "R t R1 t1")
-# what a call asks: swept (bool), max_depth, leaf_pairs (octree limits), mode (CANDIDATES, ...)
-Limits = namedtuple("Limits", "swept max_depth leaf_pairs mode")
-# one mesh's faces selected for a pair (step 2), in A's frame: triangles T (n, 3, 3), at the end
-# pose T1 (B when swept; A's is T itself), boxes lo, hi (n, 3) (over both poses)
-FaceSet = namedtuple("FaceSet", "T T1 lo hi")
-
 
 @njit(cache=True)
-def _move(V, v0, v1, R, t, r, out, box, extend):
+def _move(V, v0, v1, R, t, r, out, box, grow):
     """out[:v1 - v0] = R[r] @ V[i] + t[r] for i in v0..v1: B's vertices in A's frame; box[1]
-    (2, 3) = their box (or grown by it when `extend`)."""
+    (2, 3) = their box (or grown by it when `grow`)."""
     for k in range(3):
         r0, r1, r2, tk = R[r, k, 0], R[r, k, 1], R[r, k, 2], t[r, k]
-        lo, hi = (box[1, 0, k], box[1, 1, k]) if extend else (np.inf, -np.inf)
+        lo, hi = (box[1, 0, k], box[1, 1, k]) if grow else (np.inf, -np.inf)
         for i in range(v0, v1):
             x = r0 * V[i, 0] + r1 * V[i, 1] + r2 * V[i, 2] + tk
             out[i - v0, k] = x
@@ -82,10 +68,10 @@ def _move(V, v0, v1, R, t, r, out, box, extend):
 
 
 @njit(cache=True)
-def _bounds(X, s, e, box, b, extend):
-    """box[b] (2, 3) = box of points X[s:e] (or of them and box[b] when `extend`)."""
+def _bounds(X, s, e, box, b, grow):
+    """box[b] (2, 3) = box of points X[s:e] (or of them and box[b] when `grow`)."""
     for k in range(3):
-        lo, hi = (box[b, 0, k], box[b, 1, k]) if extend else (np.inf, -np.inf)
+        lo, hi = (box[b, 0, k], box[b, 1, k]) if grow else (np.inf, -np.inf)
         for i in range(s, e):  # local accumulators: min/max through box[] costs 10x (store-load chains)
             lo, hi = min(lo, X[i, k]), max(hi, X[i, k])
         box[b, 0, k], box[b, 1, k] = lo, hi
@@ -167,24 +153,23 @@ def _outcodes(X, s, e, box, codes):
 
 
 @njit(cache=True)
-def _gather(X, x0, F, f, T, o, lo, hi, extend):
+def _gather(X, x0, F, f, T, o, lo, hi, grow):
     """T[o] (3, 3) = triangle F[f] of vertices X[x0:] (local ids); lo[o], hi[o] its box (or
-    grown by it when `extend`: the swept end position)."""
+    grown by it when `grow`: the swept end position)."""
     i0, i1, i2 = x0 + F[f, 0], x0 + F[f, 1], x0 + F[f, 2]
     for k in range(3):
         x0, x1, x2 = X[i0, k], X[i1, k], X[i2, k]
         T[o, 0, k], T[o, 1, k], T[o, 2, k] = x0, x1, x2
         a, b = min(x0, x1, x2), max(x0, x1, x2)
-        lo[o, k], hi[o, k] = (min(a, lo[o, k]), max(b, hi[o, k])) if extend else (a, b)
+        lo[o, k], hi[o, k] = (min(a, lo[o, k]), max(b, hi[o, k])) if grow else (a, b)
 
 
 @njit(cache=True)
-def _select(X, x0, X1, F, f0, nf, codes, codes1, swept, faces):
+def _select(X, x0, X1, F, f0, nf, codes, codes1, swept, T, T1, lo, hi):
     """Step 2 for one mesh: the faces f0..f0+nf of vertices X[x0:] (local ids; X1 the swept end
     positions when `swept`, from 0) whose boxes meet the region (codes: the vertices' outcodes
-    against it). Their triangles go to faces.T[:n] (faces.T1[:n]), boxes to faces.lo, faces.hi
-    (over both positions); returns their local face ids (n,). The exact test comes later, on the
-    shrunk region."""
+    against it). Their triangles go to T[:n] (T1[:n]), boxes to lo, hi (over both positions); returns
+    their local face ids (n,). The exact test comes later, on the shrunk region."""
     sel = np.empty(nf, np.int64)
     n = 0
     for f in range(nf):
@@ -194,9 +179,9 @@ def _select(X, x0, X1, F, f0, nf, codes, codes1, swept, faces):
             out_all &= codes1[F[g, 0]] & codes1[F[g, 1]] & codes1[F[g, 2]]
         if out_all:  # all beyond one side: the boxes miss
             continue
-        _gather(X, x0, F, g, faces.T, n, faces.lo, faces.hi, False)
+        _gather(X, x0, F, g, T, n, lo, hi, False)
         if swept:
-            _gather(X1, 0, F, g, faces.T1, n, faces.lo, faces.hi, True)
+            _gather(X1, 0, F, g, T1, n, lo, hi, True)
         sel[n] = f
         n += 1
     return sel[:n]
@@ -220,8 +205,8 @@ def _shrink(region, lo, hi, idx, n):
 
 
 @njit(cache=True)
-def _narrow(region, A, idx_a, B, idx_b, pad):
-    """Between steps 2 and 3, on the entries idx_a (rows of A's FaceSet) and idx_b (B's):
+def _narrow(region, loA, hiA, idx_a, loB, hiB, idx_b, pad):
+    """Between steps 2 and 3, on the entries idx_a (A's face boxes loA, hiA) and idx_b (B's):
     the region shrinks to the box of each mesh's entries meeting it and the other mesh's
     entries are re-filtered on the shrunk region, in turn, until nothing changes (box tests
     only: an exact triangle-box pass over all entries here costs more than it saves the
@@ -233,20 +218,20 @@ def _narrow(region, A, idx_a, B, idx_b, pad):
     boxes, so the faces survive every box filter and the point every shrink."""
     na, nb = len(idx_a), len(idx_b)
     for _ in range(MAX_SHRINKS):
-        by_a = _shrink(region, A.lo, A.hi, idx_a, na)
+        by_a = _shrink(region, loA, hiA, idx_a, na)
         if by_a == EMPTY:
             return 0, 0
         if by_a == SHRUNK:
-            nb = _refilter(idx_b, nb, B.lo, B.hi, region)
+            nb = _refilter(idx_b, nb, loB, hiB, region)
             if nb == 0:
                 return 0, 0
-        by_b = _shrink(region, B.lo, B.hi, idx_b, nb)
+        by_b = _shrink(region, loB, hiB, idx_b, nb)
         if by_b == EMPTY:
             return 0, 0
         if by_b == UNCHANGED and by_a == UNCHANGED:
             break
         if by_b == SHRUNK:
-            na = _refilter(idx_a, na, A.lo, A.hi, region)
+            na = _refilter(idx_a, na, loA, hiA, region)
             if na == 0:
                 return 0, 0
     for q in range(3):
@@ -282,12 +267,11 @@ def _children(box, b, pad, cells):
 
 
 @njit(cache=True)
-def _route(pool, s, e, faces, exact, cells, mask, count):
-    """For entries pool[s:e] (rows of FaceSet faces): mask[j] (8 bits) = the children cells
-    (8, 2, 3) of one parent entry j meets (box test per axis; the exact test only where its box straddles a split plane
+def _route(pool, s, e, T, lo, hi, exact, cells, mask, count):
+    """For entries pool[s:e]: mask[j] (8 bits) = the children cells (8, 2, 3) of one parent
+    entry j meets (box test per axis; the exact test only where its box straddles a split plane
     and `exact`); count[o] += entries meeting child o. Child o takes the upper half along axis k
     when bit k of o is set; cells[0] is the lower corner child, cells[7] the upper one."""
-    lo, hi = faces.lo, faces.hi
     for j in range(s, e):
         u = pool[j]
         m = 0xFF  # children o with bit k of o set take the upper half along axis k
@@ -299,7 +283,7 @@ def _route(pool, s, e, faces, exact, cells, mask, count):
             straddles = straddles or (low and high)
         if m and straddles and exact:  # the box reaches across a split plane: ask the triangle
             for o in range(8):
-                if (m >> o) & 1 and not overlap_triangle_box(faces.T, u, cells, o):
+                if (m >> o) & 1 and not overlap_triangle_box(T, u, cells, o):
                     m &= ~(1 << o)
         for o in range(8):
             count[o] += (m >> o) & 1
@@ -325,6 +309,13 @@ def _hit(TA, u, TB, TB1, v, swept):
     return intersect_triangle_triangle(TA[u], TB[v])
 
 
+@njit(cache=True)
+def _grow(arr, need):
+    out = np.empty(max(need, 2 * len(arr)), arr.dtype)
+    for i in range(len(arr)):  # element-wise: a slice copy compiles numba's shape-error messages (seconds)
+        out[i] = arr[i]
+    return out
+
 
 @njit(cache=True)
 def _copy_box(src, i, dst, j):
@@ -334,168 +325,92 @@ def _copy_box(src, i, dst, j):
             dst[j, c, k] = src[i, c, k]
 
 
-# A face octree's depth-first stack (_octree_pairs). Per pending cell: its box (size, 2, 3), depth
-# and where its lists of A's and B's entries end in pool_a, pool_b (a cell's lists start where the
-# previous cell's end, the bottom cell's at 0), all int64; mask_a, mask_b: the children each entry
-# of the cell being split meets.
-OctreeStack = namedtuple("OctreeStack", "box depth a_end b_end pool_a pool_b mask_a mask_b")
-# Scratch of one split: the children cells (8, 2, 3); per child (8,) int64, the entries of A and B
-# meeting it, the order children are stacked in, where their lists start in the pools.
-SplitScratch = namedtuple("SplitScratch", "cells count_a count_b order at_a at_b")
-
-
 @njit(cache=True)
-def _octree_pairs(A, idx_a, B, idx_b, n_keys, region, pad, limits):
-    """Steps 3-4 for one pair over A's entries idx_a (rows of FaceSet A) and B's idx_b (of B):
-    keys u * n_keys + v of (A's entry u, B's entry v), sorted: the candidates (limits.mode
+def _octree_pairs(TA, loA, hiA, idx_a, TB, TB1, loB, hiB, idx_b, n_keys, swept, region, pad, max_depth, leaf_pairs,
+                  mode):
+    """Steps 3-4 for one pair over A's entries idx_a (rows of TA, loA, hiA) and B's idx_b:
+    keys u * n_keys + v of (A's entry u, B's entry v), sorted: the candidates (mode
     CANDIDATES), the intersecting ones (ALL_HITS), or the first one found (FIRST_HIT, at most
     one key). n_keys: more than any B entry.
 
     Depth first; a stack entry is a cell (box, depth) with its lists of A's and B's entries held
-    in pools in stack order (OctreeStack). A leaf popped off the top gives its face pairs
-    (_leaf_keys); any other cell's children's lists are built above its own and then moved down
-    over them (_split), so the pools hold only pending cells' lists (at most 8 per level).
+    in pools in stack order (an entry's lists end at a_end, b_end and start where the previous
+    entry's end). Popping the top cell, its children's lists are built above its own and then
+    moved down over them, so the pools hold only pending cells' lists (at most 8 per level).
     """
-    st = _octree_stack(idx_a, idx_b, region, limits.max_depth)
-    scratch = SplitScratch(np.empty((8, 2, 3)), np.zeros(8, np.int64), np.zeros(8, np.int64), np.empty(8, np.int64),
-                           np.empty(8, np.int64), np.empty(8, np.int64))
-    keys = np.empty(max(16, len(idx_a) + len(idx_b)), np.int64)
-    nk, top = np.int64(0), 1  # typed, not a literal: one compilation of _leaf_keys
-    while top > 0:
-        top -= 1
-        a0 = st.a_end[top - 1] if top > 0 else 0
-        b0 = st.b_end[top - 1] if top > 0 else 0
-        span = (a0, st.a_end[top], b0, st.b_end[top])  # the cell's lists: pool_a[a0:a1], pool_b[b0:b1]
-        if _is_leaf(st.depth[top], span, limits):
-            keys, nk, found = _leaf_keys(st, span, A, B, n_keys, limits, keys, nk)
-            if found:
-                return keys[:1]
-        else:
-            top = _split(st, top, span, A, B, pad, limits.swept, scratch)
-    if limits.mode == FIRST_HIT:
-        return keys[:0]
-    return _distinct_keys(keys, nk, n_keys, (idx_a.max() + 1) * n_keys, A, B, limits)
-
-
-@njit(cache=True)
-def _octree_stack(idx_a, idx_b, region, max_depth):
-    """The OctreeStack of _octree_pairs holding the root cell: `region` (1, 2, 3) with every
-    entry idx_a, idx_b. Sized for 8 cells pending per level below the root."""
     na, nb = len(idx_a), len(idx_b)
     size = 8 * max_depth + 2
-    st = OctreeStack(np.empty((size, 2, 3)), np.empty(size, np.int64), np.empty(size, np.int64),
-                     np.empty(size, np.int64), np.empty(size * na, np.int64), np.empty(size * nb, np.int64),
-                     np.empty(size * na, np.int64), np.empty(size * nb, np.int64))
+    pool_a, pool_b = np.empty(size * na, np.int64), np.empty(size * nb, np.int64)
+    mask_a, mask_b = np.empty(size * na, np.int64), np.empty(size * nb, np.int64)
+    box = np.empty((size, 2, 3))
+    depth, a_end, b_end = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
+    cells = np.empty((8, 2, 3))
+    count_a, count_b, order = np.zeros(8, np.int64), np.zeros(8, np.int64), np.empty(8, np.int64)
+    at_a, at_b = np.empty(8, np.int64), np.empty(8, np.int64)
     for i in range(na):
-        st.pool_a[i] = idx_a[i]
+        pool_a[i] = idx_a[i]
     for j in range(nb):
-        st.pool_b[j] = idx_b[j]
-    _copy_box(region, 0, st.box, 0)
-    st.depth[0], st.a_end[0], st.b_end[0] = 0, na, nb
-    return st
-
-
-@njit(cache=True)
-def _is_leaf(depth, span, limits):
-    """A cell at `depth` holding entries span (a0, a1, b0, b1) is not split: the depth limit, few
-    face pairs, or few faces of one mesh (THIN)."""
-    a0, a1, b0, b1 = span
-    return depth == limits.max_depth or (a1 - a0) * (b1 - b0) <= limits.leaf_pairs or min(a1 - a0, b1 - b0) <= THIN
-
-
-@njit(cache=True)
-def _boxes_meet(A, u, B, v):
-    """Entry u's box of FaceSet A and entry v's of B overlap (closed boxes)."""
-    return (A.lo[u, 0] <= B.hi[v, 0] and B.lo[v, 0] <= A.hi[u, 0] and A.lo[u, 1] <= B.hi[v, 1]
-            and B.lo[v, 1] <= A.hi[u, 1] and A.lo[u, 2] <= B.hi[v, 2] and B.lo[v, 2] <= A.hi[u, 2])
-
-
-@njit(cache=True)
-def _leaf_keys(st, span, A, B, n_keys, limits, keys, nk):
-    """A leaf cell's face pairs whose boxes overlap (A's entries pool_a[a0:a1] x B's pool_b[b0:b1],
-    span = (a0, a1, b0, b1)), as keys u * n_keys + v appended to keys from nk (keys grown to hold
-    every pair of the cell); with FIRST_HIT none is appended and the first pair whose triangles
-    meet goes to keys[0]. Returns (keys, nk, whether that first hit was found)."""
-    a0, a1, b0, b1 = span
-    if nk + (a1 - a0) * (b1 - b0) > len(keys):
-        keys = grow(keys, nk + (a1 - a0) * (b1 - b0))
-    for i in range(a0, a1):
-        for j in range(b0, b1):
-            u, v = st.pool_a[i], st.pool_b[j]
-            if not _boxes_meet(A, u, B, v):
-                continue
-            if limits.mode == FIRST_HIT:
-                if _hit(A.T, u, B.T, B.T1, v, limits.swept):
-                    keys[0] = u * n_keys + v
-                    return keys, nk, True
-            else:
-                keys[nk] = u * n_keys + v
-                nk += 1
-    return keys, nk, False
-
-
-@njit(cache=True)
-def _split(st, top, span, A, B, pad, swept, scratch):
-    """Replace cell `top` of the stack (lists span = (a0, a1, b0, b1)) by its children holding
-    entries of both meshes: route each entry to the children its box meets (its triangle too,
-    where the box straddles a split plane; B's swept faces by box only), stack the children
-    (_stack_children) and move their lists down over the parent's. Returns the new stack height."""
-    a0, a1, b0, b1 = span
-    cells, count_a, count_b = scratch.cells, scratch.count_a, scratch.count_b
-    _children(st.box, top, pad, cells)
-    for o in range(8):
-        count_a[o] = count_b[o] = 0
-    _route(st.pool_a, a0, a1, A, True, cells, st.mask_a, count_a)
-    _route(st.pool_b, b0, b1, B, not swept, cells, st.mask_b, count_b)
-    ta, tb, kids = _stack_children(st, top, span, scratch)
-    _scatter(st.pool_a, st.mask_a, a0, a1, scratch.at_a)
-    _scatter(st.pool_b, st.mask_b, b0, b1, scratch.at_b)
-    _shift_down(st.pool_a, a1, ta, a1 - a0)
-    _shift_down(st.pool_b, b1, tb, b1 - b0)
-    return kids
-
-
-@njit(cache=True)
-def _stack_children(st, top, span, scratch):
-    """Stack, from slot `top` (the parent's, popped), the children of cell `top` that hold entries
-    of both meshes (counts in scratch), and set where each child's lists are built above the
-    parent's (scratch.at_a, at_b; -1: child not kept). Returns (end of the children's lists in
-    pool_a, in pool_b, the new stack height)."""
-    a0, a1, b0, b1 = span
-    count_a, count_b, at_a, at_b = scratch.count_a, scratch.count_b, scratch.at_a, scratch.at_b
-    d = st.depth[top]  # read before the first child overwrites it
-    ta, tb, kids = a1, b1, top
-    # the child with the fewest face pairs goes on top, searched first for a first contact: in
-    # deep overlaps most cells hold a hit, and a sparse one is a leaf soonest (measured: 10-15%
-    # faster than the densest first on deep poses, the same on near-touching ones)
-    for o in _order_by_pairs(count_a, count_b, scratch.order):
-        at_a[o] = at_b[o] = -1
-        if count_a[o] == 0 or count_b[o] == 0:
+        pool_b[j] = idx_b[j]
+    _copy_box(region, 0, box, 0)
+    depth[0], a_end[0], b_end[0] = 0, na, nb
+    top = 1
+    keys = np.empty(max(16, na + nb), np.int64)
+    nk = 0
+    while top > 0:
+        top -= 1
+        a0 = a_end[top - 1] if top > 0 else 0
+        b0 = b_end[top - 1] if top > 0 else 0
+        a1, b1, d = a_end[top], b_end[top], depth[top]
+        if d == max_depth or (a1 - a0) * (b1 - b0) <= leaf_pairs or min(a1 - a0, b1 - b0) <= THIN:
+            if nk + (a1 - a0) * (b1 - b0) > len(keys):
+                keys = _grow(keys, nk + (a1 - a0) * (b1 - b0))
+            for i in range(a0, a1):
+                for j in range(b0, b1):
+                    u, v = pool_a[i], pool_b[j]
+                    if not (loA[u, 0] <= hiB[v, 0] and loB[v, 0] <= hiA[u, 0] and loA[u, 1] <= hiB[v, 1]
+                            and loB[v, 1] <= hiA[u, 1] and loA[u, 2] <= hiB[v, 2] and loB[v, 2] <= hiA[u, 2]):
+                        continue
+                    if mode == FIRST_HIT:
+                        if _hit(TA, u, TB, TB1, v, swept):
+                            keys[0] = u * n_keys + v
+                            return keys[:1]
+                    else:
+                        keys[nk] = u * n_keys + v
+                        nk += 1
             continue
-        at_a[o], at_b[o] = ta, tb
-        ta, tb = ta + count_a[o], tb + count_b[o]
-        _copy_box(scratch.cells, o, st.box, kids)
-        st.depth[kids] = d + 1
-        st.a_end[kids], st.b_end[kids] = ta - (a1 - a0), tb - (b1 - b0)  # after the move down
-        kids += 1
-    return ta, tb, kids
-
-
-@njit(cache=True)
-def _shift_down(pool, s, e, by):
-    """pool[s - by:e - by] = pool[s:e], front to back (the ranges may overlap)."""
-    for j in range(s, e):
-        pool[j - by] = pool[j]
-
-
-@njit(cache=True)
-def _distinct_keys(keys, nk, n_keys, limit, A, B, limits):
-    """keys[:nk] (all < limit) sorted, each once; for ALL_HITS only those whose triangles meet."""
-    out = _sorted_keys(keys, nk, n_keys, limit)
+        _children(box, top, pad, cells)
+        for o in range(8):
+            count_a[o] = count_b[o] = 0
+        _route(pool_a, a0, a1, TA, loA, hiA, True, cells, mask_a, count_a)
+        _route(pool_b, b0, b1, TB, loB, hiB, not swept, cells, mask_b, count_b)
+        ta, tb, kids = a1, b1, top
+        # the child with the fewest face pairs goes on top, searched first for a first contact: in
+        # deep overlaps most cells hold a hit, and a sparse one is a leaf soonest (measured: 10-15%
+        # faster than the densest first on deep poses, the same on near-touching ones)
+        for o in _order_by_pairs(count_a, count_b, order):
+            at_a[o] = at_b[o] = -1  # where child o's lists start above the parent's (-1: not kept)
+            if count_a[o] == 0 or count_b[o] == 0:
+                continue
+            at_a[o], at_b[o] = ta, tb
+            ta, tb = ta + count_a[o], tb + count_b[o]
+            _copy_box(cells, o, box, kids)
+            depth[kids] = d + 1
+            a_end[kids], b_end[kids] = ta - (a1 - a0), tb - (b1 - b0)  # after the move down
+            kids += 1
+        _scatter(pool_a, mask_a, a0, a1, at_a)
+        _scatter(pool_b, mask_b, b0, b1, at_b)
+        for j in range(a1, ta):  # move the children's lists down over the parent's
+            pool_a[j - (a1 - a0)] = pool_a[j]
+        for j in range(b1, tb):
+            pool_b[j - (b1 - b0)] = pool_b[j]
+        top = kids
+    if mode == FIRST_HIT:
+        return keys[:0]
+    out = _sorted_keys(keys, nk, n_keys, (idx_a.max() + 1) * n_keys)
     m = 0
     for i in range(nk):
-        if (i == 0 or out[i] != out[i - 1]) and (limits.mode == CANDIDATES or _hit(A.T, out[i] // n_keys, B.T, B.T1,
-                                                                                   out[i] % n_keys, limits.swept)):
+        if (i == 0 or out[i] != out[i - 1]) and (mode == CANDIDATES or _hit(TA, out[i] // n_keys, TB, TB1,
+                                                                            out[i] % n_keys, swept)):
             out[m] = out[i]
             m += 1
     return out[:m]
@@ -538,105 +453,70 @@ def _sorted_keys(keys, n, nb, limit):
     return out
 
 
-# face_octree's scratch, sized for the largest model: B's vertices in A's frame at the start and
-# end poses XB, XB1 (V, 3) float64; outcodes (V,) int64 of A's vertices, B's and B's at the end; the
-# selected faces A, B (FaceSets of F rows); the boxes (2, 2, 3) and region (1, 2, 3) of steps 0-1;
-# none, an empty int64 array: the answer of a pair without face pairs.
-PairScratch = namedtuple("PairScratch", "XB XB1 codes_a codes_b codes_b1 A B boxes region none")
-
-
 @njit(cache=True)
 def face_octree(V, F, voff, foff, ma, mb, R, t, R1, t1, swept, max_depth, leaf_pairs, mode):
     """Steps 1-4 for the k pairs (see the module doc). R1, t1: B's end pose in A's frame (read
     when `swept`). mode: CANDIDATES, ALL_HITS or FIRST_HIT. Returns CSR (ptr (k+1,), fa (P,),
     fb (P,)) int64: pair i's face pairs (local to each model), sorted by (fa, fb), each once."""
-    mesh, poses, limits = Meshes(V, F, voff, foff), Poses(R, t, R1, t1), Limits(swept, max_depth, leaf_pairs, mode)
-    work = _pair_scratch(voff, foff)
-    model_box = _model_boxes(V, voff, ma, mb)
     k = len(ma)
     ptr = np.zeros(k + 1, np.int64)
     fa, fb = np.empty(64, np.int64), np.empty(64, np.int64)
     n = 0
+    most_v, most_f = 1, 1
+    for m in range(len(voff) - 1):
+        most_v = max(most_v, voff[m + 1] - voff[m])
+        most_f = max(most_f, foff[m + 1] - foff[m])
+    XB, XB1 = np.empty((most_v, 3)), np.empty((most_v, 3))
+    codes_a, codes_b, codes_b1 = np.empty(most_v, np.int64), np.empty(most_v, np.int64), np.empty(most_v, np.int64)
+    TA, TB, TB1 = np.empty((most_f, 3, 3)), np.empty((most_f, 3, 3)), np.empty((most_f, 3, 3))
+    loA, hiA, loB, hiB = np.empty((most_f, 3)), np.empty((most_f, 3)), np.empty((most_f, 3)), np.empty((most_f, 3))
+    boxes = np.empty((2, 2, 3))
+    region = np.empty((1, 2, 3))
+    model_box = _model_boxes(V, voff, ma, mb)
     for r in range(k):
-        keys, sel_a, sel_b = _pair_keys(mesh, poses, r, ma[r], mb[r], model_box, work, limits)
-        if n + len(keys) > len(fa):
-            fa, fb = grow(fa, n + len(keys)), grow(fb, n + len(keys))
-        nk = len(sel_b)
-        for i in range(len(keys)):
-            fa[n + i] = sel_a[keys[i] // nk]
-            fb[n + i] = sel_b[keys[i] % nk]
-        n += len(keys)
+        a, b = ma[r], mb[r]
+        ptr[r + 1] = n
+        if not swept and _boxes_apart(model_box, a, b, R, t, r):
+            continue
+        nvb = voff[b + 1] - voff[b]
+        _copy_box(model_box, a, boxes, 0)
+        _move(V, voff[b], voff[b + 1], R, t, r, XB, boxes, False)
+        if swept:
+            _move(V, voff[b], voff[b + 1], R1, t1, r, XB1, boxes, True)
+        pad = _overlap(boxes, region)
+        if pad < 0.0:
+            continue
+        # B's faces meeting the region first: their boxes shrink it before A's faces are looked at
+        _outcodes(XB, 0, nvb, region, codes_b)
+        if swept:
+            _outcodes(XB1, 0, nvb, region, codes_b1)
+        sel_b = _select(XB, 0, XB1, F, foff[b], foff[b + 1] - foff[b], codes_b, codes_b1, swept, TB, TB1, loB, hiB)
+        idx_b = np.arange(len(sel_b))
+        if len(sel_b) == 0 or _shrink(region, loB, hiB, idx_b, len(sel_b)) == EMPTY:
+            continue
+        _outcodes(V, voff[a], voff[a + 1], region, codes_a)
+        sel_a = _select(V, voff[a], V, F, foff[a], foff[a + 1] - foff[a], codes_a, codes_a, False, TA, TA, loA, hiA)
+        idx_a = np.arange(len(sel_a))
+        # then each mesh's faces bound the region tighter (deep poses: much tighter), in turn
+        na, nb = _narrow(region, loA, hiA, idx_a, loB, hiB, idx_b, pad) if len(sel_a) else (0, 0)
+        if na and nb:
+            nk = len(sel_b)
+            keys = _octree_pairs(TA, loA, hiA, idx_a[:na], TB, TB1, loB, hiB, idx_b[:nb], nk, swept, region, pad,
+                                 max_depth, leaf_pairs, mode)
+            if n + len(keys) > len(fa):
+                fa, fb = _grow(fa, n + len(keys)), _grow(fb, n + len(keys))
+            for i in range(len(keys)):
+                fa[n + i] = sel_a[keys[i] // nk]
+                fb[n + i] = sel_b[keys[i] % nk]
+            n += len(keys)
         ptr[r + 1] = n
     return ptr, fa[:n].copy(), fb[:n].copy()
 
 
 @njit(cache=True)
-def _pair_scratch(voff, foff):
-    """face_octree's PairScratch for the models of packed offsets voff, foff."""
-    most_v, most_f = 1, 1
-    for m in range(len(voff) - 1):
-        most_v = max(most_v, voff[m + 1] - voff[m])
-        most_f = max(most_f, foff[m + 1] - foff[m])
-    TA = np.empty((most_f, 3, 3))
-    A = FaceSet(TA, TA, np.empty((most_f, 3)), np.empty((most_f, 3)))
-    B = FaceSet(np.empty((most_f, 3, 3)), np.empty((most_f, 3, 3)), np.empty((most_f, 3)), np.empty((most_f, 3)))
-    return PairScratch(np.empty((most_v, 3)), np.empty((most_v, 3)), np.empty(most_v, np.int64),
-                       np.empty(most_v, np.int64), np.empty(most_v, np.int64), A, B, np.empty((2, 2, 3)),
-                       np.empty((1, 2, 3)), np.empty(0, np.int64))
-
-
-@njit(cache=True)
-def _pair_keys(mesh, poses, r, a, b, model_box, work, limits):
-    """Steps 0-4 for pair r (model a of A, b of B): (keys, sel_a, sel_b), the keys of
-    _octree_pairs over A's selected faces sel_a and B's sel_b (local face ids, rows of work.A,
-    work.B); all three empty when the pair has no face pair."""
-    V, F, voff, foff = mesh
-    swept, none, region = limits.swept, work.none, work.region
-    if not swept and _boxes_apart(model_box, a, b, poses.R, poses.t, r):
-        return none, none, none
-    pad = _region(mesh, poses, r, a, b, model_box, work, swept)
-    if pad < 0.0:
-        return none, none, none
-    # B's faces meeting the region first: their boxes shrink it before A's faces are looked at
-    nvb = voff[b + 1] - voff[b]
-    _outcodes(work.XB, 0, nvb, region, work.codes_b)
-    if swept:
-        _outcodes(work.XB1, 0, nvb, region, work.codes_b1)
-    sel_b = _select(work.XB, 0, work.XB1, F, foff[b], foff[b + 1] - foff[b], work.codes_b, work.codes_b1, swept,
-                    work.B)
-    idx_b = np.arange(len(sel_b))
-    if len(sel_b) == 0 or _shrink(region, work.B.lo, work.B.hi, idx_b, len(sel_b)) == EMPTY:
-        return none, none, none
-    _outcodes(V, voff[a], voff[a + 1], region, work.codes_a)
-    sel_a = _select(V, voff[a], V, F, foff[a], foff[a + 1] - foff[a], work.codes_a, work.codes_a, False, work.A)
-    idx_a = np.arange(len(sel_a))
-    # then each mesh's faces bound the region tighter (deep poses: much tighter), in turn
-    na, nb = _narrow(region, work.A, idx_a, work.B, idx_b, pad) if len(sel_a) else (0, 0)
-    if na == 0 or nb == 0:
-        return none, none, none
-    keys = _octree_pairs(work.A, idx_a[:na], work.B, idx_b[:nb], len(sel_b), region, pad, limits)
-    return keys, sel_a, sel_b
-
-
-@njit(cache=True)
-def _region(mesh, poses, r, a, b, model_box, work, swept):
-    """Step 1 for pair r: B's vertices moved into A's frame (work.XB; work.XB1 at the end pose when
-    `swept`) and work.region = A's box & their box, padded (_overlap). Returns the pad [m], or -1
-    when the boxes miss."""
-    V, voff = mesh.V, mesh.voff
-    _copy_box(model_box, a, work.boxes, 0)
-    _move(V, voff[b], voff[b + 1], poses.R, poses.t, r, work.XB, work.boxes, False)
-    if swept:
-        _move(V, voff[b], voff[b + 1], poses.R1, poses.t1, r, work.XB1, work.boxes, True)
-    return _overlap(work.boxes, work.region)
-
-
-@njit(cache=True)
-def _candidate_hits(mesh, poses, r, a, b, fa, fb, swept, tri, tri1):
+def _candidate_hits(V, F, voff, foff, a, b, fa, fb, R, t, R1, t1, r, swept, tri, tri1):
     """Exact test of candidate (face fa of model a, face fb of model b) of pair r; scratch
     tri, tri1 (2, 3, 3): A's triangle and B's at the start, B's at the end (tri1[1]), A's frame."""
-    V, F, voff, foff = mesh
-    R, t, R1, t1 = poses
     for j in range(3):
         va, vb = voff[a] + F[foff[a] + fa, j], voff[b] + F[foff[b] + fb, j]
         for k in range(3):
@@ -650,10 +530,9 @@ def _candidate_hits(mesh, poses, r, a, b, fa, fb, swept, tri, tri1):
 def test_candidates_parallel(V, F, voff, foff, ma, mb, R, t, R1, t1, swept, row, ca, cb):
     """Step 4, SPMD: candidate i (of pair row[i]) on its own prange iteration. Returns hit (P,)
     bool: True where the candidate's triangles (swept: triangle and hull) intersect."""
-    mesh, poses = Meshes(V, F, voff, foff), Poses(R, t, R1, t1)
     hit = np.zeros(len(ca), np.bool_)
     for i in prange(len(ca)):
         tri, tri1 = np.empty((2, 3, 3)), np.empty((2, 3, 3))
         r = row[i]
-        hit[i] = _candidate_hits(mesh, poses, r, ma[r], mb[r], ca[i], cb[i], swept, tri, tri1)
+        hit[i] = _candidate_hits(V, F, voff, foff, ma[r], mb[r], ca[i], cb[i], R, t, R1, t1, r, swept, tri, tri1)
     return hit

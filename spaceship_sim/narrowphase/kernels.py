@@ -48,24 +48,19 @@ pair. Hence height <= 1 + 2 x (deepest target level).
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 from numba import njit
 
-from ..geometry.buffers import grow
-
 from ..geometry.poses import relative_poses, relative_poses_into
-from ..geometry.spheres import overlap_sphere_sphere
 from ..geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
 from ..sorting import argsort_stable
 from .fairness import record_service, service
-from .volumes import contact, enclosing, moved, overlap, place, separation, to_a as _to_a
+from .volumes import contact, dist2 as _dist2, enclosing, moved, overlap, place, separation, to_a as _to_a
 
 
 # Points are passed as (array, row) and never sliced: array views cost reference counting in
 # the innermost loops. Indices are int64 everywhere and constants are passed as typed values (Z,
-# TRUE, ...), never literals: each distinct argument type is one more compilation of the callee.
+# TRUE, ...), never literals: each distinct argument type is one more compilation of a helper.
 # The descent's per-row and per-expansion functions are compiled without reference counting
 # (_nrt=False; they allocate nothing, and nor may the volume functions they call): otherwise each
 # call increfs and decrefs its ~20 array arguments, atomic operations that cost more than the
@@ -78,21 +73,6 @@ ROWS = 8
 BAD_PAIRS, BAD_MODELS = -2, -3  # search_levels' plan[0] after a first call on bad input
 CONT_BITS = 32  # a continuation's sb is ~(b0 << CONT_BITS | j)
 Z = np.int64(0)
-
-# The public kernels take their arrays loose, as refine.py and the compiled sample pass them; inside,
-# they travel grouped, so that no function takes twenty arguments (numba flattens a tuple into its
-# members: the compiled code is the same).
-# Trees: VA, VB the volumes' node-array tuples (volumes.py); fca, cca (N,) int64 and ea (N, 8) float64
-# A's bank's first_child, child_count and enclosing spheres, fcb, ccb, eb B's; R (k, 3, 3), t (k, 3)
-# the pair rows' poses of B in A's frame; cells the banks' pending octants (_needs_children).
-Trees = namedtuple("Trees", "VA fca cca ea VB fcb ccb eb R t cells")
-# Stacks: the pair rows' depth-first stacks (descend_stacks): entries sa, sb, sl (k, width) int64,
-# height, level (k,) int64, apart, blocked (k,) bool. One row's stack, (sa[r], sb[r], sl[r]), is what
-# the expansion functions take as `entries`.
-Stacks = namedtuple("Stacks", "sa sb sl height level apart blocked")
-# LeafTriangles: one bank's node volumes V and its leaves' triangles, body frame: CSR tp (N+1,),
-# ti int64 (triangle ids per node) into vertices tv (F, 3, 3), centres tc (F, 3), radii tr (F,) [m].
-LeafTriangles = namedtuple("LeafTriangles", "V tp ti tv tc tr")
 
 
 @njit(cache=True, _nrt=False)
@@ -121,11 +101,10 @@ def stack_pairs_b(sb):
 
 
 @njit(cache=True, _nrt=False)
-def _scan_children(trees, r, a0, b0, j, level, entries, top, xb, lazy):
+def _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, lazy):
     """Test the child pairs of node pair (a0, b0) from index j on (B's children outer, A's inner,
-    in node order; a leaf stands in for its own children) and write the overlapping ones to one
-    stack, entries (sa, sb, sl) (width,) int64, from `top` on, at `level`. Returns (new top,
-    whether one overlapped).
+    in node order; a leaf stands in for its own children) and write the overlapping ones at
+    (sa, sb, sl)[top:], at `level`. Returns (new top, whether one overlapped).
 
     lazy (_expand, the descent): stop at the first overlapping pair; write a continuation for the
     child pairs after it — kept even when none is left, so that the stack holds every pair the
@@ -137,8 +116,6 @@ def _scan_children(trees, r, a0, b0, j, level, entries, top, xb, lazy):
     child: on deep poses that halves the tests, and the answers are the same (measured: level 2 on
     the freighter 0.31 -> 0.27 us a pair, the fighter 0.47 -> 0.38; also testing A's children
     against B's children's sphere first, into a bit mask, cost more than it saved)."""
-    VA, fca, cca, VB, fcb, ccb, R, t = trees.VA, trees.fca, trees.cca, trees.VB, trees.fcb, trees.ccb, trees.R, trees.t
-    sa, sb, sl = entries
     a_first, na, b_first, nb = a0, 1, b0, 1
     if cca[a0] > 0:
         a_first, na = fca[a0], cca[a0]
@@ -148,8 +125,8 @@ def _scan_children(trees, r, a0, b0, j, level, entries, top, xb, lazy):
     hit = False
     while bi < nb:
         b = b_first + bi
-        if not _reaches_children(trees.eb, b, trees.ea, a0, R, t, r):  # b overlaps none of A's children (a
-            # continue, not an if block around the rest: measured 9% faster)
+        if not _reaches_children(eb, b, ea, a0, R, t, r):  # b overlaps none of A's children (a continue,
+            # not an if block around the rest: measured 9% faster)
             ai = 0
             bi += 1
             continue
@@ -180,22 +157,23 @@ def _reaches_children(eb, b, ea, a0, R, t, r):
     if reach == np.inf:  # unbounded (on-collide trees): no test
         return True
     x0, x1, x2 = moved(R, t, r, eb, b)
-    return overlap_sphere_sphere(ea[a0, 4] - x0, ea[a0, 5] - x1, ea[a0, 6] - x2, eb[b, 3], reach)
+    s = eb[b, 3] + reach
+    return (ea[a0, 4] - x0) ** 2 + (ea[a0, 5] - x1) ** 2 + (ea[a0, 6] - x2) ** 2 <= s * s
 
 
 @njit(cache=True, _nrt=False)
-def _expand(trees, r, a0, b0, j, level, entries, top, xb):
+def _expand(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
     """Lazy expansion of node pair (a0, b0) from child-pair index j (_scan_children, lazy):
     returns (new top, whether a child pair overlapped); nothing is written when none does."""
-    return _scan_children(trees, r, a0, b0, j, level, entries, top, xb, True)
+    return _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, True)
 
 
 @njit(cache=True, _nrt=False)
-def _push_children(trees, r, a0, b0, j, level, entries, top, xb):
+def _push_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
     """Push every overlapping child pair of node pair (a0, b0) from index j on (_scan_children):
     the whole expansion (j = 0), or a continuation's rest, as the exact level needs it. Returns
     the new top."""
-    return _scan_children(trees, r, a0, b0, j, level, entries, top, xb, False)[0]
+    return _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, False)[0]
 
 
 # On-collide trees (ocst.py) build a node's children one octant at a time, as pairs need them. A
@@ -224,15 +202,14 @@ def _potential_child(cells, fc, cc, n, j):
 
 
 @njit(cache=True, _nrt=False)
-def _needs_children(trees, r, a, b):
-    """Whether expanding node pair (a, b) of pair row r must wait for children not built yet: a
-    pending octant of either node whose cell sphere overlaps one of the other node's potential
-    children (_potential_child). Those octants are ORed into the banks' want bits (ocst.py builds
-    them). Cell spheres suffice: a point where the ships meet lies in a cell of each at every
-    level, so the pair of cells holding it always overlaps; an octant that overlaps nothing of the
-    other node cannot hold such a point, and the child pairs it would make are never needed."""
-    la, lb = trees.cells
-    fca, cca, fcb, ccb, R, t = trees.fca, trees.cca, trees.fcb, trees.ccb, trees.R, trees.t
+def _needs_children(cells, fca, cca, a, fcb, ccb, b, R, t, r):
+    """Whether expanding node pair (a, b) must wait for children not built yet: a pending octant
+    of either node whose cell sphere overlaps one of the other node's potential children
+    (_potential_child). Those octants are ORed into the banks' want bits (ocst.py builds them).
+    Cell spheres suffice: a point where the ships meet lies in a cell of each at every level, so
+    the pair of cells holding it always overlaps; an octant that overlaps nothing of the other
+    node cannot hold such a point, and the child pairs it would make are never needed."""
+    la, lb = cells
     pa, pb = la[2][a], lb[2][b]
     if pa == 0 and pb == 0:
         return False
@@ -250,7 +227,7 @@ def _needs_children(trees, r, a, b):
             if va == 0 and vb == 0:
                 continue  # two built children: the expansion's own test
             x0, x1, x2, ra, ok_a = _potential_child(la, fca, cca, a, j)
-            if ok_a and overlap_sphere_sphere(x0 - x, x1 - y, x2 - z, ra, rb):
+            if ok_a and (x0 - x) ** 2 + (x1 - y) ** 2 + (x2 - z) ** 2 <= (ra + rb) ** 2:
                 wa |= va << j
                 wb |= vb << i
     la[3][a] |= wa
@@ -289,11 +266,9 @@ def _start_rows(banks, frame, rows, pose):
 
 
 @njit(cache=True)
-def _start_stacks(trees, root_a, root_b, stacks):
+def _start_stacks(VA, VB, root_a, root_b, R, t, sa, sb, sl, height, apart):
     """Per pair row r, the stack (descend_stacks) holding the root pair (root_a[r], root_b[r]) at
     level 0 when their volumes overlap, empty (apart[r]) when not."""
-    VA, VB, R, t = trees.VA, trees.VB, trees.R, trees.t
-    sa, sb, sl, height, apart = stacks.sa, stacks.sb, stacks.sl, stacks.height, stacks.apart
     xb = np.empty((2, 3))
     for r in range(len(root_a)):
         sa[r, 0], sb[r, 0], sl[r, 0] = root_a[r], root_b[r], 0
@@ -365,19 +340,17 @@ def descend_stacks(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, s, e, 
     resumes it where it stopped. (A continuation's parent pair was expanded, so every octant it
     needs is built.)
     """
-    trees = Trees(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells)
-    stacks = Stacks(sa, sb, sl, height, level, apart, blocked)
     xb = np.empty((2, 3))
     for i in range(s, e):
-        _descend_row(trees, rows[i], target[i], stacks, xb)
+        _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows[i], target[i], sa, sb, sl, height, level,
+                     apart, blocked, xb)
 
 
 @njit(cache=True, _nrt=False)
-def _descend_row(trees, r, target, stacks, xb):
-    """descend_stacks for pair row r toward level `target` (trees: Trees, stacks: Stacks)."""
-    A, B, L = stacks.sa[r], stacks.sb[r], stacks.sl[r]
-    entries = (A, B, L)
-    height, level, blocked = stacks.height, stacks.level, stacks.blocked
+def _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, target, sa, sb, sl, height, level, apart,
+                 blocked, xb):
+    """descend_stacks for pair row r toward level `target`."""
+    A, B, L = sa[r], sb[r], sl[r]
     top = height[r]
     deep = max(level[r], L[top - 1]) if top > 0 and B[top - 1] >= 0 else level[r]
     blocked[r] = False
@@ -385,15 +358,16 @@ def _descend_row(trees, r, target, stacks, xb):
         b = B[top - 1]
         if b < 0:  # a continuation: resume its scan in its place
             top -= 1
-            top, hit = _expand(trees, r, A[top], cont_node_b(b), cont_index(b), L[top], entries, top, xb)
+            top, hit = _expand(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, A[top], cont_node_b(b), cont_index(b),
+                               L[top], A, B, L, top, xb)
         elif L[top - 1] >= target:
             break
-        elif _needs_children(trees, r, A[top - 1], b):
+        elif _needs_children(cells, fca, cca, A[top - 1], fcb, ccb, b, R, t, r):
             blocked[r] = True
             break
         else:
             top -= 1
-            top, hit = _expand(trees, r, A[top], b, Z, L[top] + 1, entries, top, xb)
+            top, hit = _expand(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, A[top], b, Z, L[top] + 1, A, B, L, top, xb)
         if hit:
             deep = max(deep, L[top - 1])
     height[r] = top
@@ -403,7 +377,7 @@ def _descend_row(trees, r, target, stacks, xb):
         level[r] = target
     else:
         level[r] = deep + 1
-        stacks.apart[r] = True
+        apart[r] = True
 
 
 SCRATCH_INTS, SCRATCH_FLAGS, SCRATCH_FLOATS = ROWS + 5, 3, 45  # per pair row (scratch_views); the ints also
@@ -465,10 +439,11 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget)
     Returns (rows deepened, more, leaves): more is False when no row can go deeper; leaves counts
     the rows that may go on to the exact level (at their leaves, not apart).
     """
-    rows, pose, state, known, plan, batch, order = scratch_views(scratch, k, width)
     fca, cca, ea, fcb, ccb, eb, cells = banks[:7]
-    trees = Trees(VA, fca, cca, ea, VB, fcb, ccb, eb, pose[2], pose[3], cells)
-    stacks = Stacks(*state)
+    rows, pose, state, known, plan, batch, order = scratch_views(scratch, k, width)
+    R, t = pose[2], pose[3]
+    sa, sb, sl, height, level, apart, blocked = state
+    cap = rows[CAP]
     xb = np.empty((2, 3))
     n = 0
     if plan[0] < 0:  # set-up and forced pass
@@ -476,57 +451,29 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget)
         if bad:
             plan[0] = bad
             return n, False, 0
-        _start_search(trees, rows, stacks, known, frame[2], fair, order)
-        n = _forced_pass(trees, rows[CAP], stacks, forced, batch, plan, xb)
-    n, more = _round_robin(trees, rows[CAP], stacks, order, plan, batch, n, budget, xb)
-    return n, more, count_leaves(rows, stacks.level, stacks.apart)
-
-
-@njit(cache=True)
-def _start_search(trees, rows, stacks, known, pairs, fair, order):
-    """search_levels' first call, after _start_rows: every row at level 0, not blocked, nothing
-    known; the round-robin's order; each row's stack holding its root pair, or empty (apart)."""
-    stacks.level[:] = 0
-    stacks.blocked[:] = False
-    known[0][:] = False
-    known[1][:] = np.nan
-    _visiting_order(pairs, fair, order)
-    _start_stacks(trees, rows[ROOT_A], rows[ROOT_B], stacks)
-
-
-@njit(cache=True)
-def _forced_pass(trees, cap, stacks, forced, batch, plan, xb):
-    """search_levels' forced levels: every row not apart deepened to min(cap[r], forced), whatever
-    the budget, listed in batch; plan set to (the deepest of those levels, row 0, none found).
-    Returns the number of rows deepened."""
-    n, first = 0, 0
-    for r in range(len(cap)):
-        target = min(cap[r], forced)
-        first = max(first, target)
-        if not stacks.apart[r] and target > 0:
-            _descend_row(trees, r, target, stacks, xb)
-            batch[0, n], batch[1, n] = r, target
-            n += 1
-    plan[0], plan[1], plan[2] = first, 0, 0
-    return n
-
-
-@njit(cache=True)
-def _round_robin(trees, cap, stacks, order, plan, batch, n, budget, xb):
-    """search_levels' budgeted pass: from where plan says (level L, next row, found), rows at level
-    L below their cap deepened one level each, in `order`, until `budget` rows are done or the
-    level ends (a call never starts a new level's rows: the caller times each level afresh).
-    Deepened rows go to batch from n on; plan is saved for the next call. Returns (n, more): more
-    is False when a whole level deepened no row (none can go deeper)."""
-    level, apart = stacks.level, stacks.apart
-    k = len(cap)
+        level[:] = 0
+        blocked[:] = False
+        known[0][:] = False
+        known[1][:] = np.nan
+        _visiting_order(frame[2], fair, order)
+        _start_stacks(VA, VB, rows[ROOT_A], rows[ROOT_B], R, t, sa, sb, sl, height, apart)
+        first = 0
+        for r in range(k):
+            target = min(cap[r], forced)
+            first = max(first, target)
+            if not apart[r] and target > 0:
+                _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, target, sa, sb, sl, height, level,
+                             apart, blocked, xb)
+                batch[0, n], batch[1, n] = r, target
+                n += 1
+        plan[0], plan[1], plan[2] = first, 0, 0
     L, i, found = plan[0], plan[1], plan[2]
     done, new_level = 0, False
     while True:
         if i == k:  # level L done
             if found == 0:
                 plan[0], plan[1], plan[2] = L, i, found
-                return n, False
+                return n, False, count_leaves(rows, level, apart)
             L, i, found, new_level = L + 1, 0, 0, True
             continue
         r = order[i]
@@ -535,14 +482,15 @@ def _round_robin(trees, cap, stacks, order, plan, batch, n, budget, xb):
             continue
         if new_level or done == budget:
             break
-        _descend_row(trees, r, L + 1, stacks, xb)
+        _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, L + 1, sa, sb, sl, height, level, apart,
+                     blocked, xb)
         batch[0, n], batch[1, n] = r, L + 1
         n += 1
         done += 1
         found = 1
         i += 1
     plan[0], plan[1], plan[2] = L, i, found
-    return n, True
+    return n, True, count_leaves(rows, level, apart)
 
 
 @njit(cache=True)
@@ -624,10 +572,8 @@ def complete_pairs(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, ptr, f
     Returns CSR (out_ptr (e-s+1,), out_a, out_b) int64 and blocked (e-s,) bool: the row met
     pairs that need octants not built yet (_needs_children); they are output with its leaf
     pairs, so that the output, once they are built, is the row's stack to resume from."""
-    trees = Trees(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells)
     size, _ = _stack_capacity(cca, ccb, ptr, s, e, np.int64(64))  # tree depth < 64
     sa, sb, sl = np.empty(size, np.int64), np.empty(size, np.int64), np.zeros(size, np.int64)
-    entries = (sa, sb, sl)
     out_ptr = np.zeros(e - s + 1, np.int64)
     out_a, out_b = np.empty(ptr[e] - ptr[s] + 16, np.int64), np.empty(ptr[e] - ptr[s] + 16, np.int64)
     blocked = np.zeros(e - s, np.bool_)
@@ -640,39 +586,45 @@ def complete_pairs(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, ptr, f
             top -= 1
             a, b = sa[top], sb[top]
             if b < 0:  # a continuation: the rest of its parent's child pairs
-                top = _push_children(trees, r, a, cont_node_b(b), cont_index(b), sl[top], entries, top, xb)
+                top = _push_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a, cont_node_b(b), cont_index(b),
+                                     sl[top], sa, sb, sl, top, xb)
                 continue
-            unbuilt = _needs_children(trees, r, a, b)
+            unbuilt = _needs_children(cells, fca, cca, a, fcb, ccb, b, R, t, r)
             if unbuilt or (cca[a] == 0 and ccb[b] == 0):
                 blocked[i - s] |= unbuilt
                 if n == len(out_a):
-                    out_a, out_b = grow(out_a, n + 1), grow(out_b, n + 1)
+                    out_a, out_b = _grow1(out_a, n + 1), _grow1(out_b, n + 1)
                 out_a[n], out_b[n] = a, b
                 n += 1
             else:
-                top = _push_children(trees, r, a, b, Z, sl[top], entries, top, xb)
+                top = _push_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a, b, Z, sl[top], sa, sb, sl, top,
+                                     xb)
         out_ptr[i - s + 1] = n
     return out_ptr, out_a[:n], out_b[:n], blocked
 
+
+@njit(cache=True)
+def _grow1(arr, need):
+    out = np.empty(max(need, 2 * len(arr)), arr.dtype)
+    out[:len(arr)] = arr
+    return out
 
 
 # No array variable is reassigned inside a hot loop: numba would then pay reference counting on
 # every iteration (measured: 10x slower). Outputs are sized by a counting pass or a known bound.
 
 @njit(cache=True)
-def _gather(tp, ti, tc, tr, leaf, sphere, picked, n):
+def _gather(tp, ti, tc, tr, leaf, other_centers, other, other_radius, mark, stamp, sel, n):
     """Append to sel[n:] (sized for every triangle) the unmarked triangles of `leaf` whose
-    bounding spheres (centres tc, radii tr) meet sphere = (centres, row, radius), the one around
-    the other leaf — a triangle outside it cannot meet anything the other leaf holds — and mark
-    them: picked = (mark, stamp, sel). `tc` holds centres already in A's frame. Returns the new n."""
-    centres, o, radius = sphere
-    mark, stamp, sel = picked
+    bounding spheres meet the sphere (other_centers[other], other_radius) — a triangle outside
+    it cannot meet anything the other leaf holds — and mark them. `tc` holds centres already in
+    A's frame. Returns the new n."""
     for q in range(tp[leaf], tp[leaf + 1]):
         tri = ti[q]
         if mark[tri] == stamp:
             continue
-        if overlap_sphere_sphere(tc[tri, 0] - centres[o, 0], tc[tri, 1] - centres[o, 1], tc[tri, 2] - centres[o, 2],
-                                 tr[tri], radius):
+        rr = tr[tri] + other_radius
+        if _dist2(tc, tri, other_centers, other) <= rr * rr:
             mark[tri] = stamp
             sel[n] = tri
             n += 1
@@ -740,14 +692,13 @@ def exact_pairs(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, 
     intersecting pair of a row is wanted (a yes/no answer, like a boolean collide). Returns
     (out_ptr (e-s+1,) int64, hit_a, hit_b (h,) int64).
     """
-    side_a, side_b = LeafTriangles(VA, tpa, tia, tva, tca, tra), LeafTriangles(VB, tpb, tib, tvb, tcb, trb)
     out_ptr = np.zeros(e - s + 1, np.int64)
     hits = np.empty((64, 2), np.int64)
     scratch = _triangle_scratch(tva, tvb)
     h = 0
     for i in range(s, e):
-        hits, h = _test_leaf_pairs(side_a, side_b, R, t, rows[i], (fa, fb, ptr[i], ptr[i + 1]), i + 1, scratch, hits,
-                                   h, first)
+        hits, h = _test_leaf_pairs(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, rows[i], fa, fb,
+                                   ptr[i], ptr[i + 1], i + 1, scratch, hits, h, first)
         out_ptr[i - s + 1] = h
     return out_ptr, hits[:h, 0].copy(), hits[:h, 1].copy()
 
@@ -763,27 +714,27 @@ def _triangle_scratch(tva, tvb):
 
 
 @njit(cache=True)
-def _test_leaf_pairs(side_a, side_b, R, t, r, leaf_pairs, stamp, scratch, hits, h, first):
-    """The intersecting triangle pairs below pair row r's colliding leaf pairs, leaf_pairs =
-    (fa, fb, j0, j1): (fa[j], fb[j]) for j0 <= j < j1, appended to hits from h (global bank ids;
-    only the first with `first`). side_a, side_b: the banks' LeafTriangles.
+def _test_leaf_pairs(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, r, fa, fb, j0, j1, stamp,
+                     scratch, hits, h, first):
+    """The intersecting triangle pairs below pair row r's colliding leaf pairs (fa[j], fb[j]),
+    j0 <= j < j1, appended to hits from h (global bank ids; only the first with `first`).
 
     Gather the triangles of the leaves that can reach the sphere around the other leaf (volumes.py
     `enclosing`; each triangle once), move B's into A's frame, pair them by sweep and prune of
     their boxes, and test the pairs whose boxes overlap (every triangle pair once, where walking
     the leaf pairs would repeat many). `stamp` must differ from every earlier call's on the same
     scratch (_triangle_scratch). Returns (hits, possibly grown, and the new h)."""
-    fa, fb, j0, j1 = leaf_pairs
     sel_a, sel_b = scratch[3], scratch[4]
     na = nb = 0
     for j in range(j0, j1):
-        na, nb = _gather_pair(side_a, side_b, R, t, r, fa[j], fb[j], stamp, scratch, na, nb)
+        na, nb = _gather_pair(VA, tpa, tia, tca, tra, VB, tpb, tib, tcb, trb, R, t, r, fa[j], fb[j], stamp, scratch,
+                              na, nb)
     GA = np.empty((na, 3, 3))  # the gathered triangles, in A's frame
     GB = np.empty((nb, 3, 3))
     for u in range(na):
-        GA[u] = side_a.tv[sel_a[u]]
+        GA[u] = tva[sel_a[u]]
     for u in range(nb):
-        Vu, Tu = GB[u], side_b.tv[sel_b[u]]
+        Vu, Tu = GB[u], tvb[sel_b[u]]
         for v in range(3):
             _to_a(R, t, r, Tu, v, Vu, v)
     lo_a, hi_a = np.empty((na, 3)), np.empty((na, 3))
@@ -792,45 +743,44 @@ def _test_leaf_pairs(side_a, side_b, R, t, r, leaf_pairs, stamp, scratch, hits, 
     _boxes(GB, lo_b, hi_b)
     cand = _sweep(lo_a, hi_a, lo_b, hi_b)
     if h + len(cand) > len(hits):
-        hits = grow(hits, h + len(cand))
+        hits = _grow2(hits, h + len(cand))
     return hits, _test_pairs(GA, GB, cand, sel_a, sel_b, hits, h, first)
 
 
 @njit(cache=True)
-def _gather_pair(side_a, side_b, R, t, r, a, b, stamp, scratch, na, nb):
-    """Append to the selections of `scratch` (_triangle_scratch) the triangles of leaf a (of
-    side_a) that can reach the sphere around leaf b (of side_b) and those of b that can reach
-    a's, each once per stamp. Returns the new counts (na, nb)."""
+def _gather_pair(VA, tpa, tia, tca, tra, VB, tpb, tib, tcb, trb, R, t, r, a, b, stamp, scratch, na, nb):
+    """Append to the selections of `scratch` (_triangle_scratch) the triangles of leaf a that can
+    reach the sphere around leaf b and those of b that can reach a's, each once per stamp.
+    Returns the new counts (na, nb)."""
     Z, One = np.int64(0), np.int64(1)
     mark_a, mark_b, moved, sel_a, sel_b, tcb_a, xa, xb = scratch
-    tib = side_b.ti
-    rb = enclosing(side_b.V, b, xb)
+    rb = enclosing(VB, b, xb)
     _to_a(R, t, r, xb, Z, xb, One)
-    na = _gather(side_a.tp, side_a.ti, side_a.tc, side_a.tr, a, (xb, One, rb), (mark_a, stamp, sel_a), na)
-    for q in range(side_b.tp[b], side_b.tp[b + 1]):
+    na = _gather(tpa, tia, tca, tra, a, xb, One, rb, mark_a, stamp, sel_a, na)
+    for q in range(tpb[b], tpb[b + 1]):
         if moved[tib[q]] != stamp:
-            _to_a(R, t, r, side_b.tc, tib[q], tcb_a, tib[q])
+            _to_a(R, t, r, tcb, tib[q], tcb_a, tib[q])
             moved[tib[q]] = stamp
-    ra = enclosing(side_a.V, a, xa)
-    return na, _gather(side_b.tp, tib, tcb_a, side_b.tr, b, (xa, Z, ra), (mark_b, stamp, sel_b), nb)
+    ra = enclosing(VA, a, xa)
+    return na, _gather(tpb, tib, tcb_a, trb, b, xa, Z, ra, mark_b, stamp, sel_b, nb)
 
 
 @njit(cache=True)
-def _first_hit_in_leaf_pair(side_a, side_b, R, t, r, a, b, stamp, scratch, boxes_b):
+def _first_hit_in_leaf_pair(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, r, a, b, stamp, scratch,
+                            GB, lo, hi):
     """The first intersecting triangle pair (A's, B's global ids) below one colliding leaf pair
     (a, b) of pair row r, or (-1, -1): _test_leaf_pairs for a single pair, without its sweep and
-    allocations (a leaf's few triangles pair up directly). boxes_b = (GB (F_B, 3, 3), lo, hi
-    (F_B, 3)): scratch for B's gathered triangles in A's frame and their boxes."""
-    GB, lo, hi = boxes_b
-    na, nb = _gather_pair(side_a, side_b, R, t, r, a, b, stamp, scratch, 0, 0)
+    allocations (a leaf's few triangles pair up directly). GB (F_B, 3, 3), lo, hi (F_B, 3): scratch
+    for B's gathered triangles in A's frame and their boxes."""
+    na, nb = _gather_pair(VA, tpa, tia, tca, tra, VB, tpb, tib, tcb, trb, R, t, r, a, b, stamp, scratch, 0, 0)
     sel_a, sel_b = scratch[3], scratch[4]
     for v in range(nb):
-        Tv = side_b.tv[sel_b[v]]
+        Tv = tvb[sel_b[v]]
         for k in range(3):
             _to_a(R, t, r, Tv, k, GB[v], k)
     _boxes(GB[:nb], lo, hi)
     for u in range(na):
-        Tu = side_a.tv[sel_a[u]]
+        Tu = tva[sel_a[u]]
         ulo0, uhi0 = min(Tu[0, 0], Tu[1, 0], Tu[2, 0]), max(Tu[0, 0], Tu[1, 0], Tu[2, 0])
         ulo1, uhi1 = min(Tu[0, 1], Tu[1, 1], Tu[2, 1]), max(Tu[0, 1], Tu[1, 1], Tu[2, 1])
         ulo2, uhi2 = min(Tu[0, 2], Tu[1, 2], Tu[2, 2]), max(Tu[0, 2], Tu[1, 2], Tu[2, 2])
@@ -855,11 +805,8 @@ def first_contacts(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, target
     last one left on top. Leaf pairs share triangles, so a row found apart this way tests
     some triangle pairs more than once (exact_pairs over the whole frontier tests each once), but
     a contact costs the leaf pairs tried before it, not the frontier."""
-    trees = Trees(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells)
-    stacks = Stacks(sa, sb, sl, height, level, apart, blocked)
-    side_a, side_b = LeafTriangles(VA, tpa, tia, tva, tca, tra), LeafTriangles(VB, tpb, tib, tvb, tcb, trb)
     scratch = _triangle_scratch(tva, tvb)
-    boxes_b = (np.empty((len(tvb), 3, 3)), np.empty((len(tvb), 3)), np.empty((len(tvb), 3)))
+    GB, lo, hi = np.empty((len(tvb), 3, 3)), np.empty((len(tvb), 3)), np.empty((len(tvb), 3))
     xb = np.empty((2, 3))
     stamp = 0
     for i in range(len(rows)):
@@ -868,7 +815,8 @@ def first_contacts(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, target
         while height[r] > 0 and hit[r, 0] < 0:
             top = height[r] - 1
             if sb[r, top] < 0 or sl[r, top] < goal:  # no witness on top: descend to the next one
-                _descend_row(trees, r, goal, stacks, xb)
+                _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, goal, sa, sb, sl, height, level,
+                             apart, blocked, xb)
                 if blocked[r]:
                     break
                 continue
@@ -876,8 +824,8 @@ def first_contacts(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, target
                 break
             left -= 1
             stamp += 1
-            hit[r, 0], hit[r, 1] = _first_hit_in_leaf_pair(side_a, side_b, R, t, r, sa[r, top], sb[r, top], stamp,
-                                                           scratch, boxes_b)
+            hit[r, 0], hit[r, 1] = _first_hit_in_leaf_pair(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb,
+                                                           R, t, r, sa[r, top], sb[r, top], stamp, scratch, GB, lo, hi)
             if hit[r, 0] < 0:
                 if left == 0:
                     break  # out of tries: the witness stays on top, the caller tests the whole frontier
@@ -900,6 +848,12 @@ def _test_pairs(VA, VB, cand, sel_a, sel_b, hits, h, first):
     return h
 
 
+@njit(cache=True)
+def _grow2(arr, need):
+    out = np.empty((max(need, 2 * len(arr)), arr.shape[1]), arr.dtype)
+    out[:len(arr)] = arr
+    return out
+
 
 @njit(cache=True)
 def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
@@ -909,9 +863,9 @@ def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
     (measured ~2.5x, in a frame after a render, where every Python-level call runs from cold
     caches). The stack's colliding node pairs are its entries' pairs (entry_node_b): the witness, and per level above it the
     pair its continuation comes from — the witness's ancestors, root pair included, each kept
-    by its continuation (_expand) — not every overlapping sibling met on the way (lazy testing
-    leaves those untested). So the bound is the min over fewer pairs than a search testing every
-    sibling would hold (looser, still valid), and the contact comes from one chain of pairs.
+    by its continuation (_expand) — not every overlapping sibling met on the way, as before lazy
+    testing: those stay untested. So the bound is the min over fewer pairs (looser, still valid),
+    and the contact comes from one chain of pairs, not a spread of them.
 
     Returns, each (k,) unless noted:
     colliding, exact bool: not found apart; found apart or triangles tested
@@ -938,9 +892,9 @@ def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
     (_expand) — so the first contact added gives the normal.
     """
     rows, pose, state, known = scratch_views(scratch, k, width)[:4]
-    Ta, R, t = pose[0], pose[2], pose[3]
-    stacks = Stacks(*state)
-    sa, sb, height, level, apart, tested = stacks.sa, stacks.sb, stacks.height, stacks.level, stacks.apart, known[0]
+    Ta, _, R, t = pose
+    sa, sb, sl, height, level, apart, _ = state
+    tested = known[0]
     colliding, exact = np.empty(k, np.bool_), np.empty(k, np.bool_)
     for i in range(k):
         colliding[i], exact[i] = not apart[i], apart[i] or tested[i]
@@ -959,72 +913,39 @@ def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
             distance[i] = 0.0
         if height[i] == 0:
             continue
-        best, best_j = _tightest_bound(VA, VB, R, t, stacks, i, xb)
+        acc[:] = 0.0
+        best, best_j = np.inf, 0
+        for j in range(height[i]):  # two loops, not one: shorter bodies, more entries in flight
+            sep = separation(VA, sa[i, j], VB, entry_node_b(sb[i, j]), R, t, i, xb)
+            if sep < best:
+                best, best_j = sep, j
         bound_pair[i, 0], bound_pair[i, 1] = sa[i, best_j] - root_a[i], entry_node_b(sb[i, best_j]) - root_b[i]
-        n0, n1, n2 = _chain_contact(VA, VB, R, t, stacks, i, xb, acc)
-        _contact_to_world(Ta, i, acc, _unit_normal(n0, n1, n2, t, i), point, normal)
+        for j in range(height[i]):
+            if j == 1:  # the bottom entry names the root pair (docstring): its direction is the normal
+                n0, n1, n2 = acc[3], acc[4], acc[5]
+            contact(VA, sa[i, j], VB, entry_node_b(sb[i, j]), R, t, i, xb, acc)
+        if height[i] == 1:
+            n0, n1, n2 = acc[3], acc[4], acc[5]
+        for c in range(3):
+            acc[c] /= height[i]
+        length = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
+        if length < 1e-9:
+            n0, n1, n2 = t[i, 0], t[i, 1], t[i, 2]
+            length = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
+        if length < 1e-12:
+            n0, n1, n2, length = 1.0, 0.0, 0.0, 1.0
+        for c in range(3):  # A's body frame -> world
+            point[i, c] = Ta[i, c, 3]
+            for m in range(3):
+                point[i, c] += Ta[i, c, m] * acc[m]
+            normal[i, c] = (Ta[i, c, 0] * n0 + Ta[i, c, 1] * n1 + Ta[i, c, 2] * n2) / length
         bound[i] = 0.0 if hit_ptr[i + 1] > hit_ptr[i] else best
-    ptr, fa, fb, _ = stacks_csr(sa, sb, stacks.sl, height, np.arange(k), True)
+    ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), True)
     keys, served, n = fair
     if n >= 0:
         keys, served = record_service(pairs, level, n, keys, served)
     return (colliding, exact, bound, distance, point, normal, level.copy(), root_a, root_b, rows[TRI_A].copy(),
             rows[TRI_B].copy(), bound_pair, hist, ptr, fa, fb, keys, served)
-
-
-@njit(cache=True)
-def _tightest_bound(VA, VB, R, t, stacks, i, xb):
-    """(bound, j): the least separation bound (volumes.separation) over row i's stack entries'
-    pairs, and the entry it comes from. (Its own loop, not fused with _chain_contact's: shorter
-    bodies, more entries in flight.)"""
-    sa, sb = stacks.sa, stacks.sb
-    best, best_j = np.inf, 0
-    for j in range(stacks.height[i]):
-        sep = separation(VA, sa[i, j], VB, entry_node_b(sb[i, j]), R, t, i, xb)
-        if sep < best:
-            best, best_j = sep, j
-    return best, best_j
-
-
-@njit(cache=True)
-def _chain_contact(VA, VB, R, t, stacks, i, xb, acc):
-    """acc[:3] = the mean over row i's (non-empty) stack entries' pairs of their contact points
-    (volumes.contact), A's body frame [m]. Returns the bottom entry's direction (3 floats, not
-    unit): the root pair's (summarize_stacks)."""
-    sa, sb, height = stacks.sa, stacks.sb, stacks.height[i]
-    acc[:] = 0.0
-    contact(VA, sa[i, 0], VB, entry_node_b(sb[i, 0]), R, t, i, xb, acc)
-    n0, n1, n2 = acc[3], acc[4], acc[5]
-    for j in range(1, height):
-        contact(VA, sa[i, j], VB, entry_node_b(sb[i, j]), R, t, i, xb, acc)
-    for c in range(3):
-        acc[c] /= height
-    return n0, n1, n2
-
-
-@njit(cache=True)
-def _unit_normal(n0, n1, n2, t, i):
-    """(n0, n1, n2, length): direction n, or where it is ~0 (coinciding centres) B's origin from A's
-    (t[i]), or where that is ~0 too +x; length its norm, to divide by."""
-    length = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
-    if length < 1e-9:
-        n0, n1, n2 = t[i, 0], t[i, 1], t[i, 2]
-        length = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
-    if length < 1e-12:
-        n0, n1, n2, length = 1.0, 0.0, 0.0, 1.0
-    return n0, n1, n2, length
-
-
-@njit(cache=True)
-def _contact_to_world(Ta, i, acc, unit, point, normal):
-    """point[i] (3,) = contact point acc[:3] and normal[i] (3,) = unit = (n0, n1, n2, length)
-    normalised, from A's body frame to the world by Ta[i] (4, 4)."""
-    n0, n1, n2, length = unit
-    for c in range(3):
-        point[i, c] = Ta[i, c, 3]
-        for m in range(3):
-            point[i, c] += Ta[i, c, m] * acc[m]
-        normal[i, c] = (Ta[i, c, 0] * n0 + Ta[i, c, 1] * n1 + Ta[i, c, 2] * n2) / length
 
 
 @njit(cache=True)

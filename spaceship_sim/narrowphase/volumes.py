@@ -56,8 +56,6 @@ from numba import njit
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from ..geometry.spheres import overlap_sphere_sphere
-
 
 @dataclass(frozen=True)
 class Volume:
@@ -176,12 +174,11 @@ def _sphere_place(VB, b, R, t, r, xb):
 
 @njit(cache=True)
 def _sphere_overlap(VA, a, VB, b, R, t, r, xb):
-    """Centres no farther apart than the radii's sum (touching overlaps); depth = that sum minus
-    the centre distance."""
-    ca, ra, rb = VA[0], VA[1][a], VB[1][b]
-    dx, dy, dz = ca[a, 0] - xb[0, 0], ca[a, 1] - xb[0, 1], ca[a, 2] - xb[0, 2]
-    if overlap_sphere_sphere(dx, dy, dz, ra, rb):
-        return True, (ra + rb) - np.sqrt(dx * dx + dy * dy + dz * dz)
+    """Centres closer than the radii's sum; depth = that sum minus the centre distance."""
+    rr = VA[1][a] + VB[1][b]
+    d2 = dist2(VA[0], a, xb, np.int64(0))
+    if d2 <= rr * rr:
+        return True, rr - np.sqrt(d2)
     return False, 0.0
 
 

@@ -19,10 +19,10 @@ import numba
 import numpy as np
 from numba import njit
 
-from ..geometry.poses import relative_poses
 from ..narrowphase.exact import ExactAnswer
 from ..progress import slow_notice, to_stderr
-from .query import Front, Rows, Tolerance, chunks, collide_pairs, distance_pairs
+from ..geometry.poses import relative_poses
+from .query import chunks, collide_pairs, distance_pairs
 from .tree import SSVBank, build_ssv, load_or_build_ssv
 
 ALL_CONTACTS_CAP = 64        # triangle pairs stored per row on a first all-contacts pass (rows with more run
@@ -98,7 +98,8 @@ class SSVExact:
         self.depth = int(self.bank.depth.max())
         self.cap = ALL_CONTACTS_CAP
         self.room = PENDING_ROOM * (self.depth + 2)  # distance's pending pairs (tests set it small)
-        self.nodes = self.bank.arrays  # the kernels' arguments, made once
+        b = self.bank  # how far each node's SSV reaches from its core's centre (front tracking)
+        self.extent = np.hypot(b.half[:, 0], b.half[:, 1]) + b.radius
         self._idle_rows = {}
         self.threads = numba.config.NUMBA_NUM_THREADS if threads is None else max(1, min(int(threads),
                                                                                        numba.config.NUMBA_NUM_THREADS))
@@ -137,7 +138,7 @@ class SSVExact:
         ma, mb, Ta, R, t, ra, rb = self._setup(ma, mb, Ta, Tb)
         def run(rows, cap):
             with self._pool(len(ra[rows])) as bounds:
-                return collide_pairs(self.nodes, R[rows], t[rows], ra[rows], rb[rows], bounds, self.depth, cap)
+                return collide_pairs(*self.bank.arrays, R[rows], t[rows], ra[rows], rb[rows], bounds, self.depth, cap)
 
         count, hits = run(slice(None), self.cap if all_contacts else 1)
         count = count if all_contacts else np.minimum(count, 1)
@@ -166,16 +167,18 @@ class SSVExact:
         k = len(ra)
         none, far, zero, fx0, fl0 = self._idle(k)
         if front is None:
-            pivot = none
-            fronts = Front(fx0, fx0, fl0, np.zeros(k, np.int64), np.zeros(k, np.int64), R, t)
+            fx = fy = fx0
+            fl, fn, fresh, pivot = fl0, np.zeros(k, np.int64), np.zeros(k, np.int64), none
+            R0, t0 = R, t
         else:
-            pivot = np.ascontiguousarray(front.tri[:, 1])  # one compiled signature: contiguous like `none`
-            fronts = Front(front.x, front.y, front.lb, front.n, front.fresh, front.R, front.t)
-        rows = Rows(ra, rb, none if seed_a is None else seed_a, none if seed_b is None else seed_b,
-                    far if bound is None else bound, zero if stop_at is None else stop_at, pivot)
+            fx, fy, fl, fn, fresh, R0, t0 = front.x, front.y, front.lb, front.n, front.fresh, front.R, front.t
+            pivot = front.tri[:, 1]
         with self._pool(k) as bounds:
-            return distance_pairs(self.nodes, R, t, rows, Tolerance(float(rel), float(abs_tol), bool(priority)),
-                                  fronts, bounds, self.room)
+            return distance_pairs(*self.bank.arrays, R, t, ra, rb, bounds, self.room,
+                                  none if seed_a is None else seed_a, none if seed_b is None else seed_b,
+                                  far if bound is None else bound, float(rel), float(abs_tol),
+                                  zero if stop_at is None else stop_at, bool(priority), self.extent,
+                                  fx, fy, fl, fn, fresh, pivot, R0, t0)
 
     def _idle(self, k):
         """The kernel's arguments for k rows that ask for nothing (none of them written there): no seed

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,11 +32,6 @@ CUT_QUANTILES = (0.3, 0.7)  # besides the mean and the middle, the split tries c
 RECT_TURNS = 32  # in-plane turns of the two longest axes tried, evenly over a quarter turn (0 among them)
 _TURN = np.arange(RECT_TURNS) * (np.pi / 2 / RECT_TURNS)
 _TURNED = np.concatenate([np.stack([np.cos(_TURN), np.sin(_TURN)]), np.stack([-np.sin(_TURN), np.cos(_TURN)])], 1)
-
-# The bank's arrays as the query kernels take them (one argument; numba reads a named tuple of arrays
-# field by field): the _Nodes arrays but kind, and extent (n,) float64 [m], how far each node's SSV
-# reaches from its core's centre (front tracking's motion bound)
-NodeArrays = namedtuple("NodeArrays", "center u v half radius child face tris box_center box_half extent")
 
 
 @dataclass(frozen=True, eq=False)
@@ -309,8 +303,7 @@ class SSVBank(_Nodes):
                    depth=np.array([t.depth for t in trees], np.int64))
 
     @property
-    def arrays(self) -> NodeArrays:
-        """The node and triangle arrays as the kernels take them (extent computed on each call: keep it)."""
-        extent = np.hypot(self.half[:, 0], self.half[:, 1]) + self.radius
-        return NodeArrays(self.center, self.u, self.v, self.half, self.radius, self.child, self.face, self.tris,
-                          self.box_center, self.box_half, extent)
+    def arrays(self) -> tuple:
+        """The node and triangle arrays in the order the kernels take them."""
+        return (self.center, self.u, self.v, self.half, self.radius, self.kind, self.child, self.face, self.tris,
+                self.box_center, self.box_half)

@@ -23,7 +23,7 @@ def _rotation(rng):
     return q if np.linalg.det(q) > 0 else -q
 
 
-def poses_kernel(rng, models, a, b, k, reach=2.2):
+def _poses(rng, models, a, b, k, reach=2.2):
     """(Ta, Tb) (k, 4, 4): A anywhere, B at a random orientation, centres up to reach x the sum of
     the bounding radii apart (about half the poses intersect)."""
     T = np.tile(np.eye(4), (2, k, 1, 1))
@@ -63,16 +63,16 @@ def test_leaf_pairs_whose_ssvs_are_apart_hold_disjoint_triangles(ssv, models, se
     from spaceship_sim.ssv.query import _node_gap
 
     rng = np.random.default_rng(seed)
-    Ta, Tb = poses_kernel(rng, models, a, b, 1, reach=0.8)
+    Ta, Tb = _poses(rng, models, a, b, 1, reach=0.8)
     R, t = relative_poses(Ta, Tb)
     bank, out = ssv.bank, np.empty((2, 3))
     leaves = [np.flatnonzero((bank.child[:, 0] < 0) & (bank.node_offset[m] <= np.arange(len(bank.child)))
                              & (np.arange(len(bank.child)) < bank.node_offset[m + 1])) for m in (a, b)]
-    nodes = bank.arrays
+    arrays = (bank.center, bank.u, bank.v, bank.half, bank.radius)
     apart = 0
     for x in leaves[0]:
         for y in leaves[1]:
-            if _node_gap(nodes, R, t, 0, x, y, 0.0) > 0.0:  # the first bound above 0, or the exact gap
+            if _node_gap(*arrays, R, t, 0, x, y, 0.0) > 0.0:  # the first bound above 0, or the exact gap
                 A, B = bank.tris[bank.face[x]], bank.tris[bank.face[y]] @ R[0].T + t[0]
                 assert not intersect_triangle_triangle(A, B)
                 assert distance_triangle_triangle_disjoint(A, B, out) == distance_triangle_triangle(A, B, out)
@@ -82,7 +82,7 @@ def test_leaf_pairs_whose_ssvs_are_apart_hold_disjoint_triangles(ssv, models, se
 @SETTINGS
 @given(SEEDS, MODEL, MODEL, st.booleans())
 def test_collide_equals_brute_force(ssv, models, seed, a, b, all_contacts):
-    Ta, Tb = poses_kernel(np.random.default_rng(seed), models, a, b, 4)
+    Ta, Tb = _poses(np.random.default_rng(seed), models, a, b, 4)
     ma, mb = _pair(4, a, b)
     got = ssv.collide(ma, mb, Ta, Tb, all_contacts)
     want = BruteForceExact(models).collide(ma, mb, Ta, Tb, True)
@@ -97,7 +97,7 @@ def test_collide_equals_brute_force(ssv, models, seed, a, b, all_contacts):
 @SETTINGS
 @given(SEEDS, MODEL, MODEL)
 def test_distance_equals_brute_force_with_closest_points_on_the_surfaces(ssv, models, seed, a, b):
-    Ta, Tb = poses_kernel(np.random.default_rng(seed), models, a, b, 3, reach=3.0)
+    Ta, Tb = _poses(np.random.default_rng(seed), models, a, b, 3, reach=3.0)
     got = ssv.distance(*_pair(3, a, b), Ta, Tb)
     for i in range(3):
         d = got.distance[i]
@@ -116,7 +116,7 @@ def test_distance_equals_brute_force_with_closest_points_on_the_surfaces(ssv, mo
 @SETTINGS
 @given(SEEDS, MODEL, st.sampled_from([0.01, 0.1, 0.5]), st.sampled_from([0.0, 0.05]))
 def test_approximate_distance_within_tolerance(ssv, models, seed, a, rel, abs_tol):
-    Ta, Tb = poses_kernel(np.random.default_rng(seed), models, a, a, 4, reach=3.0)
+    Ta, Tb = _poses(np.random.default_rng(seed), models, a, a, 4, reach=3.0)
     exact = ssv.distance(*_pair(4, a, a), Ta, Tb).distance
     approx = ssv.distance(*_pair(4, a, a), Ta, Tb, rel=rel, abs_tol=abs_tol)
     assert np.all(approx.distance >= exact * (1 - 1e-12))
@@ -128,7 +128,7 @@ def test_approximate_distance_within_tolerance(ssv, models, seed, a, rel, abs_to
 @example(seed=1, a=0, factor=1.0)  # d exactly the distance: a plane gap an ulp above it once pruned the pair
 @example(seed=9, a=2, factor=1.0)
 def test_tolerance_query_is_distance_below(ssv, models, seed, a, factor):
-    Ta, Tb = poses_kernel(np.random.default_rng(seed), models, a, a, 4, reach=3.0)
+    Ta, Tb = _poses(np.random.default_rng(seed), models, a, a, 4, reach=3.0)
     exact = ssv.distance(*_pair(4, a, a), Ta, Tb).distance
     d = exact * factor + (exact == 0) * 0.01
     assert np.array_equal(ssv.closer_than(*_pair(4, a, a), Ta, Tb, d), exact <= d)
@@ -140,7 +140,7 @@ def test_tolerance_query_is_distance_below(ssv, models, seed, a, factor):
 @example(seed=283, a=1, b=0)  # a tie between two triangle pairs
 def test_priority_search_and_triangle_caching_give_the_exact_distance(ssv, models, seed, a, b):
     rng = np.random.default_rng(seed)
-    Ta, Tb = poses_kernel(rng, models, a, b, 4, reach=3.0)
+    Ta, Tb = _poses(rng, models, a, b, 4, reach=3.0)
     exact = ssv.distance(*_pair(4, a, b), Ta, Tb)
     assert np.array_equal(ssv.distance(*_pair(4, a, b), Ta, Tb, priority=True).distance, exact.distance)
     # last frame's closest pair (here: any random pair) seeds the query; the answer stays exact
@@ -155,11 +155,11 @@ def test_priority_search_and_triangle_caching_give_the_exact_distance(ssv, model
 
 
 def _trajectory(rng, models, a, b, k, frames, step):
-    """(frames, k, 4, 4) Ta, Tb: k random poses (as poses_kernel), B then moving a little each frame
+    """(frames, k, 4, 4) Ta, Tb: k random poses (as _poses), B then moving a little each frame
     (a turn of up to `step` rad about a random axis through B's origin and a shift of up to
     `step` x the bounding radii), so that consecutive frames are coherent."""
     from scipy.spatial.transform import Rotation
-    Ta, Tb = poses_kernel(rng, models, a, b, k, reach=3.0)
+    Ta, Tb = _poses(rng, models, a, b, k, reach=3.0)
     span = models[a].bounding_radius + models[b].bounding_radius
     turn = Rotation.from_rotvec(rng.normal(size=(k, 3)) * step / np.sqrt(3)).as_matrix()
     shift = rng.normal(size=(k, 3)) * step * span / np.sqrt(3)
@@ -203,7 +203,7 @@ def test_front_tracking_when_b_turns_about_its_closest_point(ssv, models, seed, 
     from scipy.spatial.transform import Rotation
     rng = np.random.default_rng(seed)
     k = 4
-    Ta, Tb = poses_kernel(rng, models, a, a, k, reach=3.0)
+    Ta, Tb = _poses(rng, models, a, a, k, reach=3.0)
     got = ssv.distance(*_pair(k, a, a), Ta, Tb, keep_front=True)
     for _ in range(4):
         pivot = np.where(got.distance[:, None] > 0, got.points[:, 1], Tb[:, :3, 3])  # world
@@ -247,7 +247,7 @@ def test_a_row_whose_seed_touches_keeps_its_front_at_the_pose_its_bounds_hold_at
     """B moved so that last frame's closest points meet: the seed pair intersects, the row answers 0 at
     once and its front (bounds valid at the old pose) stays as it was, old pose included, so that
     next frame's bounds decay by the motion since that pose, not since this frame's."""
-    Ta, Tb = poses_kernel(np.random.default_rng(seed), models, a, a, 4, reach=3.0)
+    Ta, Tb = _poses(np.random.default_rng(seed), models, a, a, 4, reach=3.0)
     first = ssv.distance(*_pair(4, a, a), Ta, Tb, keep_front=True)
     apart = first.distance > 0
     R, t, n = first.front.R.copy(), first.front.t.copy(), first.front.n.copy()
@@ -266,7 +266,7 @@ def test_a_row_whose_seed_touches_keeps_its_front_at_the_pose_its_bounds_hold_at
 
 
 def test_a_front_is_spent_once_and_only_for_its_rows(ssv, models):
-    Ta, Tb = poses_kernel(np.random.default_rng(5), models, 2, 2, 2, reach=3.0)
+    Ta, Tb = _poses(np.random.default_rng(5), models, 2, 2, 2, reach=3.0)
     first = ssv.distance(*_pair(2, 2, 2), Ta, Tb, keep_front=True)
     again = ssv.distance(*_pair(2, 2, 2), Ta, Tb, front=first.front.copy())
     assert np.array_equal(again.distance, first.distance) and again.front is not None
@@ -280,7 +280,7 @@ def test_a_front_is_spent_once_and_only_for_its_rows(ssv, models):
 @SETTINGS
 @given(SEEDS, MODEL, MODEL, st.sampled_from([0.0, 0.1]), st.booleans())
 def test_distance_rows_that_outgrow_their_room_are_rerun_to_the_same_answer(ssv, models, seed, a, b, rel, priority):
-    Ta, Tb = poses_kernel(np.random.default_rng(seed), models, a, b, 4, reach=3.0)
+    Ta, Tb = _poses(np.random.default_rng(seed), models, a, b, 4, reach=3.0)
     want = ssv.distance(*_pair(4, a, b), Ta, Tb, rel=rel, priority=priority)
     room, ssv.room = ssv.room, 1  # a row overflows at its first pending pair: rerun with 2, 4, ... pairs of room
     try:
@@ -293,7 +293,7 @@ def test_distance_rows_that_outgrow_their_room_are_rerun_to_the_same_answer(ssv,
 
 def test_parallel_equals_serial(ssv, models):
     rng = np.random.default_rng(7)
-    Ta, Tb = poses_kernel(rng, models, 2, 2, 64)
+    Ta, Tb = _poses(rng, models, 2, 2, 64)
     ma, mb = _pair(64, 2, 2)
     runs = []
     for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
@@ -319,7 +319,7 @@ def test_sphere_tree_separation_bound_is_above_the_exact_distance(ssv, models):
 
     lamp = models[2]
     bank = TreeBank.from_trees([load_or_build(lamp, method="medial")])
-    Ta, Tb = poses_kernel(np.random.default_rng(3), models, 2, 2, 40)
+    Ta, Tb = _poses(np.random.default_rng(3), models, 2, 2, 40)
     T = np.stack([Ta, Tb], 1).reshape(-1, 4, 4)
     pairs = np.arange(80).reshape(40, 2)
     exact = ssv.distance(*_pair(40, 2, 2), Ta, Tb).distance
