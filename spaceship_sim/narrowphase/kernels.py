@@ -868,7 +868,7 @@ def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
     and the contact comes from one chain of pairs, not a spread of them.
 
     Returns, each (k,) unless noted:
-    colliding, exact bool: not found apart; found apart or triangles tested
+    colliding, certain bool: not found apart; found apart or triangles tested
     bound: the min over those pairs of the volume's separation bound
         (volumes.py; any overlapping pair gives a valid one), 0 for rows with intersecting
         triangles (hit_ptr, CSR over the rows), +inf for rows apart; distance: known's, 0 for
@@ -895,9 +895,9 @@ def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
     Ta, _, R, t = pose
     sa, sb, sl, height, level, apart, _ = state
     tested = known[0]
-    colliding, exact = np.empty(k, np.bool_), np.empty(k, np.bool_)
+    colliding, certain = np.empty(k, np.bool_), np.empty(k, np.bool_)
     for i in range(k):
-        colliding[i], exact[i] = not apart[i], apart[i] or tested[i]
+        colliding[i], certain[i] = not apart[i], apart[i] or tested[i]
     bound, distance = np.full(k, np.inf), known[1].copy()
     point, normal = np.full((k, 3), np.nan), np.zeros((k, 3))
     hist = np.zeros(n_levels, np.int64)
@@ -944,7 +944,7 @@ def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
     keys, served, n = fair
     if n >= 0:
         keys, served = record_service(pairs, level, n, keys, served)
-    return (colliding, exact, bound, distance, point, normal, level.copy(), root_a, root_b, rows[TRI_A].copy(),
+    return (colliding, certain, bound, distance, point, normal, level.copy(), root_a, root_b, rows[TRI_A].copy(),
             rows[TRI_B].copy(), bound_pair, hist, ptr, fa, fb, keys, served)
 
 

@@ -137,28 +137,28 @@ PER_VERDICT = ("sep_bounds", "sep_bounds_rel")  # FrameStats' arrays, one entry 
 NOT_IN_CSV = PER_VERDICT + ("t_narrow_batches",)
 
 
-def tally_verdicts_numpy(colliding, exact, bound, pairs, radii, distance):
+def tally_verdicts_numpy(colliding, certain, bound, pairs, radii, distance):
     """tally_verdicts_kernel in numpy: the reference the kernel is tested against, and what runs before
     numba has compiled it."""
     hit = np.asarray(colliding, bool)
     bounds = bound[hit]
     rel = bounds / radii[pairs[hit]].mean(axis=1)
     dist = distance[~hit & np.isfinite(distance)]
-    return (int(np.count_nonzero(hit)), int(np.count_nonzero(hit & exact)), bounds, rel,
+    return (int(np.count_nonzero(hit)), int(np.count_nonzero(hit & certain)), bounds, rel,
             float(dist.min()) if len(dist) else math.inf)
 
 
 @njit(cache=True)
-def tally_verdicts_kernel(colliding, exact, bound, pairs, radii, distance):
+def tally_verdicts_kernel(colliding, certain, bound, pairs, radii, distance):
     """One sample's verdicts in one pass (a sample has a few pairs: numpy's per-call cost would
-    be most of the work): how many collide, how many of those are exact, their separation bounds
+    be most of the work): how many collide, how many of those are certain, their separation bounds
     and those over the pair's mean bounding radius (in pair order), and the smallest finite
     distance of a pair not colliding (inf: none)."""
     n_hit, n_exact = 0, 0
     for i in range(len(colliding)):
         if colliding[i]:
             n_hit += 1
-            n_exact += 1 if exact[i] else 0
+            n_exact += 1 if certain[i] else 0
     bounds, rel = np.empty(n_hit), np.empty(n_hit)
     nearest, j = np.inf, 0
     for i in range(len(colliding)):
