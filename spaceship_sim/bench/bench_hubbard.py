@@ -26,6 +26,7 @@ from ..clock import CLOCKS, WALL
 from ..config import load_config, shipped_config
 from ..errors import InputError
 from ..sim.scenario import validate_scenario
+from ..sim.detectors import DETECTORS
 from . import hubbard_calls
 from ..sim import frame_log as report
 from .cpu_load import cpu_load
@@ -36,9 +37,6 @@ ACCURACY_FRAMES = 200  # frames with candidate pairs that the accuracy sweep ref
 # scene -> (shipped config, stand-in render [ms]): lamps is render-bound as Hubbard's lamp runs were;
 # heavy leaves the render 5 ms of each 33.3 ms frame and detection the rest
 SCENES = {"lamps": ("lamps.toml", 31.0), "heavy": ("heavy.toml", 5.0)}
-# detector -> (time-critical, sphere-tree method or None: the config's, exact strategy or None)
-DETECTORS = {"bsp": (False, None, "bsp"), "fcl": (False, None, "fcl"), "sphere_leaves": (False, None, None),
-             "octree": (True, "octree", None), "medial": (True, "medial", None)}
 BASELINES = ("bsp", "fcl")  # exact strategies the per-call speedups are measured against, beside "sphere_leaves"
 
 
