@@ -18,7 +18,7 @@ from .finish import assemble
 from .geometry import MeshQuery
 from .params import MAX_DEPTH, METHODS, SphereTreeError, _check_params  # noqa: F401 (re-exported)
 from .progress import BuildProgress
-from .tree import SphereTree
+from .tree import SphereTree, seal_problem
 
 # bump whenever a builder's output changes: old cache files then no longer match any key
 BUILDER_VERSION = "7"  # 7: medial trees grown until every surface point has a root-to-leaf chain
@@ -112,16 +112,19 @@ def load_or_build(mesh, method: str = "medial", branching: int = 8, depth: int =
 def cached(path: Path, load, fits, build, what: str, force: bool = False):
     """The object cached at `path` if `load(path)` reads it and `fits(obj)` accepts it (not when
     `force`); else `build()`, saved there with its `save(path)`. A corrupt, truncated or foreign
-    file is rebuilt with a warning; a cache that cannot be written (read-only install, full disk)
-    only warns: the object is still good to use."""
+    file is rebuilt with a warning, and so is one whose contents fail their checksum (tree.seal_problem:
+    altered after writing, or written before caches were sealed); a cache that cannot be written
+    (read-only install, full disk) only warns: the object is still good to use."""
     if path.is_file() and not force:
+        problem = seal_problem(path)
         try:
-            obj = load(path)
+            obj = None if problem else load(path)
         except Exception as exc:
-            warnings.warn(f"{path}: unreadable {what} cache ({type(exc).__name__}: {exc}); rebuilding", stacklevel=3)
-        else:
-            if fits(obj):
-                return obj
+            problem = f"unreadable ({type(exc).__name__}: {exc})"
+        if problem:
+            warnings.warn(f"{path}: {what} cache not used, {problem}; rebuilding", stacklevel=3)
+        elif fits(obj):
+            return obj
     obj = build()
     try:
         obj.save(path)

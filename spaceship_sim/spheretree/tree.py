@@ -6,6 +6,7 @@ All coordinates are in the ship's body (model) frame, metres.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,19 +117,50 @@ class SphereTree:
                        key=str(z["key"]), **extra)
 
 
+CHECKSUM = "checksum"  # the array of a cache file holding the SHA-256 of all the others
+
+
+def npz_checksum(arrays: dict) -> str:
+    """Hex SHA-256 over arrays' names, dtypes, shapes and bytes, in name order."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
 def write_npz_atomic(path, **arrays) -> None:
-    """np.savez to `path` through a temp file and a rename: never half-written; folder created."""
+    """np.savez to `path`, sealed with npz_checksum, through a temp file and a rename: never
+    half-written; folder created."""
     import os
     import tempfile
     path = os.fspath(path)
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
+    arrays = {k: np.asarray(v) for k, v in arrays.items() if k != CHECKSUM}
     fd, tmp = tempfile.mkstemp(dir=d, suffix=".npz.tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
+            np.savez(f, **arrays, **{CHECKSUM: np.array(npz_checksum(arrays))})
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def seal_problem(path) -> str | None:
+    """Why the cache file `path` cannot be trusted (None: its checksum matches its contents):
+    unreadable, unsealed (written before caches were sealed) or altered after writing."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except Exception as e:  # zip, npy header or decompression errors: a damaged file
+        return f"unreadable ({type(e).__name__}: {e})"
+    stored = arrays.pop(CHECKSUM, None)
+    if stored is None:
+        return "no checksum (written by an older version)"
+    if str(stored) != npz_checksum(arrays):
+        return "checksum mismatch: its contents were altered after it was written"
+    return None
