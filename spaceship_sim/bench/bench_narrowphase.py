@@ -3,7 +3,8 @@ kinds of poses, every figure measured in the same run.
 
 Methods: sphere levels 0..depth (no triangle tests), the exact level (first contact, all
 contacts), the exact level on on-collide trees (ocst; cold: one call on a fresh bank, building
-every node the poses reach; warm: all built), fcl BVHModel(OBBRSS) collide (first contact, all contacts) and the brute-force
+every node the poses reach; warm: all built), the face-octree and BSP exact strategies (first contact, all
+contacts), fcl BVHModel(OBBRSS) collide (first contact, all contacts) and the brute-force
 all-triangle-pairs oracle on the first few poses. Ratios are against fcl first contact, the peer
 to beat; without python-fcl, against the project's exact first contact.
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import itertools
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -34,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cli.args import COMMAND_LINE, integer, png_file
+from ..cli.args import COMMAND_LINE, csv_file, integer, png_file
 from ..errors import InputError
 
 DEFAULT_MODELS = ("lamp", "fighter", "freighter", "torus", "capsules")
@@ -90,16 +92,6 @@ def thread_counts(text: str) -> tuple[int, ...]:
     if not counts or any(not 1 <= c <= most for c in counts):
         raise argparse.ArgumentTypeError(f"each must be in 1..{most} (numba's thread count), got {text!r}")
     return counts
-
-
-def csv_file(text: str) -> str:
-    """A .csv path in an existing, writable folder (refused before any timing runs)."""
-    path = Path(text)
-    if path.suffix.lower() != ".csv" or path.is_dir():
-        raise argparse.ArgumentTypeError(f"must name a .csv file, got {text!r}")
-    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
-        raise argparse.ArgumentTypeError(f"cannot write in folder {path.parent} of {text}")
-    return text
 
 
 @dataclass(frozen=True)
@@ -457,8 +449,9 @@ def measure(T, tree, bank, mesh, peer, args):
     n, m = len(T) // 2, min(args.brute_poses, len(T) // 2)
     checks = [("exact first contact = all contacts", np.sum(first.colliding == exact.colliding), n),
               ("ocst = exact", np.sum(on.colliding == exact.colliding), n)]
-    for all_contacts, label in ((False, "faceoctree, first contact"), (True, "faceoctree, all contacts")):
-        us, answer = timed_exact_method("faceoctree", mesh, T, all_contacts, args.repeat)
+    for method, all_contacts in itertools.product(("faceoctree", "bsp"), (False, True)):
+        label = f"{method}, {'all contacts' if all_contacts else 'first contact'}"
+        us, answer = timed_exact_method(method, mesh, T, all_contacts, args.repeat)
         rows.append((label, us, answer.colliding, 0.0))
         checks.append((f"{label} = exact", np.sum(answer.colliding == exact.colliding), n))
     for method in (FclPair.FIRST, FclPair.ALL) if peer else ():
