@@ -11,6 +11,7 @@ import importlib
 import sys
 
 from .args import COMMAND_LINE
+from .. import fault_hint
 from ..errors import InputError
 
 # (module, attribute) pairs, in the order `--help` lists them
@@ -19,6 +20,7 @@ COMMANDS = [
     ("spaceship_sim.cli.check_config", "register"),   # check-config
     ("spaceship_sim.cli.build_trees", "register"),    # build-trees
     ("spaceship_sim.cli.fly", "register"),            # fly, demo
+    ("spaceship_sim.cli.clear_cache", "register"),    # clear-cache
 ]
 BENCHES = [
     "spaceship_sim.bench.bench_dynamics",
@@ -64,6 +66,7 @@ def _register(module: str, attr: str, sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    fault_hint.install()  # a crash in compiled code names clear-cache
     try:
         args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
