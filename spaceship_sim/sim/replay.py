@@ -11,18 +11,21 @@ recorded readings (clock.ReplayClock) makes the same decisions and ends in the s
 for bit, on any machine at any speed, with no change to the refinement code. The recording
 holds the readings rather than the cut-offs they led to: the code that turns one into the other
 is the same in both runs, and a replay that reads the clock more or fewer times than recorded
-has diverged, which it reports.
+has diverged, which it reports. Every frame carries a digest of the state it left, so a replay
+that reaches another state stops at the first frame that differs and names it.
 
-File (VERSION 1): gzip-compressed JSON lines; floats are written with repr, which reads back
+File (VERSION 2): gzip-compressed JSON lines; floats are written with repr, which reads back
 exactly.
   header  {"format": FORMAT, "version": 1, "command": "run" | "fly" | "demo", "user": "autopilot" |
            "keyboard", "config": every config key, "source": the config's file, "models": names,
            "trees": sha-256 of the models' sphere trees and triangles, "clock": the recorded clock}
   frame   {"frame": index, "clock": [readings, s], "render": render time [s], "compiled": bool,
            "keys": [held actions] (absent: none), "events": [["set", {knob: value}] | ["reset"]]
-           (absent: none; applied before the step, in order), "hash": state hash after the frame
-           (every CHECKPOINT frames, to say where a replay diverged)}
-  end     {"end": {"frames": count, "state_hash": hash after the last frame}}
+           (absent: none; applied before the step, in order), "digest": the first DIGEST_CHARS
+           of the state hash after the frame}
+  end     {"end": {"frames": count, "state_hash": hash after the last frame, "checksum": sha-256 of
+           the file's text before the end line (a recording altered or damaged after it was
+           written is refused)}}
 The recorder writes a temporary file beside FILE and renames it over FILE when the run ends
 well (all or nothing); memory stays flat (a frame's line is written when the frame ends).
 """
@@ -47,8 +50,8 @@ from ..errors import InputError
 from ..progress import to_stderr
 
 FORMAT = "spaceship-sim recording"
-VERSION = 1
-CHECKPOINT = 100  # frames between state hashes in the file
+VERSION = 2
+DIGEST_CHARS = 16  # of a frame's state hash kept in its record
 SETTINGS = {"min_level": int, "max_level": int, "broadphase": str, "target_frame_time": float,
             "time_critical": bool}  # World.set_collision's knobs and their types
 
@@ -63,6 +66,20 @@ def config_dict(cfg) -> dict:
     d = dataclasses.asdict(cfg)
     d.pop("source")
     return json.loads(json.dumps(d))  # tuples -> lists
+
+
+def _line(record: dict) -> str:
+    return json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def sealed_lines(records: list[dict]) -> list[str]:
+    """The file's text lines of `records` as the Recorder writes them; a last record that is an end
+    record gets the checksum of the lines before it."""
+    lines = [_line(r) for r in records[:-1]]
+    last = records[-1] if records else None
+    if isinstance(last, dict) and isinstance(last.get("end"), dict):
+        last["end"]["checksum"] = hashlib.sha256("".join(lines).encode()).hexdigest()
+    return lines + ([_line(last)] if records else [])
 
 
 def trees_fingerprint(bank) -> str:
@@ -94,13 +111,16 @@ class Recorder:
         os.chmod(self.tmp, 0o666 & ~umask)  # as an ordinary new file (mkstemp makes it private)
         self.file = gzip.open(self.tmp, "wt", encoding="utf-8")
         self.events, self.frame, self.frames = [], None, 0
+        self.checksum = hashlib.sha256()  # of every line before the end record
         self._write({"format": FORMAT, "version": VERSION, "command": command, "user": world.user,
                      "config": config_dict(world.config), "source": world.config.source,
                      "models": [m.name for m in world.models], "trees": trees_fingerprint(world.bank),
                      "clock": repr(self.clock.inner)})
 
     def _write(self, record: dict) -> None:
-        self.file.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
+        line = _line(record)
+        self.checksum.update(line.encode())
+        self.file.write(line)
 
     # --- World's hooks ---------------------------------------------------------------------
     def event(self, kind: str, data: dict | None = None) -> None:
@@ -117,8 +137,7 @@ class Recorder:
     def end_frame(self, world, render_time: float) -> None:
         record, self.frame = self.frame, None
         record["clock"], record["render"] = self.clock.take(), float(render_time)
-        if world.frame % CHECKPOINT == 0:
-            record["hash"] = world.state_hash()
+        record["digest"] = world.state_hash()[:DIGEST_CHARS]
         self._write(record)
         self.frames += 1
 
@@ -127,7 +146,8 @@ class Recorder:
         """Finish the file and move it to `path`; returns the final state hash."""
         state_hash = world.state_hash()
         try:
-            self._write({"end": {"frames": self.frames, "state_hash": state_hash}})
+            self._write({"end": {"frames": self.frames, "state_hash": state_hash,
+                                 "checksum": self.checksum.hexdigest()}})
             self.file.close()
             os.replace(self.tmp, self.path)
         finally:
@@ -163,16 +183,21 @@ class Recording:
             raise self.error("end", f"no end record after {self.n_frames} frames: the recording was cut short")
         if self.end["frames"] != self.n_frames:
             raise self.error("end.frames", f"says {self.end['frames']} frames, the file holds {self.n_frames}")
+        if self.end.get("checksum") != self._sealed:
+            raise self.error("end.checksum", "missing or not the checksum of the file's contents: the recording "
+                             "was altered or damaged after it was written")
 
     def error(self, field: str, problem: str) -> ReplayError:
         return ReplayError(self.path, field, problem)
 
     def _lines(self):
         """Each line as a JSON object; a damaged file raises ReplayError naming the line."""
-        i = 0
+        i, checksum = 0, hashlib.sha256()
         try:
             with gzip.open(self.path, "rt", encoding="utf-8") as f:
                 for i, text in enumerate(f, start=1):
+                    self._sealed = checksum.hexdigest()  # of the lines before this one (the end's)
+                    checksum.update(text.encode())
                     try:
                         line = json.loads(text)
                     except json.JSONDecodeError as e:
@@ -211,7 +236,7 @@ class Recording:
             raise self.error(f"config.{e.key}", e.problem) from None
 
     def _frame(self, f: dict, previous: dict | None, where: str) -> dict:
-        unknown = set(f) - {"frame", "clock", "render", "compiled", "keys", "events", "hash"}
+        unknown = set(f) - {"frame", "clock", "render", "compiled", "keys", "events", "digest"}
         if unknown:
             raise self.error(f"{where}: {sorted(unknown)[0]}", "unknown field: damaged, or another version")
         if not _is_int(f.get("frame")) or f["frame"] < 0:
@@ -231,8 +256,8 @@ class Recording:
         if not follows:
             raise self.error(f"{where}: frame", f"frame {f['frame']} does not follow frame "
                              f"{previous and previous['frame']}" + (" after a reset" if resets else ""))
-        if "hash" in f and not isinstance(f["hash"], str):
-            raise self.error(f"{where}: hash", "expected a state hash")
+        if not (isinstance(f.get("digest"), str) and len(f["digest"]) == DIGEST_CHARS):
+            raise self.error(f"{where}: digest", f"expected the first {DIGEST_CHARS} characters of a state hash")
         return f
 
     def _events(self, events, where: str) -> int:
@@ -290,8 +315,8 @@ def replay(recording: Recording, open_log, config=None, notify=to_stderr, progre
     `log = open_log(world)` as run_frames does; returns (log, world). `config`: a Config the
     recording must have been made with (else ReplayError naming the first differing key).
     Raises ReplayError when the models' trees differ from the recorded ones, or the replay
-    leaves the recorded run (reads the clock more or fewer times, or reaches another state at a
-    checkpoint or the end)."""
+    leaves the recorded run (reads the clock more or fewer times, or reaches another state after
+    a frame: the first such frame is named)."""
     from tqdm import tqdm
 
     from .world import World
@@ -341,5 +366,6 @@ def _replay_frame(world, clock: ReplayClock, f: dict, log, rec: Recording, notif
                         f"{len(clock.readings)} readings recorded")
     world.end_frame(f["render"])
     log.add(stats)
-    if "hash" in f and world.state_hash() != f["hash"]:
-        raise rec.error(f"{where}: hash", "the replay diverged: another state after this frame than recorded")
+    if world.state_hash()[:DIGEST_CHARS] != f["digest"]:
+        raise rec.error(f"{where}: digest", "the replay diverged here: the first frame whose state differs from "
+                        "the recorded one")

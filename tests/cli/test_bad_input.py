@@ -89,10 +89,12 @@ def recording(change=lambda lines: None, cut: int | None = None):
     edits its records; cut: keep only its first `cut` bytes."""
     def make() -> bytes:
         header = json.loads(json.dumps(recorded_header()))  # a deep copy: cases edit it
-        frames = [{"frame": i, "compiled": False, "clock": [], "render": 0.0} for i in (0, 1)]
+        from spaceship_sim.sim.replay import sealed_lines
+
+        frames = [{"frame": i, "compiled": False, "clock": [], "render": 0.0, "digest": "0" * 16} for i in (0, 1)]
         lines = [header, *frames, {"end": {"frames": 2, "state_hash": "0" * 64}}]
         change(lines)
-        data = gzip.compress("".join(json.dumps(x) + "\n" for x in lines).encode())
+        data = gzip.compress("".join(sealed_lines(lines)).encode())
         return data[:cut] if cut else data
     return make
 
@@ -146,7 +148,7 @@ CASES = [
     Case("config-missing", ("run", "--frames", "2", "--out", "{tmp}/out", "--config", "{tmp}/nope.toml"),
          "{tmp}/nope.toml", "", "file not found"),
     Case("config-is-a-folder", ("run", "--frames", "2", "--out", "{tmp}/out", "--config", "{tmp}/cfg"),
-         "{tmp}/cfg", "", "cannot read (Is a directory)", files={"cfg/x": ""}),
+         "{tmp}/cfg", "", "is a folder, not a config file", files={"cfg/x": ""}),
     toml("config-not-utf8", b"[arena]\nsize = 3\xff\xfe\n", "", "not UTF-8 text"),
     toml("config-empty", "# nothing here\n", "", "no settings in the file"),
     toml("config-not-toml", "[arena\nsize = 3\n", "", "not valid TOML"),
@@ -215,7 +217,7 @@ CASES = [
     Case("replay-not-json", REPLAY, "{tmp}/r.gz", "line 1", "damaged: not JSON",
          files={"r.gz": gzip.compress(b"{oops\n")}),
     replayed("replay-not-a-recording", "format", "not a spaceship-sim recording", edit(format="a diary")),
-    replayed("replay-other-version", "version", "format version 2, this program replays version 1", edit(version=2)),
+    replayed("replay-other-version", "version", "format version 1, this program replays version 2", edit(version=1)),
     replayed("replay-no-end", "end", "cut short", lambda lines: lines.pop()),
     replayed("replay-end-count", "end.frames", "says 5 frames, the file holds 2", edit(_3={"end": {
         "frames": 5, "state_hash": "0"}})),
@@ -315,7 +317,7 @@ CASES = [
     Case("mesh-missing-path", ("build-trees", "{tmp}/nope.stl", "--cache-dir", "{tmp}/cache"), "{tmp}/nope.stl", "",
          "file not found"),
     Case("mesh-is-a-folder", ("build-trees", "{tmp}/meshes", "--cache-dir", "{tmp}/cache"), "{tmp}/meshes", "",
-         "not a file", files={"meshes/a.ply": ply(TRIANGLE, [(0, 1, 2)])}),
+         "is a folder, not a mesh file", files={"meshes/a.ply": ply(TRIANGLE, [(0, 1, 2)])}),
     mesh("mesh-empty-file", "empty.ply", "", "", "cannot read PLY file"),
     mesh("mesh-garbage-stl", "junk.stl", "solid junk\nthis is not a facet\nendsolid\n", "",
          "not a valid STL mesh"),
