@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InputError
+from .files import read_input
 
 
 # The one list of each family of parts the config can name; spaceship_sim/registry.py maps each
@@ -199,6 +200,8 @@ class Config:
 
 _TOP_SECTIONS = [f for f in dataclasses.fields(Config) if f.name != "source"]
 CONFIGS_DIR = Path(__file__).resolve().parent.parent / "configs"  # the shipped scenarios, beside the package
+MAX_CONFIG_BYTES = 1_000_000  # a scenario is a page of keys; waypoint scripts make it kilobytes
+MAX_TOML_DEPTH = 8  # levels of tables and arrays; a waypoint's coordinate is at 6
 
 
 def shipped_config(name: str) -> str:
@@ -210,22 +213,33 @@ def shipped_config(name: str) -> str:
 def load_config(path: str | Path) -> Config:
     """Load and validate a TOML scenario. Raises ConfigError naming the file and key."""
     path = Path(path)
+    data = read_input(path, MAX_CONFIG_BYTES, "config", ConfigError)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(path, "", "file not found") from None
+        raw = tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise ConfigError(path, "", f"not UTF-8 text, so not TOML ({e.reason} at byte {e.start})") from None
-    except OSError as e:
-        raise ConfigError(path, "", f"cannot read ({e.strerror or e})") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(path, "", f"not valid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ConfigError(path, "", f"not a scenario: values nested deeper than {MAX_TOML_DEPTH} levels") from None
+    _check_depth(raw, path, "", 0)
     if not raw:  # most likely the wrong file; a scenario with every default needs no file at all
         raise ConfigError(path, "", "no settings in the file (empty, or comments only)")
     cfg = _build(Config, {k: v for k, v in raw.items()}, path, "", skip=("source",))
     cfg = dataclasses.replace(cfg, source=str(path))
     _check_relations(cfg, path)
     return cfg
+
+
+def _check_depth(value, file, key: str, depth: int) -> None:
+    """No scenario nests deeper than a waypoint's coordinates (script.paths[i].points[j][k]): refuse
+    deeper values before anything walks them."""
+    if depth > MAX_TOML_DEPTH:
+        raise ConfigError(file, key, f"nested deeper than {MAX_TOML_DEPTH} levels: no scenario key takes that")
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in children:
+        _check_depth(v, file, f"{key}.{k}" if isinstance(k, str) and key else f"{key}[{k}]" if key else str(k),
+                     depth + 1)
 
 
 def config_from_dict(raw: dict, name: str = "<dict>") -> Config:

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from spaceship_sim.errors import InputError
+from spaceship_sim.files import check_input
 
 ASSETS_ENV = "SPACESHIP_SIM_ASSETS"
 MODEL_SUFFIX = ".ply"
@@ -32,6 +33,17 @@ MODEL_SUFFIX = ".ply"
 MESH_SUFFIXES = (".ply", ".stl", ".obj", ".off", ".glb", ".gltf")
 # formats whose trimesh readers return an empty mesh, not an error, for a file that is not one
 LENIENT_SUFFIXES = (".stl", ".obj", ".off")
+# meshes above this many triangles are refused (sphere trees of more take many minutes to build);
+# $SPACESHIP_SIM_MAX_TRIANGLES sets another limit
+MAX_TRIANGLES_ENV = "SPACESHIP_SIM_MAX_TRIANGLES"
+DEFAULT_MAX_TRIANGLES = 500_000
+# a medial sphere tree's build: a fixed part (sampling, Qhull on at most 6,000 samples, merging) and
+# a part per triangle (distance index, inside tests, coverage, error bounds); rough, from builds on a
+# 2-core machine (7,000 triangles: 7 s; 200,000: minutes)
+TREE_SECONDS_FIXED, TREE_SECONDS_PER_TRIANGLE = 5.0, 1e-3
+# a file bigger than this per allowed triangle is refused unread (ASCII STL: ~260); below MIN_BYTE_LIMIT a
+# file is read, and refused by its count of triangles
+MAX_BYTES_PER_TRIANGLE, MIN_BYTE_LIMIT = 1024, 64_000_000
 # a face is degenerate when twice its area is below this fraction of the squared mesh extent
 # (relative, so a model in millimetres and one in kilometres are judged alike)
 ZERO_AREA_REL = 1e-12
@@ -185,10 +197,7 @@ def load_mesh(path) -> Mesh:
     The returned vertices are exactly the file's (float64), in the file's frame and units.
     """
     p = Path(path)
-    if not p.exists():
-        raise MeshError(p, "", "file not found")
-    if not p.is_file():
-        raise MeshError(p, "", "not a file")
+    check_input(p, max(MIN_BYTE_LIMIT, max_triangles() * MAX_BYTES_PER_TRIANGLE), "mesh", MeshError)
     if p.suffix.lower() not in MESH_SUFFIXES:
         raise MeshError(p, "format", f"unsupported mesh format {p.suffix or '(none)'!r}; "
                         f"use one of {', '.join(MESH_SUFFIXES)}")
@@ -206,7 +215,32 @@ def load_mesh(path) -> Mesh:
         faces = np.zeros((0, 3), dtype=np.int64)
     if len(vertices) == 0 and p.suffix.lower() in LENIENT_SUFFIXES:
         raise MeshError(p, "", f"not a valid {p.suffix[1:].upper()} mesh (no vertices could be read)")
+    if len(faces) > max_triangles():
+        raise MeshError(p, "faces", f"{len(faces):,} triangles, over the limit of {max_triangles():,}: its sphere "
+                        f"trees would take {tree_build_estimate(len(faces))} to build (${MAX_TRIANGLES_ENV} raises "
+                        "the limit)")
     return validate_mesh_arrays(vertices, faces, p, name=p.stem)
+
+
+def max_triangles() -> int:
+    """The triangle limit of a mesh: $SPACESHIP_SIM_MAX_TRIANGLES, else DEFAULT_MAX_TRIANGLES. A bad
+    value is an InputError naming the variable."""
+    text = os.environ.get(MAX_TRIANGLES_ENV)
+    if text is None:
+        return DEFAULT_MAX_TRIANGLES
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 10**9:
+        raise InputError("environment", MAX_TRIANGLES_ENV, f"must be an integer in 1..1000000000, got {text!r}")
+    return value
+
+
+def tree_build_estimate(n_triangles: int) -> str:
+    """How long sphere trees of a mesh of n_triangles take to build, in words (a rough estimate)."""
+    seconds = TREE_SECONDS_FIXED + TREE_SECONDS_PER_TRIANGLE * n_triangles
+    return f"about {seconds / 60:.0f} minutes" if seconds >= 120 else f"about {seconds:.0f} s"
 
 
 def assets_dir() -> Path:
@@ -233,7 +267,7 @@ def check_model(name: str, file=None, key: str = "model") -> Path:
     `key` (where the name came from, e.g. a config file and its key; default: the assets folder)
     and listing the known models."""
     p = model_path(name)
-    if not p.is_file():
+    if not os.path.isfile(p):  # (False, not an error, for a name too long)
         known = ", ".join(available_models()) or "none"
         raise MeshError(assets_dir() if file is None else file, key,
                         f"unknown model {name!r} (no {p}; available: {known})")

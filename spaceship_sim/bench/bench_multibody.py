@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from ..cli.args import COMMAND_LINE, MAX_FRAMES, integer, number, png_file
+from ..cli.args import COMMAND_LINE, MAX_FRAMES, csv_file, integer, number, png_file
 from ..errors import InputError
 
 MAX_BODIES = 5000  # the pair counters are an N x N matrix (25 MB at 5,000)
@@ -60,14 +60,6 @@ def register(sub) -> None:
     p.add_argument("--plot", type=png_file, help="PNG of ms/frame against each swept parameter")
     p.add_argument("--csv", type=csv_file, help="CSV of every row")
     p.set_defaults(func=run)
-
-
-def csv_file(text: str) -> str:
-    """A .csv path whose folder exists and can be written in (png_file's checks)."""
-    if not text.lower().endswith(".csv"):
-        raise argparse.ArgumentTypeError(f"must name a .csv file, got {text!r}")
-    png_file(text[:-4] + ".png")
-    return text
 
 
 def parse_list(text: str, flag: str, lo: float, hi: float, kind=float) -> list:

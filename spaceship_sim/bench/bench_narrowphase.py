@@ -152,7 +152,7 @@ def resolve_model(name: str) -> Model:
     if name in available_models():
         return Model(name, load_mesh(model_path(name)), None)
     path = Path(name)
-    if path.suffix.lower() not in MESH_SUFFIXES and not path.exists():
+    if path.suffix.lower() not in MESH_SUFFIXES and not os.path.exists(path):  # False for a name too long
         known = ", ".join([*available_models(), *BUILTIN])
         raise InputError(COMMAND_LINE, "--model", f"unknown model {name!r} (models: {known}; or a mesh file "
                          f"{'/'.join(s[1:] for s in MESH_SUFFIXES)})")

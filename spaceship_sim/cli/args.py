@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import tempfile
-from pathlib import Path
+
+from ..files import OutputPathError, check_output
 
 COMMAND_LINE = "command line"  # the `file` of an InputError about a flag
 MAX_FRAMES = 10_000_000        # frames of one run: ~4 days at 30 Hz
@@ -62,58 +61,30 @@ def milliseconds_list(text: str) -> list[float]:
 
 
 def output_folder(text: str) -> str:
-    """A folder that exists or can be created, and can be written in."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("empty path; name the output folder")
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} exists and is not a folder")
-    _check_writable(_nearest_existing(path), text)
-    return text
+    """A folder that exists or can be created, and can be written in (files.check_output)."""
+    return _output(text, "folder")
 
 
 def png_file(text: str) -> str:
     """A .png file path whose folder exists and can be written in."""
-    path = Path(text)
-    if path.suffix.lower() != ".png":
-        raise argparse.ArgumentTypeError(f"must name a .png file, got {text!r}")
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
-    folder = path.parent
-    if not folder.is_dir():
-        raise argparse.ArgumentTypeError(f"folder {folder} of {text} does not exist")
-    _check_writable(folder, text)
-    return text
+    return _output(text, "file", ".png")
+
+
+def csv_file(text: str) -> str:
+    """A .csv file path whose folder exists and can be written in."""
+    return _output(text, "file", ".csv")
 
 
 def new_file(text: str) -> str:
     """A file to (over)write, e.g. a recording: its folder exists and can be written in."""
-    path = Path(text)
-    if not text.strip():
-        raise argparse.ArgumentTypeError("empty path; name the file")
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
-    if not path.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"folder {path.parent} of {text} does not exist")
-    _check_writable(path.parent, text)
-    return text
+    return _output(text, "file")
 
 
-def _nearest_existing(path: Path) -> Path:
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
-
-
-def _check_writable(folder: Path, text: str) -> None:
-    """os.access alone is not enough (root passes it everywhere, some mounts are read-only):
-    also write and remove a probe file."""
-    if not folder.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is under {folder}, which is a file, not a folder")
+def _output(text: str, kind: str, suffix: str = "") -> str:
+    """Every output path of every command goes through files.check_output, while parsing: a run
+    never does its work and then fails to save it."""
     try:
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise PermissionError("permission denied")
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-probe-"):
-            pass
-    except OSError as e:
-        raise argparse.ArgumentTypeError(f"cannot write in {folder} ({e.strerror or e})") from None
+        check_output(text, kind, suffix)
+    except OutputPathError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text

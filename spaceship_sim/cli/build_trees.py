@@ -1,10 +1,11 @@
 """`spaceship-sim build-trees`: build (or load cached) sphere trees of ship models, report, draw."""
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 
-from .args import COMMAND_LINE, png_file
+from .args import COMMAND_LINE, output_folder, png_file
 from ..config import PREBUILT_TREE_METHODS
 from ..errors import InputError
 
@@ -28,7 +29,7 @@ def register(subparsers) -> None:
     p.add_argument("--picture", metavar="PATH", type=png_file,
                    help="write a PNG of levels 1..3 of every tree built (ssv: levels 2, 4, 6, coloured by kind)")
     p.add_argument("--force", action="store_true", help="rebuild even when a cached tree matches")
-    p.add_argument("--cache-dir", metavar="DIR", help="cache folder (default: assets/trees/)")
+    p.add_argument("--cache-dir", metavar="DIR", type=output_folder, help="cache folder (default: assets/trees/)")
     p.set_defaults(func=run)
 
 
@@ -44,8 +45,8 @@ def _load_meshes(names):
     out = []
     for n in names:
         p = Path(n)
-        path = p if p.suffix or len(p.parts) > 1 or p.exists() else check_model(n, COMMAND_LINE, "MESH")
-        if path.is_file() and path.stat().st_size >= LOADING_LINE_BYTES:
+        path = p if p.suffix or len(p.parts) > 1 or os.path.exists(p) else check_model(n, COMMAND_LINE, "MESH")
+        if os.path.isfile(path) and path.stat().st_size >= LOADING_LINE_BYTES:
             print(f"  loading {n}", file=sys.stderr)  # small files load silently: bad input stays one line
         out.append(load_mesh(path))
     return out
