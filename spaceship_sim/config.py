@@ -145,10 +145,11 @@ class CollisionConfig:
     triangle_tests: bool = _f(True, "finish with triangle-triangle tests when time allows [-]")
     all_contacts: bool = _f(True, "the exact level finds every intersecting triangle pair (false: stops each pair at "
                                   "its first, enough for the verdict and response) [-]")
-    exact_method: str = _f("sphere_leaves", "exact level's strategy: 'sphere_leaves' (triangles of colliding "
-                                     "sphere-tree leaves) or an exact strategy of the registry ('ssv': swept-sphere-volume "
-                                     "trees, pairs found apart also get their exact separation distance; 'bsp', "
-                                     "'faceoctree', 'fcl', ...) [-]", choices=EXACT_LEVELS)
+    exact_method: str = _f("ssv", "exact level's strategy: 'ssv' (swept-sphere-volume trees, the fastest; pairs "
+                           "found apart also get their exact separation distance), 'sphere_leaves' (triangles of "
+                           "colliding sphere-tree leaves; the default with [asteroids], which the others do not "
+                           "cover) or another exact strategy of the registry ('bsp', 'faceoctree', 'fcl', ...) [-]",
+                           choices=EXACT_LEVELS)
     swept: bool = _f(False, "catch ships crossing between samples: candidate pairs moving farther than their "
                             "thickness in a sample get the face octree's swept-space test [-]")
     restitution: float = _f(1.0, "coefficient of restitution of collision response [-]", lo=0.0, hi=1.0)
@@ -225,7 +226,7 @@ def load_config(path: str | Path) -> Config:
     _check_depth(raw, path, "", 0)
     if not raw:  # most likely the wrong file; a scenario with every default needs no file at all
         raise ConfigError(path, "", "no settings in the file (empty, or comments only)")
-    cfg = _build(Config, {k: v for k, v in raw.items()}, path, "", skip=("source",))
+    cfg = _asteroids_exact_level(_build(Config, {k: v for k, v in raw.items()}, path, "", skip=("source",)), raw)
     cfg = dataclasses.replace(cfg, source=str(path))
     _check_relations(cfg, path)
     return cfg
@@ -244,10 +245,19 @@ def _check_depth(value, file, key: str, depth: int) -> None:
 
 def config_from_dict(raw: dict, name: str = "<dict>") -> Config:
     """Build a Config from a nested dict with the same validation as load_config."""
-    cfg = _build(Config, raw, name, "", skip=("source",))
+    cfg = _asteroids_exact_level(_build(Config, raw, name, "", skip=("source",)), raw)
     cfg = dataclasses.replace(cfg, source=name)
     _check_relations(cfg, name)
     return cfg
+
+
+def _asteroids_exact_level(cfg: Config, raw: dict) -> Config:
+    """cfg with the exact level 'sphere_leaves' when it has asteroids and the file names no exact level:
+    the other strategies are built from the ship models only."""
+    named = isinstance(raw.get("collision"), dict) and "exact_method" in raw["collision"]
+    if not cfg.asteroids.count or named:
+        return cfg
+    return dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, exact_method="sphere_leaves"))
 
 
 def check_config(cfg: Config, file) -> Config:

@@ -110,6 +110,19 @@ def test_a_renamed_value_still_loads_with_one_line_saying_the_new_spelling(tmp_p
     assert load_config(path).collision.exact_method == "sphere_leaves" and capsys.readouterr().err == ""
 
 
+def test_the_default_exact_level_is_ssv_and_sphere_leaves_with_asteroids(tmp_path):
+    """SSV, the fastest exact strategy, unless asteroids need the sphere leaves (the others are built
+    from the ship models only); an exact level named with asteroids is kept, and checked."""
+    path = tmp_path / "a.toml"
+    path.write_text("[arena]\nsize = 300\n")
+    assert load_config(path).collision.exact_method == "ssv" == Config().collision.exact_method
+    path.write_text("[asteroids]\ncount = 10\n")
+    assert load_config(path).collision.exact_method == "sphere_leaves"
+    path.write_text("[asteroids]\ncount = 10\n[collision]\nexact_method = 'ssv'\n")
+    with pytest.raises(ConfigError, match="with asteroids the exact level must be 'sphere_leaves'"):
+        load_config(path)
+
+
 def test_a_renamed_key_still_loads_with_one_line_and_may_not_be_set_twice(tmp_path, capsys):
     path = tmp_path / "old.toml"
     path.write_text("[collision]\nexact = false\n")
