@@ -47,10 +47,17 @@ from ..clock import RecordingClock, ReplayClock, ReplayClockError
 from ..config import BROADPHASE_NAMES, ConfigError, config_from_dict
 from ..dynamics.controllers import KeyState
 from ..errors import InputError
+from ..files import check_input
 from ..progress import to_stderr
 
 FORMAT = "spaceship-sim recording"
 VERSION = 2
+MAX_RECORDING_BYTES = 16_000_000_000  # compressed: about 5 kB a frame, so ~3 million frames (a day at 30 Hz)
+MAX_LINE_CHARS = 16_000_000  # one record decompressed (a frame with 5,000 clock readings: ~100 kB): a
+#                              compressed file of one endless line would otherwise fill the memory
+MAX_RENDER_S = 10.0  # a recorded render time, as `run --render-ms` allows
+MAX_TARGET_S = 10.0  # a target frame time set while recording, as the config's sim.target_frame_time allows
+MAX_LEVEL = 64       # a tree level set while recording
 DIGEST_CHARS = 16  # of a frame's state hash kept in its record
 SETTINGS = {"min_level": int, "max_level": int, "broadphase": str, "target_frame_time": float,
             "time_critical": bool}  # World.set_collision's knobs and their types
@@ -167,6 +174,7 @@ class Recording:
 
     def __init__(self, path):
         self.path = Path(path)
+        check_input(self.path, MAX_RECORDING_BYTES, "recording", ReplayError)
         lines = self._lines()
         self.header = self._header(next(lines, None))
         self.config = self._config()
@@ -195,13 +203,17 @@ class Recording:
         i, checksum = 0, hashlib.sha256()
         try:
             with gzip.open(self.path, "rt", encoding="utf-8") as f:
-                for i, text in enumerate(f, start=1):
+                for i, text in enumerate(iter(lambda: f.readline(MAX_LINE_CHARS + 1), ""), start=1):
+                    if len(text) > MAX_LINE_CHARS:
+                        raise self.error(f"line {i}", f"damaged: longer than {MAX_LINE_CHARS:,} characters")
                     self._sealed = checksum.hexdigest()  # of the lines before this one (the end's)
                     checksum.update(text.encode())
                     try:
                         line = json.loads(text)
                     except json.JSONDecodeError as e:
                         raise self.error(f"line {i}", f"damaged: not JSON ({e.msg} at column {e.colno})") from None
+                    except RecursionError:
+                        raise self.error(f"line {i}", "damaged: values nested too deeply") from None
                     if not isinstance(line, dict):
                         raise self.error(f"line {i}", f"damaged: expected a JSON object, got {type(line).__name__}")
                     yield line
@@ -244,8 +256,9 @@ class Recording:
         clock = f.get("clock")
         if not isinstance(clock, list) or not all(_is_number(x) and math.isfinite(x) for x in clock):
             raise self.error(f"{where}: clock", "expected a list of finite clock readings [s]")
-        if not _is_number(f.get("render")) or not 0 <= f["render"] < math.inf:
-            raise self.error(f"{where}: render", f"expected a render time >= 0 [s], got {f.get('render')!r}")
+        if not _is_number(f.get("render")) or not 0 <= f["render"] <= MAX_RENDER_S:
+            raise self.error(f"{where}: render", f"expected a render time in 0..{MAX_RENDER_S:g} s, "
+                             f"got {f.get('render')!r}")
         if not isinstance(f.get("compiled"), bool) or (previous and previous["compiled"] and not f["compiled"]):
             raise self.error(f"{where}: compiled", "expected true/false, never false after true")
         keys = f.get("keys", [])
@@ -270,7 +283,8 @@ class Recording:
             if not (isinstance(e, list) and len(e) == 2 and e[0] == "set" and isinstance(e[1], dict)
                     and all(k in SETTINGS and _fits(v, SETTINGS[k]) for k, v in e[1].items())
                     and e[1].get("broadphase", BROADPHASE_NAMES[0]) in BROADPHASE_NAMES
-                    and e[1].get("min_level", 0) >= 0 and e[1].get("target_frame_time", 1.0) > 0):
+                    and all(0 <= e[1].get(k, 0) <= MAX_LEVEL for k in ("min_level", "max_level"))
+                    and 0 < e[1].get("target_frame_time", 1.0) <= MAX_TARGET_S):
                 raise self.error(where, f"expected [\"reset\"] or [\"set\", {{knob: value}}] with knobs "
                                  f"{', '.join(SETTINGS)}, got {str(e)[:80]}")
         return sum(e == ["reset"] for e in events)

@@ -222,7 +222,7 @@ CASES = [
     replayed("replay-end-count", "end.frames", "says 5 frames, the file holds 2", edit(_3={"end": {
         "frames": 5, "state_hash": "0"}})),
     replayed("replay-frame-gap", "line 3: frame", "frame 3 does not follow frame 0", edit(_2={"frame": 3})),
-    replayed("replay-render-negative", "line 2: render", "expected a render time >= 0", edit(_1={"render": -1.0})),
+    replayed("replay-render-negative", "line 2: render", "expected a render time in 0..10 s", edit(_1={"render": -1.0})),
     replayed("replay-unknown-key", "line 2: keys", "expected a list of thrust_forward", edit(_1={"keys": ["warp"]})),
     replayed("replay-config-unknown-key", "config.sim.fps", "unknown key",
              lambda lines: lines[0]["config"]["sim"].update(fps=30)),
