@@ -155,8 +155,8 @@ class CollisionConfig:
     restitution: float = _f(1.0, "coefficient of restitution of collision response [-]", lo=0.0, hi=1.0)
     separation_speed: float = _f(1.0, "least speed at which a colliding pair's centres part after response [m/s]",
                                  lo=0.0, hi=1e3)
-    render_average_frames: int = _f(8, "frames in the moving average that predicts render time [-]", lo=1,
-                                    hi=10_000)
+    render_average_frames: int = _f(8, "recent frames whose render times predict the next (a high quantile "
+                                    "of them) [-]", lo=1, hi=10_000)
     safety_margin: float = _f(0.001, "time held back from the detection budget [s]", lo=0.0, hi=1.0)
 
 

@@ -35,6 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..clock import WALL
+from ..cost import CostModel
 from .bank import TreeBank, bank_of
 from .fairness import NOT_FAIR
 from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, complete_pairs,
@@ -55,8 +56,11 @@ EXACT_PROBE = 1         # ... of the exact level: one row's triangle tests can t
 CALL_UNITS = 2000
 EXACT_UNIT_COST = 3.1e-8
 EXACT_FIRST_COST = 1.5e-4
-# an exact strategy's last measured cost per unit (seconds per CALL_UNITS + leaf triangle): its prior
+# each exact strategy's cost per unit (seconds per CALL_UNITS + leaf triangle) as its calls measured it:
+# the rate a call prices its rows at before it has measured its own (cost.CostModel: an outlier does not
+# stick, and a strategy priced out of every budget is probed with one row every EXACT_PROBE_AFTER calls)
 _UNIT_COST = weakref.WeakKeyDictionary()
+EXACT_PROBE_AFTER = 4
 MAX_BATCH = 1 << 16     # pairs per kernel call at most (bounds the scratch arrays)
 FINISH_COST = 6e-8      # [s] per held node pair: time kept back from the deadline for the final
                         # summary (bounds, contacts), measured ~50 ns per pair on a 2-core runner
@@ -607,17 +611,16 @@ class _Search(SearchArrays):
         def kernel(s, e):
             if detector is None and not all_contacts:
                 return self._first_contacts(leaves[s:e], s, left if s >= n_forced else math.inf)
-            return self._fitting_contacts(leaves, s, e, n_forced, left, spent, test, prior)
+            return self._fitting_contacts(leaves, s, e, n_forced, left, spent, test, cost)
 
         test = self._leaf_contacts if detector is None else \
             functools.partial(self._detector_hits, detector, all_contacts=all_contacts)
-        # a strategy's prior: its own rate per unit, as its last call measured it
-        prior = EXACT_UNIT_COST if detector is None else _UNIT_COST.get(detector, EXACT_UNIT_COST)
+        cost = _cost_model(detector)  # the leaves' is learned afresh in each call
         spent = [0.0, 0]  # clock seconds and cost units of the contact tests so far
         done, pieces, busy = _run_batches(kernel, len(leaves), left, n_forced, self.clock, probe=EXACT_PROBE,
                                           first_cost=EXACT_FIRST_COST)
-        if detector is not None and spent[1]:
-            _UNIT_COST[detector] = spent[0] / spent[1]
+        if spent[1]:
+            cost.observe(spent[0], spent[1])
         self.busy += busy
         tested = leaves[:done]
         found = _join(tested, pieces)
@@ -628,7 +631,7 @@ class _Search(SearchArrays):
         self.height[none] = 0  # rows found apart by the triangles keep no sphere pairs
         self.hits = csr_by_pose_row(found.rows, found.ptr, found.fa, found.fb, len(self.level))
 
-    def _fitting_contacts(self, leaves, s, e, n_forced, deadline, spent, test, prior):
+    def _fitting_contacts(self, leaves, s, e, n_forced, deadline, spent, test, cost):
         """(end, hits) for all contacts of rows leaves[s:e] under the deadline: their leaf frontier,
         then test(front, take) — the contacts of its first `take` rows, by the leaves' triangles
         (_leaf_contacts) or an exact strategy (_detector_hits) — for the longest run of them
@@ -637,15 +640,20 @@ class _Search(SearchArrays):
         pulsing lamps, up to 19 ms), so a row whose cost would overrun the deadline is left at its
         sphere leaves, a conservative answer, instead of being started. The call costs CALL_UNITS
         plus the rows' leaf triangles (what any strategy's work grows with: the overlap), at the
-        rate measured so far (`spent`: clock seconds, units; `prior` [s/unit] before any)."""
+        rate measured so far (`spent`: clock seconds, units; before any, the `cost` model's rate,
+        which after refusing rows in several calls lets one row through as a probe while time is left)."""
         rows = leaves[s:e]
         front = self._all_leaves(rows)
         units = np.cumsum(self._leaf_triangles(front)) + CALL_UNITS
-        rate = spent[0] / spent[1] if spent[1] else prior
+        rate = spent[0] / spent[1] if spent[1] else cost.rate()
         now = self.clock()
         late = units * rate > deadline - now
         take = max(int(np.argmax(late)) if late.any() else len(rows), min(max(n_forced - s, 0), len(rows)))
+        if not take and not spent[1] and cost.probe_due and now < deadline:
+            take = 1  # overruns by one row's cost at most
         if not take:
+            if not spent[1]:
+                cost.refused()
             return s, (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
         hits = test(front, take)
         spent[0] += self.clock() - now
@@ -741,6 +749,15 @@ class _Search(SearchArrays):
         summary = summarize_stacks(self.VA, self.VB, *self.packed, self.hits[0], max(self.A.max_level, self.B.max_level)
                                    + 1, pairs, self.fair_args)
         return frame_answer(pairs, summary, self.hits, self.clock() - start, self.busy, self.fair)
+
+
+def _cost_model(detector) -> CostModel:
+    """The exact strategy's remembered cost per unit (a fresh one for the sphere leaves, detector None)."""
+    if detector is None:
+        return CostModel(EXACT_UNIT_COST)
+    if detector not in _UNIT_COST:
+        _UNIT_COST[detector] = CostModel(EXACT_UNIT_COST, probe_after=EXACT_PROBE_AFTER)
+    return _UNIT_COST[detector]
 
 
 def frame_answer(pairs, summary: tuple, hits: tuple, time_used: float, busy: float, fair) -> FrameNarrowResult:

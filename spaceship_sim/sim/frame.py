@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..state import ShipState
-from .stats import FixedCost, MovingAverage
+from ..cost import CostModel
+from .stats import FixedCost
 
 if TYPE_CHECKING:  # the stages' types, for readers and checkers: the world imports the stages themselves
     from ..broadphase import BroadPhase
@@ -48,8 +49,8 @@ class Timing:
     clock: Any                  # spaceship_sim.clock: WALL, or a TickClock in tests
     target_frame_time: float    # [s]
     time_critical: bool         # refine only as deep as the budget allows (else every pair to the exact level)
-    render: MovingAverage       # the render time predicted from recent frames [s]
-    overrun: MovingAverage      # what the narrow phase overran its deadline by [s]
+    render: CostModel           # the render time: a high quantile of recent frames' [s]
+    overrun: CostModel          # what the narrow phase overran its deadline by: a high quantile [s]
     fixed: FixedCost            # the frame's stages outside the narrow phase still to come [s]
 
 

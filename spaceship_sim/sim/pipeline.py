@@ -70,7 +70,7 @@ def step(stages: Stages, sim: SimState, timing: Timing, config: Config) -> Frame
                 budget = sample_budget(s) if budget is None else budget
                 narrow = _detect(s, pairs, budget, None)
         if math.isfinite(budget):  # what the narrow phase overran its deadline by
-            timing.overrun.record(max(0.0, narrow.time_used - budget))
+            timing.overrun.observe(max(0.0, narrow.time_used - budget))
         sim.last_narrow = narrow
     sim.t = t0 + config.sim.frame_dt  # no drift from summing sample steps
     stats.sim_time = sim.t

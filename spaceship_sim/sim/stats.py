@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from ..clock import WALL
+from ..cost import CostModel
 
 
 NO_BOUNDS = np.zeros(0)  # a frame's separation bounds before any: shared, so read-only (add_detection
@@ -33,7 +34,7 @@ class FrameStats:
                                     # wall clock: bench hubbard's overhead column; not in frames.csv)
     t_response: float = 0.0         # collision response [s]
     t_other: float = 0.0            # the frame's work between the stages: budgets, ordering, statistics [s]
-    render_predicted: float = 0.0   # moving-average prediction of this frame's render time [s]
+    render_predicted: float = 0.0   # this frame's render time as predicted from recent frames [s]
     render_actual: float = 0.0      # measured render time of this frame [s] (0 when not rendered)
     budget: float = 0.0             # detection time the frame allowed (earlier samples' use + last budget) [s]
     detection_used: float = 0.0     # narrow-phase time actually used [s]
@@ -171,23 +172,6 @@ def tally_verdicts_kernel(colliding, certain, bound, pairs, radii, distance):
     return n_hit, n_exact, bounds, rel, nearest
 
 
-class MovingAverage:
-    """Predicts the next value of a measured time as the mean of the last `k` measurements
-    (render time per frame; the narrow phase's overrun of its deadline per sample)."""
-
-    def __init__(self, k: int, initial: float = 0.0):
-        self.k = k
-        self.history: list[float] = []
-        self.initial = initial
-
-    def record(self, value: float) -> None:
-        self.history.append(value)
-        del self.history[:-self.k]
-
-    def predict(self) -> float:
-        return sum(self.history) / len(self.history) if self.history else self.initial
-
-
 class FixedCost:
     """Predicts, from the last `k` frames, the time a frame still spends outside the narrow phase
     after a sample's narrow phase: that sample's response and bookkeeping (t_response, t_other),
@@ -195,13 +179,13 @@ class FixedCost:
     phase's budget leaves it room, so that a frame whose slack is small still ends on time."""
 
     def __init__(self, k: int):
-        self.after = MovingAverage(k)   # per sample: response + between the stages [s]
-        self.sample = MovingAverage(k)  # per sample: every stage but controls and the narrow phase [s]
+        self.after = CostModel(0.0, k)   # per sample: response + between the stages [s]
+        self.sample = CostModel(0.0, k)  # per sample: every stage but controls and the narrow phase [s]
 
     def record(self, s: FrameStats) -> None:
         n = max(s.samples, 1)
-        self.after.record((s.t_response + s.t_other) / n)
-        self.sample.record((s.t_integrate + s.t_broad + s.t_response + s.t_other) / n)
+        self.after.observe((s.t_response + s.t_other) / n)
+        self.sample.observe((s.t_integrate + s.t_broad + s.t_response + s.t_other) / n)
 
     def predict(self, samples_left: int) -> float:
         """[s] after the narrow phase of the sample with `samples_left` samples to go (itself included)."""

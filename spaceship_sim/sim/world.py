@@ -18,6 +18,7 @@ import numpy as np
 from . import pipeline
 from ..clock import WALL
 from ..config import Config
+from ..cost import CostModel
 from ..convex.field import AsteroidShapes, make_field
 from ..dynamics import Controllers, Integrator, initial_state
 from ..faceoctree.continuous import SweptCatch
@@ -31,8 +32,11 @@ from ..registry import EXACT_METHODS, exact_strategy, make_broadphase, make_narr
 from ..response import respond
 from ..spheretree import load_or_build
 from .frame import SimState, Stages, Timing
-from .stats import FixedCost, FrameStats, MovingAverage
+from .stats import FixedCost, FrameStats
 
+# the quantile of recent frames that predicts the render time and the narrow phase's overrun: the
+# third highest of the default 8 frames, so lateness in a quarter of recent frames counts in full
+LATENESS_QUANTILE = 0.75
 COMPILING = "compiling numba kernels (first start only; later starts load them from the cache): "
 
 
@@ -193,9 +197,11 @@ class World:
     def _predictors(self) -> tuple:
         """Fresh estimates of the render time, of what the narrow phase overruns its deadline by
         (work past its last clock check) and of the frame's stages outside the narrow phase still
-        to come after a sample's narrow phase."""
-        n = self.config.collision.render_average_frames
-        return MovingAverage(n), MovingAverage(n), FixedCost(n)
+        to come after a sample's narrow phase. The render and the overrun are predicted by a high
+        quantile (cost.CostModel): lateness the OS adds now and then shrinks the budget before frames are
+        missed, where a mean would dilute it."""
+        n, q = self.config.collision.render_average_frames, LATENESS_QUANTILE
+        return CostModel(0.0, n, q), CostModel(0.0, n, q), FixedCost(n)
 
     def state_hash(self) -> str:
         """SHA-256 of every body's state (ships, and asteroids when there are any)."""
@@ -223,7 +229,7 @@ class World:
     def end_frame(self, render_time: float) -> None:
         """Record the last frame's measured render time [s] (feeds the next prediction)."""
         self.last_stats.finish(render_time)
-        self.render_predictor.record(render_time)
+        self.render_predictor.observe(render_time)
         if self.recorder is not None:
             self.recorder.end_frame(self, render_time)
 

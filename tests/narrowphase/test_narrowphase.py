@@ -310,12 +310,53 @@ def test_an_exact_strategys_rows_start_only_when_predicted_to_finish(trees, mesh
     bank, model_id, T, pairs = random_scene(trees, np.random.default_rng(5), 12, names)
     full = refine_frame(bank, model_id, T, pairs, deadline=np.inf, detector=oracle)
     refine_frame(bank, model_id, T, pairs, deadline=clock() + 1.0, clock=clock, detector=detector)
-    assert refine._UNIT_COST[detector] == pytest.approx(10 * refine.EXACT_UNIT_COST, rel=0.05)
+    assert refine._UNIT_COST[detector].rate() == pytest.approx(10 * refine.EXACT_UNIT_COST, rel=0.05)
     start = clock()
     part = refine_frame(bank, model_id, T, pairs, deadline=start + budget_us * 1e-6, min_level=1, clock=clock,
                         detector=detector)
     assert clock() - start <= budget_us * 1e-6
     assert_held_to_the_budget(part, full, bank, some_tested=budget_us == 10000)
+
+
+def test_an_exact_strategy_priced_out_by_one_outlier_is_probed_back(trees, meshes, monkeypatch):
+    """One call of an exact strategy 1000x slower than usual (the process descheduled in it) must
+    not lock the strategy out: the refused rows count, a probe of one row runs within
+    refine.EXACT_PROBE_AFTER + 1 samples, its ordinary cost re-enters the estimate, and the
+    probe overruns the deadline by no more than its one row's cost."""
+    from types import SimpleNamespace
+
+    from spaceship_sim.narrowphase.exact import BruteForceExact
+
+    clock = TickClock(1e-9)
+    names = ["torus", "torus_hand3", "ico"]
+    shapes = [SimpleNamespace(vertices=meshes[n.split("_")[0]][0], faces=meshes[n.split("_")[0]][1]) for n in names]
+    detector = BruteForceExact(shapes)
+    real, factor, calls = refine._Search._detector_hits, [1000.0], []
+
+    def costly(self, strategy, front, take, all_contacts):
+        cost = factor[0] * refine.EXACT_UNIT_COST * (refine.CALL_UNITS + self._leaf_triangles(front)[:take].sum())
+        clock.spend(cost)
+        calls.append((take, cost))
+        factor[0] = 1.0  # the outlier was the first call only
+        return real(self, strategy, front, take, all_contacts)
+
+    monkeypatch.setattr(refine._Search, "_detector_hits", costly)
+    bank, model_id, T, pairs = random_scene(trees, np.random.default_rng(5), 12, names)
+    refine_frame(bank, model_id, T, pairs, deadline=np.inf, clock=clock, detector=detector)
+    assert refine._UNIT_COST[detector].rate() == pytest.approx(1000 * refine.EXACT_UNIT_COST, rel=0.05)
+    budget, tested_at = 1e-3, []
+    for sample in range(1, 2 * refine.EXACT_PROBE_AFTER + 2):
+        calls.clear()
+        start = clock()
+        part = refine_frame(bank, model_id, T, pairs, deadline=start + budget, min_level=1, clock=clock,
+                            detector=detector)
+        probe = max((cost for take, cost in calls if take == 1), default=0.0)
+        assert clock() - start <= budget + probe
+        if np.any(part.certain & part.colliding):
+            tested_at.append(sample)
+    assert tested_at and tested_at[0] <= refine.EXACT_PROBE_AFTER + 1
+    assert refine._UNIT_COST[detector].rate() == pytest.approx(refine.EXACT_UNIT_COST, rel=0.05)
+    assert tested_at == list(range(tested_at[0], 2 * refine.EXACT_PROBE_AFTER + 2))  # used in every later sample
 
 
 @pytest.mark.parametrize("n_forced", [0, 3])

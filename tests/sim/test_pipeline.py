@@ -63,7 +63,7 @@ def test_world_predicts_narrow_phase_overrun_from_time_critical_samples():
     for _ in range(30):
         w.step()
         w.end_frame(0.0)
-    assert w.overrun_predictor.history and all(x >= 0 for x in w.overrun_predictor.history)
+    assert w.overrun_predictor.rates and all(x >= 0 for x in w.overrun_predictor.rates)
 
 
 def test_same_config_and_seed_same_state_hash_after_1000_frames():

@@ -3,15 +3,15 @@ import math
 import numpy as np
 import pytest
 
-from spaceship_sim.sim.stats import FrameStats, MovingAverage, Quantiles
+from spaceship_sim.sim.stats import FixedCost, FrameStats, Quantiles
 
 
-def test_moving_average_predicts_mean_of_last_k():
-    p = MovingAverage(3, initial=0.01)
-    assert p.predict() == 0.01
-    for t in [1.0, 2.0, 3.0, 4.0]:
-        p.record(t)
-    assert p.predict() == 3.0
+def test_fixed_cost_predicts_the_median_sample_of_the_last_k_frames():
+    p = FixedCost(3)
+    assert p.predict(samples_left=2) == 0.0
+    for t in [1.0, 2.0, 30.0, 4.0]:  # per frame of 2 samples: response+other t/2, every stage 2t/2
+        p.record(FrameStats(samples=2, t_response=t / 2, t_other=t / 2, t_integrate=t / 2, t_broad=t / 2))
+    assert p.predict(samples_left=3) == pytest.approx(2.0 + 2 * 4.0)
 
 
 def test_finish_derives_slack_and_overrun():
