@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..machine import LoadWatch, load_average
 from ..sim.stats import Accuracy
 
 # plotted series: label -> function of FrameStats giving seconds
@@ -99,6 +100,8 @@ class OverlayModel:
         self.frames_run = 0  # frames the world has stepped (the app sets it before drawing)
         self.status = ""  # a line shown above the timing figures (e.g. while kernels compile)
         self.swept = ""   # the latest swept-space catch (app.swept.crossing_text), shown in the collisions panel
+        self.load = LoadWatch()  # the machine's load: a slow frame on a busy machine is not a slow algorithm
+        self.load_line = ""
 
     def update(self, stats, narrow=None) -> None:
         """Take in a finished FrameStats and (optionally) that frame's narrow-phase result."""
@@ -119,6 +122,7 @@ class OverlayModel:
         if self.frames_timed % MEDIAN_EVERY == 0 or math.isnan(self.median_sep_bound):
             self.median_sep_bound = self.accuracy.bound_m.quantile(0.5)
             self.median_sep_bound_rel = self.accuracy.bound_rel.quantile(0.5)
+            self.load_line = machine_line(load_average(), self.load.preempted())
         self.frames_timed += 1
         self.frames_within += stats.frame_time <= stats.target
         self.pairs = pair_rows(narrow)
@@ -142,6 +146,13 @@ class OverlayModel:
         """Plot data: frame numbers (k,) float64 and each series (k,) float64 [ms]."""
         return (np.array(self.frames, np.float64),
                 {k: np.array(v, np.float64) for k, v in self.series.items()})
+
+
+def machine_line(load: list[float] | None, preempted: int) -> str:
+    """The overlay's line on the machine: its load average and how often the OS took this process's
+    core away since the start."""
+    shown = "-" if load is None else f"{load[0]:.2f}"
+    return f"machine load {shown}, preempted {preempted} times"
 
 
 def pair_rows(narrow) -> list[PairRow]:

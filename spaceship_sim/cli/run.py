@@ -107,6 +107,9 @@ def print_summary(out, s: dict) -> None:
           f"p99 {s['frame_time_ms']['p99']:.2f} ms (target {s['target_ms']:.1f} ms), "
           f"{100 * s['fraction_within_target']:.1f}% within target, "
           f"{s['colliding_pairs_total']} colliding pair-samples, resident memory {s['rss_mb']['end']:.0f} MB")
+    load = s["machine_load"]
+    print(f"machine: load average {load['load_average_start']} at the start, {load['load_average_end']} at the end "
+          f"({load['cores']} cores), preempted {load['preempted']} times")
     print("accuracy: no colliding pair" if not bound else
           f"accuracy: separation bound median {bound['median']:.3g} m "
           f"({a['separation_bound_fraction']['median']:.3g} of the bounding radius), p99 {bound['p99']:.3g} m; "

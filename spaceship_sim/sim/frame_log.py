@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..machine import LoadWatch
 from .stats import Accuracy, FrameStats, Quantiles
 
 STAGES = [  # (FrameStats attribute, label, colour) bottom to top in the profile
@@ -231,6 +232,7 @@ class FrameLog:
         self.summary = RunSummary(n_frames, skip, max_level, render_nominal)
         self.profile = ProfileColumns(n_frames, max_level)
         self.rss_mb: dict[str, float] = {}
+        self.load = LoadWatch()
         self.csv_file = self.tmp = None
         if out is not None:
             self.made_out = not out.exists()
@@ -252,7 +254,7 @@ class FrameLog:
         """Finish the files (profile titled `title`, `extra` added to summary.json) and move them
         into `out`; returns the summary."""
         self.rss_mb["end"] = resident_mb()
-        summary = {**self.summary.to_dict(), "rss_mb": self.rss_mb, **extra}
+        summary = {**self.summary.to_dict(), "rss_mb": self.rss_mb, "machine_load": self.load.figures(), **extra}
         if self.out is None:
             return summary
         try:

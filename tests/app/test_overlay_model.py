@@ -164,3 +164,10 @@ def test_panels_fit_the_window_without_overlapping_each_other_or_the_chase_ship(
         for i, (x, y, w, h) in enumerate(boxes):
             for X, Y, W, H in boxes[i + 1:]:
                 assert x + w <= X or X + W <= x or y + h <= Y or Y + H <= y, (width, height)
+
+
+def test_the_machine_line_shows_load_and_preemptions():
+    from spaceship_sim.app.overlay_model import machine_line
+
+    assert machine_line([1.5, 1.0, 0.5], 7) == "machine load 1.50, preempted 7 times"
+    assert machine_line(None, 0) == "machine load -, preempted 0 times"

@@ -147,3 +147,15 @@ def test_verdict_tally_kernel_equals_numpy(seed):
     assert got[:2] == want[:2] and got[4] == want[4]
     np.testing.assert_array_equal(got[2], want[2])
     np.testing.assert_array_equal(got[3], want[3])
+
+
+def test_summary_records_the_machines_load_over_the_run(tmp_path):
+    """summary.json says what the machine was doing: load average at the start and the end and how
+    often the OS preempted the run, so a slow run on a busy machine is not read as a slow algorithm."""
+    log = FrameLog(tmp_path / "out", n_frames=3, skip=0, max_level=2)
+    for frame in range(3):
+        log.add(FrameStats(frame=frame, target=0.033))
+    load = log.commit("t")["machine_load"]
+    saved = json.loads((tmp_path / "out" / "summary.json").read_text())["machine_load"]
+    assert saved == load and load["cores"] >= 1 and load["preempted"] >= 0
+    assert len(load["load_average_start"]) == 3 and len(load["load_average_end"]) == 3

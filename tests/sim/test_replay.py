@@ -177,8 +177,8 @@ def test_run_record_then_replay_print_the_same_state_hash_and_write_the_same_rep
     state = [line for line in recorded if line.startswith("state hash ")]
     assert len(state) == 1 and replayed[-1].startswith(state[0] + " (replay of")
     a, b = (json.loads((tmp_path / d / "summary.json").read_text()) for d in "ab")
-    # replay: no --render-ms; its own memory (which may or may not differ)
-    assert {k for k in a if a[k] != b.get(k)} - {"rss_mb"} == {"render_ms"}
+    # replay: no --render-ms; its own memory and machine load (which may or may not differ)
+    assert {k for k in a if a[k] != b.get(k)} - {"rss_mb", "machine_load"} == {"render_ms"}
     assert (tmp_path / "a" / "frames.csv").read_bytes() == (tmp_path / "b" / "frames.csv").read_bytes()
 
 
