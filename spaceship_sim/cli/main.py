@@ -13,12 +13,14 @@ import sys
 from .args import COMMAND_LINE
 from .. import fault_hint
 from ..errors import InputError
+from ..files import Terminated, terminate_as_interrupt
 
 # (module, attribute) pairs, in the order `--help` lists them
 COMMANDS = [
     ("spaceship_sim.cli.run", "register"),            # run: headless frame-timing run
     ("spaceship_sim.cli.check_config", "register"),   # check-config
     ("spaceship_sim.cli.build_trees", "register"),    # build-trees
+    ("spaceship_sim.cli.sweep", "register"),          # sweep: a grid of runs on dask
     ("spaceship_sim.cli.fly", "register"),            # fly, demo
     ("spaceship_sim.cli.clear_cache", "register"),    # clear-cache
 ]
@@ -29,6 +31,7 @@ BENCHES = [
     "spaceship_sim.bench.bench_hubbard",
     "spaceship_sim.bench.bench_multibody",
     "spaceship_sim.bench.bench_ocst",
+    "spaceship_sim.bench.report",  # runs bench narrowphase and bench hubbard: the headline figures
 ]
 
 
@@ -67,12 +70,16 @@ def _register(module: str, attr: str, sub) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     fault_hint.install()  # a crash in compiled code names clear-cache
+    terminate_as_interrupt()  # SIGTERM cleans up as Ctrl-C does: no partial file stays behind
     try:
         args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
