@@ -45,6 +45,7 @@ from numba import njit, prange
 
 from ..config import Config
 from ..state import ShipState, quat_to_matrix
+from ..threads import ThreadChoice
 
 SAFETY = 0.9      # keep the proposed step a little under the one that would just meet tol
 SHRINK_MIN = 0.2  # at most 5x smaller per attempt
@@ -92,6 +93,7 @@ class Integrator:
         self._params = StepParams(float(c.drag), float(c.rotation_time_constant), float(i.tolerance),
                                   float(i.min_step), float(i.max_step), int(i.max_substeps))
         self._checked = ()  # the state arrays last found fit for the kernels (_check_contiguous)
+        self.threads = ThreadChoice()  # serial or parallel per step, whichever was measured faster
 
     def step(self, state: ShipState, dt: float) -> StepStats:
         """Advance every ship of `state` in place by `dt` [s] of simulation time."""
@@ -102,9 +104,10 @@ class Integrator:
         if self.backend == "numba":
             arrays = self.kernel_args(state, dt)
             if self.n >= PARALLEL_MIN_SHIPS:
-                # dynamic chunks: a thread whose core is busy elsewhere does not hold up the others
-                with numba.parallel_chunksize(PARALLEL_CHUNK):
-                    return StepStats(*_heun_adaptive_parallel(arrays))
+                # dynamic chunks: a thread whose core is busy elsewhere does not hold up the others;
+                # and serial when that was measured faster (cores taken by other programs)
+                with self.threads.threads_for(self.n) as k, numba.parallel_chunksize(PARALLEL_CHUNK):
+                    return StepStats(*(heun_adaptive_serial if k == 1 else _heun_adaptive_parallel)(arrays))
             # waking the thread team costs more than it saves on a small batch
             return StepStats(*heun_adaptive_serial(arrays))
         counts = _Counts.empty(self.n)

@@ -15,12 +15,12 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from numba import njit
 
 from ..narrowphase.exact import ExactAnswer
 from ..progress import slow_notice, to_stderr
+from ..threads import ThreadChoice
 from ..geometry.poses import relative_poses
 from .query import chunks, collide_pairs, distance_pairs
 from .tree import SSVBank, build_ssv, load_or_build_ssv
@@ -84,13 +84,15 @@ class SSVExact:
 
     meshes    : sequence of spaceship_sim.meshes.Mesh (model index = position)
     cache_dir : tree cache folder (None: assets/trees/); cache=False builds without caching
-    threads   : numba threads for batches of PARALLEL_MIN_ROWS pairs or more (None: numba's default);
-                the answers do not depend on it
+    threads   : the most numba threads for batches of PARALLEL_MIN_ROWS pairs or more (None: numba's
+                default); each batch runs serial or on them, whichever was measured faster (threads.py);
+                the answers do not depend on it; adaptive_threads=False: always that many
     notify    : where to say that trees are being built when that takes over a second (a mesh's first
                 use: the freighter's takes ~17 s; None: nowhere)
     """
 
-    def __init__(self, meshes, cache_dir=None, cache: bool = True, threads: int | None = None, notify=to_stderr):
+    def __init__(self, meshes, cache_dir=None, cache: bool = True, threads: int | None = None, notify=to_stderr,
+                 adaptive_threads: bool = True):
         with slow_notice("building the SSV trees not cached yet (once per mesh)", notify):
             trees = [load_or_build_ssv(m, cache_dir) if cache else build_ssv(m.vertices, m.faces) for m in meshes]
         self.trees = trees
@@ -101,8 +103,7 @@ class SSVExact:
         b = self.bank  # how far each node's SSV reaches from its core's centre (front tracking)
         self.extent = np.hypot(b.half[:, 0], b.half[:, 1]) + b.radius
         self._idle_rows = {}
-        self.threads = numba.config.NUMBA_NUM_THREADS if threads is None else max(1, min(int(threads),
-                                                                                       numba.config.NUMBA_NUM_THREADS))
+        self.threads = ThreadChoice(threads, adaptive=adaptive_threads)
 
     @contextmanager
     def _pool(self, rows: int):
@@ -113,12 +114,8 @@ class SSVExact:
         if rows < PARALLEL_MIN_ROWS:
             yield np.array([0, rows], np.int64)
             return
-        before = numba.get_num_threads()
-        numba.set_num_threads(self.threads)
-        try:
+        with self.threads.threads_for(rows):
             yield chunks(rows)
-        finally:
-            numba.set_num_threads(before)
 
     def _setup(self, ma, mb, Ta, Tb):
         ma, mb = np.asarray(ma, np.int64).reshape(-1), np.asarray(mb, np.int64).reshape(-1)

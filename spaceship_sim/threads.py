@@ -1,0 +1,61 @@
+"""How many threads a stage's parallel form gets for a batch: the count it measured to be faster.
+
+On a quiet machine a batch split over both cores takes about half the time; with the cores taken
+by other programs a parallel batch waits for a thread whose core is busy elsewhere, and measured
+at load ~2 an SSV collide went from 1.9 to 72.6 us a pair with 2 threads. So a stage does not
+assume parallel wins: `ThreadChoice` keeps each thread count's seconds per unit of work
+(cost.CostModel: a median of recent batches, so one preempted batch does not flip the choice),
+runs each batch on the cheaper, and every `explore_every` batches runs one on the other, so that a
+choice made under load is revisited when the load goes. The answers never depend on it: every
+parallel kernel gives the same result on any number of threads.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+import numba
+
+from .cost import CostModel
+
+
+class ThreadChoice:
+    """Serial or `most` threads (numba's pool size by default), per batch, from measured throughput;
+    adaptive=False: always `most` (a benchmark timing one thread count)."""
+
+    def __init__(self, most: int | None = None, explore_every: int = 16, adaptive: bool = True):
+        most = numba.config.NUMBA_NUM_THREADS if most is None else max(1, min(int(most),
+                                                                               numba.config.NUMBA_NUM_THREADS))
+        self.options = (1, most) if most > 1 and adaptive else (most,)
+        self.cost = {n: CostModel(0.0) for n in self.options}
+        self.explore_every, self.batches = explore_every, 0
+
+    def choose(self) -> int:
+        """The thread count for the next batch: an unmeasured one first, then the cheaper per unit,
+        except every `explore_every`-th batch, which re-measures the other."""
+        unmeasured = [n for n in self.options if not self.cost[n].rates]
+        if unmeasured:
+            return unmeasured[-1]
+        best = min(self.options, key=lambda n: self.cost[n].rate())
+        if self.batches % self.explore_every == 0:
+            return next(n for n in self.options if n != best) if len(self.options) > 1 else best
+        return best
+
+    @contextmanager
+    def threads_for(self, units: float):
+        """Run the block (a batch of `units` of work) under the chosen numba thread count, yielded,
+        and learn its wall time (an instrument: it decides speed, never an answer)."""
+        n = self.choose()
+        self.batches += 1
+        before = numba.get_num_threads()
+        numba.set_num_threads(n)
+        t0 = time.perf_counter()
+        try:
+            yield n
+        finally:
+            elapsed = time.perf_counter() - t0
+            numba.set_num_threads(before)
+            self.cost[n].observe(elapsed, units)
+
+    def __repr__(self) -> str:
+        return "ThreadChoice(" + ", ".join(f"{n}: {c.rate():.3g} s/unit" for n, c in self.cost.items()) + ")"
