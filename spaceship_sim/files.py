@@ -231,10 +231,25 @@ class Terminated(KeyboardInterrupt):
 
 
 def terminate_as_interrupt() -> None:
-    """From now on SIGTERM raises Terminated in the main thread (call it there)."""
+    """From now on SIGTERM raises Terminated in the main thread (called elsewhere: nothing)."""
+    import threading
+
     def handler(signum, frame):
         raise Terminated()
-    signal.signal(signal.SIGTERM, handler)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
+
+
+def interruption(exc: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt (or Terminated) behind `exc`, if any: a signal that arrives while
+    compiled code calls back into Python comes out wrapped in a SystemError."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 @contextlib.contextmanager

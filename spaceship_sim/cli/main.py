@@ -13,7 +13,7 @@ import sys
 from .args import COMMAND_LINE
 from .. import fault_hint
 from ..errors import InputError
-from ..files import Terminated, terminate_as_interrupt
+from ..files import Terminated, interruption, terminate_as_interrupt
 
 # (module, attribute) pairs, in the order `--help` lists them
 COMMANDS = [
@@ -77,12 +77,20 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except Terminated:
-        print("terminated", file=sys.stderr)
-        return 143
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        return _interrupted(e)
+    except Exception as e:
+        signal = interruption(e)
+        if signal is None:
+            raise
+        return _interrupted(signal)
+
+
+def _interrupted(signal: KeyboardInterrupt) -> int:
+    """Ctrl-C or SIGTERM: the partial files are gone by now (each writer discards its own)."""
+    terminated = isinstance(signal, Terminated)
+    print("terminated" if terminated else "interrupted", file=sys.stderr)
+    return 143 if terminated else 130
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files import partial_prefix, uninterrupted
 from ..machine import LoadWatch
 from .stats import Accuracy, FrameStats, Quantiles
 
@@ -237,7 +238,7 @@ class FrameLog:
         if out is not None:
             self.made_out = not out.exists()
             out.mkdir(parents=True, exist_ok=True)
-            self.tmp = tempfile.TemporaryDirectory(dir=out, prefix=".partial-")
+            self.tmp = tempfile.TemporaryDirectory(dir=out, prefix=partial_prefix())
             self.csv_file = open(Path(self.tmp.name) / "frames.csv", "w", newline="")
             self.csv = csv.DictWriter(self.csv_file, fieldnames=list(FrameStats().row(max_level)))
             self.csv.writeheader()
@@ -262,8 +263,9 @@ class FrameLog:
             tmp = Path(self.tmp.name)
             write_json(tmp / "summary.json", summary)
             plot_profile(tmp / "profile.png", self.profile, title, summary["accuracy"])
-            for name in OUTPUTS:
-                shutil.move(tmp / name, self.out / name)
+            with uninterrupted():  # all three or none
+                for name in OUTPUTS:
+                    shutil.move(tmp / name, self.out / name)
         finally:
             self.discard()
         return summary

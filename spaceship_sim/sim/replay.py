@@ -47,7 +47,7 @@ from ..clock import RecordingClock, ReplayClock, ReplayClockError
 from ..config import BROADPHASE_NAMES, ConfigError, config_from_dict
 from ..dynamics.controllers import KeyState
 from ..errors import InputError
-from ..files import check_input
+from ..files import check_input, partial_prefix
 from ..progress import to_stderr
 
 FORMAT = "spaceship-sim recording"
@@ -111,7 +111,7 @@ class Recorder:
         self.path = Path(path)
         self.clock = world.clock = RecordingClock(world.clock)
         world.recorder = self
-        fd, self.tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.partial-")
+        fd, self.tmp = tempfile.mkstemp(dir=self.path.parent, prefix=partial_prefix(self.path.name))
         os.close(fd)
         umask = os.umask(0)
         os.umask(umask)

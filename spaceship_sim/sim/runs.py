@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from ..clock import WALL
+from ..files import partial_prefix, uninterrupted
 
 
 @contextlib.contextmanager
@@ -17,21 +18,26 @@ def staged_folder(out: Path):
     same-named ones, leaving others) only when the block succeeds, so a failed or interrupted run
     leaves `out` as it was."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.partial-"))
+    work = Path(tempfile.mkdtemp(dir=out.parent, prefix=partial_prefix(out.name)))
     try:
         yield work
-        if not out.exists():
-            work.rename(out)
-            return
-        for entry in work.iterdir():
-            target = out / entry.name
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
-            elif target.exists() or target.is_symlink():
-                target.unlink()
-            entry.rename(target)
+        with uninterrupted():
+            _move_entries(work, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _move_entries(work: Path, out: Path) -> None:
+    if not out.exists():
+        work.rename(out)
+        return
+    for entry in work.iterdir():
+        target = out / entry.name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
+        entry.rename(target)
 
 
 def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, open_log, progress: bool = True,
