@@ -8,6 +8,8 @@ import warnings
 from .args import COMMAND_LINE, output_folder, png_file
 from ..config import PREBUILT_TREE_METHODS
 from ..errors import InputError
+from ..sweep.cluster import add_cluster_args
+from ..sweep.trees import run_all
 
 LOADING_LINE_BYTES = 1_000_000  # a mesh file this big takes seconds to read and check: say so first
 
@@ -30,6 +32,10 @@ def register(subparsers) -> None:
                    help="write a PNG of levels 1..3 of every tree built (ssv: levels 2, 4, 6, coloured by kind)")
     p.add_argument("--force", action="store_true", help="rebuild even when a cached tree matches")
     p.add_argument("--cache-dir", metavar="DIR", type=output_folder, help="cache folder (default: assets/trees/)")
+    p.add_argument("--all", nargs="?", const="", metavar="DIR",
+                   help="build every model in DIR (default: assets/): each tree method and SSV (--method narrows "
+                        "it), as parallel tasks on a dask cluster")
+    add_cluster_args(p)
     p.set_defaults(func=run)
 
 
@@ -53,6 +59,8 @@ def _load_meshes(names):
 
 
 def run(args) -> int:
+    if args.all is not None:
+        return run_all(args)
     if args.method == "ssv":
         return run_ssv(args)
     from ..spheretree.params import _check_params
