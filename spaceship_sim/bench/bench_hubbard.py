@@ -30,7 +30,7 @@ from ..sim.detectors import DETECTORS
 from . import hubbard_calls
 from ..sim import frame_log as report
 from .cpu_load import cpu_load
-from ..cli.run import DEFAULT_WARMUP, check_args
+from ..cli.run import DEFAULT_WARMUP, check_args, warn_render_over_target
 from ..sim.runs import frame_poses, run_frames, staged_folder
 
 ACCURACY_FRAMES = 200  # frames with candidate pairs that the accuracy sweep refines again
@@ -43,9 +43,9 @@ BASELINES = ("bsp", "fcl")  # exact strategies the per-call speedups are measure
 def register(sub) -> None:
     p = sub.add_parser("hubbard", help="Hubbard's evaluation: BSP / fcl / exact-only vs time-critical sphere trees, "
                                        "per-call speedup and separation histograms, accuracy vs budget")
-    p.add_argument("--scene", choices=sorted(SCENES), default="lamps",
+    p.add_argument("--scene", choices=sorted(SCENES), default=None,
                    help="shipped scenario: lamps (60 lamps, render-bound) or heavy (12 freighters in formation "
-                        "and a lamp) (default: %(default)s)")
+                        "and a lamp) (default: lamps)")
     p.add_argument("--config", default=None, help="scenario TOML instead of --scene")
     p.add_argument("--frames", type=integer(1, MAX_FRAMES), default=600)
     p.add_argument("--exact-frames", type=integer(1, MAX_FRAMES), default=None,
@@ -82,10 +82,13 @@ def register(sub) -> None:
 
 def scene_defaults(args) -> None:
     """--config and --render-ms from --scene where not given (before the run command's own defaults,
-    which are default.toml and no render)."""
-    args.config = args.config or shipped_config(SCENES[args.scene][0])
+    which are default.toml and no render). --scene beside --config is refused: one would be ignored."""
+    if args.scene is not None and args.config is not None:
+        raise InputError(COMMAND_LINE, "--scene", "cannot be combined with --config (the config is the scene)")
+    scene = args.scene or "lamps"
+    args.config = args.config or shipped_config(SCENES[scene][0])
     if args.render_ms is None:
-        args.render_ms = SCENES[args.scene][1] if Path(args.config).name == SCENES[args.scene][0] else 31.0
+        args.render_ms = SCENES[scene][1] if Path(args.config).name == SCENES[scene][0] else 31.0
 
 
 def run(args, clock=None) -> int:
@@ -99,6 +102,7 @@ def run(args, clock=None) -> int:
     check_args(args)
     cfg = load_config(args.config)
     validate_scenario(cfg)
+    warn_render_over_target(cfg, ("--render-ms", args.render_ms), ("--sweep-render", max(sweep, default=0.0)))
     if "fcl" in detectors and not fcl_installed():
         print("note: python-fcl is not installed (pip install python-fcl): no fcl run or baseline")
         detectors.remove("fcl")

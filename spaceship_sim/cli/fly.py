@@ -66,9 +66,25 @@ def parse_size(text: str) -> tuple[int, int]:
 
 
 def check_args(args) -> tuple[int, int]:
+    """Every flag acts or is refused: the ones that would do nothing here are named."""
     if args.headless and args.frames is None:
         raise InputError("command line", "--frames", "--headless needs --frames N (nothing can close the window)")
+    if args.split and not args.stats:
+        raise InputError(COMMAND_LINE, "--split", "acts only with --stats (it splits the printed frame times)")
+    if args.realtime and not args.headless:
+        raise InputError(COMMAND_LINE, "--realtime", "acts only with --headless (a window always holds the "
+                         "target frame rate)")
     return parse_size(args.size)
+
+
+def check_scenario_flags(args, cfg) -> None:
+    """The flags that need something in the scenario to act on."""
+    if args.pause_on_catch and not cfg.collision.swept:
+        raise InputError(COMMAND_LINE, "--pause-on-catch", f"acts only with collision.swept = true, which "
+                         f"{cfg.source} does not set")
+    for flag, on in (("--boxes", args.boxes), ("--features", args.features)):
+        if on and not cfg.asteroids.count:
+            raise InputError(COMMAND_LINE, flag, f"draws asteroids, and {cfg.source} has none (asteroids.count = 0)")
 
 
 def load_scenario(args):
@@ -80,6 +96,7 @@ def load_scenario(args):
     if args.tree_level > cfg.collision.tree_depth:
         raise InputError(COMMAND_LINE, "--tree-level", f"must be <= collision.tree_depth = {cfg.collision.tree_depth}"
                          f" of {cfg.source} (-1: none), got {args.tree_level}")
+    check_scenario_flags(args, cfg)
     if args.ships is not None:
         cfg = dataclasses.replace(cfg, ships=dataclasses.replace(cfg.ships, count=args.ships))
     if args.broadphase is not None:

@@ -11,6 +11,7 @@ writes the same three files. Both print the final state hash.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 
 from ..config import load_config, shipped_config
@@ -57,6 +58,7 @@ def run(args) -> int:
     check_args(args)
     cfg = load_config(args.config)
     validate_scenario(cfg)
+    warn_render_over_target(cfg, ("--render-ms", args.render_ms))
     if args.exact_only:
         cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, time_critical=False))
     log, world = run_frames(cfg, args.frames, args.render_ms / 1e3, args.realtime,
@@ -114,6 +116,17 @@ def print_summary(out, s: dict) -> None:
           f"accuracy: separation bound median {bound['median']:.3g} m "
           f"({a['separation_bound_fraction']['median']:.3g} of the bounding radius), p99 {bound['p99']:.3g} m; "
           f"{100 * a['exact_fraction']:.1f}% of colliding verdicts exact; by level {a['level_histogram']}")
+
+
+def warn_render_over_target(cfg, *renders: tuple[str, float]) -> None:
+    """One line when a stand-in render time [ms] (flag, value) leaves no time for the frame: the
+    run still goes (it shows the overrun), but no frame can be within target."""
+    target_ms = 1e3 * cfg.sim.target_frame_time
+    over = [(flag, ms) for flag, ms in renders if ms >= target_ms]
+    if over:
+        flag, ms = over[0]
+        print(f"warning: {flag} {ms:g} ms is not below the target frame time {target_ms:.3g} ms "
+              f"(sim.target_frame_time of {cfg.source}): no frame can be within target", file=sys.stderr)
 
 
 def check_args(args) -> None:
