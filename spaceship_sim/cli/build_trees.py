@@ -31,6 +31,9 @@ def register(subparsers) -> None:
     p.add_argument("--picture", metavar="PATH", type=png_file,
                    help="write a PNG of levels 1..3 of every tree built (ssv: levels 2, 4, 6, coloured by kind)")
     p.add_argument("--force", action="store_true", help="rebuild even when a cached tree matches")
+    p.add_argument("--verify", action="store_true",
+                   help="re-check each tree against its mesh (coverage, chains, witnesses, error bounds, leaf "
+                        "triangles); a tree that fails is rebuilt and the exit code is 1")
     p.add_argument("--cache-dir", metavar="DIR", type=output_folder, help="cache folder (default: assets/trees/)")
     p.add_argument("--all", nargs="?", const="", metavar="DIR",
                    help="build every model in DIR (default: assets/): each tree method and SSV (--method narrows "
@@ -88,15 +91,38 @@ def run(args) -> int:
                              cache_dir=args.cache_dir, force=args.force, progress=True)
         rows.setdefault(mesh.name, {})[m] = tree
     bar.close()
+    failed = _verify(rows, meshes, args) if args.verify else 0
     if args.report:
         print(format_report(rows))
     if args.picture:
         _write_picture(draw_levels, rows, args.picture)
-    return 0
+    return 1 if failed else 0
+
+
+def _verify(rows: dict, meshes, args) -> int:
+    """build-trees --verify: print each tree's verdict, rebuild (in rows too) those that fail; their count."""
+    from ..spheretree.build import load_or_build
+    from ..spheretree.progress import BuildProgress
+    from ..spheretree.verify import verify_tree
+
+    failed = 0
+    for mesh in meshes:
+        for method, tree in rows[mesh.name].items():
+            problems = verify_tree(tree, BuildProgress())
+            print(f"{mesh.name} {method}: " + ("verified" if not problems else "FAILED: " + "; ".join(problems)))
+            if problems:
+                failed += 1
+                rows[mesh.name][method] = load_or_build(mesh, method=method, branching=args.branching, depth=args.depth,
+                                                        seed=args.seed, cache_dir=args.cache_dir, force=True,
+                                                        progress=True)
+                print(f"{mesh.name} {method}: rebuilt")
+    return failed
 
 
 def run_ssv(args) -> int:
     """build-trees --method ssv: SSV trees (cached beside the sphere trees), --report their statistics."""
+    if args.verify:
+        raise InputError(COMMAND_LINE, "--verify", "re-checks sphere trees; SSV trees are checked by their checksum")
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         meshes = _load_meshes(args.meshes)
