@@ -351,13 +351,12 @@ class App:
         return np.frombuffer(data, np.uint8).reshape(h, w, 3)[::-1].copy()
 
     def run(self, frames: int | None = None, screenshot: str | None = None) -> None:
-        """Loop until the window closes or `frames` frames are shown; save the last frame."""
-        shown = 0
+        """Loop until the window closes or `frames` frames are stepped (frames shown while the
+        simulation waits, for the kernels or paused, do not count); save the last frame."""
         while not self.window.has_exit:
             start = time.perf_counter()
             self.frame()
-            shown += self.ready()  # frames shown while the kernels compile do not count
-            last = frames is not None and shown >= frames
+            last = frames is not None and self.frames_timed >= frames
             if screenshot and (last or self.window.has_exit):
                 save_png(screenshot, self.snapshot())
             self.window.flip()

@@ -31,7 +31,8 @@ def register(sub) -> None:
 def _common(p) -> None:
     p.add_argument("--headless", action="store_true", help="render offscreen through EGL (no display needed)")
     p.add_argument("--frames", type=integer(1, MAX_FRAMES), default=None,
-                   help="quit after N frames (default: run until closed)")
+                   help="step exactly N frames, then quit and print the state hash (default: run until closed); "
+                        "the simulation waits for the compiled kernels, so the same config steps the same frames")
     p.add_argument("--screenshot", metavar="PATH", type=png_file, help="save the last frame as PNG")
     p.add_argument("--stats", action="store_true",
                    help="print at exit the share of frames within the target frame time, median and p99 frame time")
@@ -125,7 +126,8 @@ def run_app(args, mode: str) -> int:
         from ..sim.replay import Recorder
         recorder = Recorder(args.record, world, mode)
     app = App(window, ctx, world, mode=mode, pace=args.realtime or not args.headless, split_timing=args.split,
-              warm_in_background=True, hold_until_compiled=cfg.collision.swept, pause_on_catch=args.pause_on_catch)
+              warm_in_background=True, hold_until_compiled=cfg.collision.swept or args.frames is not None,
+              pause_on_catch=args.pause_on_catch)
     app.controls.tree_level = min(args.tree_level, world.max_level - 1)
     app.controls.show_bounds = args.bounds
     app.options.show_boxes, app.options.show_features = args.boxes, args.features
@@ -139,6 +141,8 @@ def run_app(args, mode: str) -> int:
         if recorder is not None:
             recorder.discard()
         raise
+    if args.frames is not None:
+        print(f"{mode}: {app.frames_timed} frames stepped; state hash {world.state_hash()}")
     if args.stats:
         print(format_stats(app, renderer, size, world.state.n, app.empty_frame_time()))
     window.close()
