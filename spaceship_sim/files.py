@@ -52,7 +52,7 @@ def check_input(path, limit: int, what: str, error=InputError) -> int:
         kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
         raise error(path, "", f"is {kind}, not a {what} file")
     if st.st_size > limit:
-        raise error(path, "", f"{_size(st.st_size)}, over the {_size(limit)} limit for a {what} file")
+        raise error(path, "", f"{st.st_size:,} bytes, over the {_size(limit)} limit for a {what} file")
     return st.st_size
 
 
