@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from spaceship_sim.bench import report_figures as rf
-from spaceship_sim.bench.report import Profile, make
+from spaceship_sim.bench.report import PROFILES, Profile, make
 from spaceship_sim.bench.report_doc import END, START, readme_block, readme_block_of, with_block
-from spaceship_sim.cli.main import main
+from spaceship_sim.cli.main import build_parser, main
 from spaceship_sim.clock import TickClock
 from spaceship_sim.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = Profile("tiny", ("--model", "torus", "--poses", "4", "--poses-kind", "both", "--depth", "2",
-                        "--brute-poses", "1", "--repeat", "1"),
+                        "--brute-poses", "1", "--repeat", "1", "--threads", "1"),
                ("--frames", "6", "--warmup", "1", "--detectors", "medial,sphere_leaves", "--calls", "0",
                 "--budgets", "0.1", "--sweep-render", "0,40"))
 
@@ -89,6 +89,17 @@ def test_the_lamps_target_counts_the_renders_up_to_target_minus_1_ms():
     loaded = figure(dict(narrowphase=narrowphase(LEVEL2), hubbard=LAMPS, hubbard_load={**LAMPS, "cpu_load": 1}),
                     "lamps_sweep_load")
     assert loaded.verdict == rf.NO_TARGET and "1 busy processes beside" in loaded.target
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_each_profile_is_what_the_benches_accept_and_reaches_the_targets_last_render(name):
+    profile = PROFILES[name]
+    build_parser().parse_args(["bench", "narrowphase", *profile.narrowphase])
+    hubbard = build_parser().parse_args(["bench", "hubbard", *profile.hubbard])
+    renders = [float(ms) for ms in hubbard.sweep_render.split(",")]
+    assert hubbard.detectors == "medial,sphere_leaves" and hubbard.calls == 0
+    assert max(renders) == pytest.approx(100 / 3 - rf.SLACK_MS, abs=0.05)  # the target's hardest load is measured
+    assert "--clock" not in profile.narrowphase + profile.hubbard  # figures on the wall clock, as a frame is timed
 
 
 @pytest.fixture()
