@@ -21,6 +21,9 @@ spaceship_sim.meshes (re-centred on their bounding box; trees cached in the user
 and two built-in meshes the project did not make: `torus` and `capsules` (two crossing capsules,
 boolean union). No scaling: sizes are the files' own [m].
 
+Then one table of every exact level's first contact against fcl's (the config's default marked)
+and the SSV tree's build time against fcl's OBBRSS build of the same mesh.
+
 Exit code 1 when a verdict check fails (exact vs fcl, vs brute force, first vs all contacts).
 """
 from __future__ import annotations
@@ -348,13 +351,18 @@ class FclPair:
 
     def __init__(self, fcl, mesh):
         self.fcl = fcl
-        model = fcl.BVHModel()
-        model.beginModel(len(mesh.vertices), len(mesh.faces))
-        model.addSubModel(np.asarray(mesh.vertices, float), np.asarray(mesh.faces, np.int32))
-        model.endModel()
+        model = self.build(mesh)
         self.a, self.b = fcl.CollisionObject(model, fcl.Transform()), fcl.CollisionObject(model, fcl.Transform())
         self.requests = {self.FIRST: fcl.CollisionRequest(),
                          self.ALL: fcl.CollisionRequest(num_max_contacts=1 << 20, enable_contact=True)}
+
+    def build(self, mesh):
+        """fcl's BVHModel(OBBRSS) hierarchy of the mesh."""
+        model = self.fcl.BVHModel()
+        model.beginModel(len(mesh.vertices), len(mesh.faces))
+        model.addSubModel(np.asarray(mesh.vertices, float), np.asarray(mesh.faces, np.int32))
+        model.endModel()
+        return model
 
     def transforms(self, T):
         Tf = self.fcl.Transform
@@ -502,9 +510,10 @@ def measure_ssv(T, mesh, peer, args):
         ssv = SSVExact([mesh], cache_dir=_user_cache(), threads=threads)
         tag = f" [{threads} thr]" if len(counts) > 1 else ""
         for name, all_contacts in (("ssv collide, first contact", False), ("ssv collide, all contacts", True)):
-            ssv.collide(z[:1], z[:1], Ta[:1], Tb[:1], all_contacts)  # compile / load
-            best, got = best_time(lambda: ssv.collide(z, z, Ta, Tb, all_contacts, with_distance=False),
-                                  args.repeat, min_s)
+            def call():
+                return ssv.collide(z, z, Ta, Tb, all_contacts, with_distance=False)
+            call()  # compile / load the kernels of this very call (a batch this size may run in parallel)
+            best, got = best_time(call, args.repeat, min_s)
             rows.append((name + tag, best / n * 1e6, got.colliding, 0.0))
         for label, rel in SSV_DISTANCES:
             distance_rows.append(f"ssv distance, {label}{tag}")
@@ -614,7 +623,7 @@ def run(args) -> int:
         print("timings: CPU time of this thread (time.thread_time), not elapsed time")
     kinds = POSE_KINDS if args.poses_kind == "both" else (args.poses_kind,)
     from ..narrowphase import TreeBank
-    rows, ok = [], True
+    rows, ok, builds = [], True, []
     for model in models:
         tree = load_tree(model, args.method, args.depth)
         bank = TreeBank.from_trees([tree])
@@ -624,11 +633,13 @@ def run(args) -> int:
                   "ratios are against the project's exact first contact")
         print(f"model {model.label}: {len(model.mesh.faces)} triangles, bounding radius "
               f"{model.mesh.bounding_radius:.3g} m, {args.method} tree depth {tree.depth} ({tree.n_nodes} spheres)")
+        builds.append((model.label, *timed_builds(model.mesh, peer, args.repeat)))
         for kind in kinds:
             kind_rows, kind_ok = bench_kind(model, kind, tree, bank, peer, args)
             rows += kind_rows
             ok &= kind_ok
     print_summary(rows, kinds)
+    print_strategies(rows, kinds, builds)
     if args.csv:
         from ..sim.frame_log import write_csv
         write_csv(Path(args.csv), [asdict(r) for r in rows])
@@ -652,6 +663,47 @@ def print_summary(rows, kinds) -> None:
             if got and method != ref:
                 parts.append(f"{SHORT[method]} vs {SHORT[ref]}: " + ", ".join(f"{got[k]:.2f}x ({k})" for k in kinds))
         print(f"  {model}: " + "; ".join(parts))
+
+
+# the exact level's strategies (config.EXACT_LEVELS) -> their first-contact row in this bench
+EXACT_ROWS = {"sphere_leaves": "exact, first contact", "ssv": "ssv collide, first contact",
+              "bsp": "bsp, first contact", "faceoctree": "faceoctree, first contact",
+              "ocst": "ocst warm, first contact", "fcl": FclPair.FIRST}
+BUILD_TARGET = 20.0  # the SSV tree's build within this multiple of fcl's OBBRSS build
+
+
+def timed_builds(mesh, peer, repeat: int) -> tuple[float, float]:
+    """Seconds to build the mesh's SSV tree (compiled builder, compiled beforehand on a tetrahedron,
+    not cached) and fcl's BVHModel(OBBRSS) of it (nan without python-fcl), best of `repeat` each,
+    timed in turn."""
+    from ..ssv.tree import build_ssv
+    build_ssv(np.eye(4, 3), np.array([[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]]))  # compile / load
+    timers = {"ssv": lambda: (best_time(lambda: build_ssv(mesh.vertices, mesh.faces), repeat, 0.0)[0], None)}
+    if peer:
+        timers["fcl"] = lambda: (best_time(lambda: peer.build(mesh), repeat, 0.0)[0], None)
+    got = in_turn(timers)
+    return got["ssv"][0], got["fcl"][0] if peer else float("nan")
+
+
+def print_strategies(rows, kinds, builds) -> None:
+    """One table: every exact strategy's first contact against fcl's, model by model and pose kind,
+    the config's default marked; then the SSV tree's build time against fcl's."""
+    from ..config import EXACT_LEVELS, CollisionConfig
+    default = CollisionConfig().exact_method
+    us = {(r.model, r.poses_kind, r.method): r.us_per_pair for r in rows}
+    names = [f"{m}{'*' if m == default else ''}" for m in EXACT_LEVELS]
+    ref = rows[0].reference  # fcl's first contact; the project's exact level without python-fcl
+    print(f"exact strategies, first contact: µs/pair / {SHORT[ref]} µs/pair, same poses (< 1: faster; "
+          f"* the default exact level, collision.exact_method = {default!r}):")
+    print(f"  {'model':12s} {'poses':8s} " + " ".join(f"{n:>14s}" for n in names))
+    for model in dict.fromkeys(r.model for r in rows):
+        for kind in kinds:
+            cells = [us.get((model, kind, EXACT_ROWS[m]), float("nan")) / us[model, kind, ref] for m in EXACT_LEVELS]
+            print(f"  {model:12s} {kind:8s} " + " ".join(f"{c:13.2f}x" for c in cells))
+    print(f"tree builds, best of the repeats (target: SSV within {BUILD_TARGET:g}x fcl's OBBRSS):")
+    for model, ssv_s, fcl_s in builds:
+        print(f"  {model:12s} SSV {1e3 * ssv_s:9.1f} ms" + ("" if np.isnan(fcl_s) else
+              f"   fcl OBBRSS {1e3 * fcl_s:7.1f} ms   SSV / fcl {ssv_s / fcl_s:6.1f}x"))
 
 
 def plot_rows(path: Path, rows, kinds) -> None:

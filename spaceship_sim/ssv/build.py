@@ -56,9 +56,9 @@ def _axes(S, E):
 
 
 @njit(cache=True)
-def _principal(P, w, n, E, mean):
+def _principal(P, w, n, E, mean, S):
     """Weighted mean (into mean) and principal axes (into E, longest first) of points P[:n] with
-    weights w[:n]."""
+    weights w[:n]; S: (3, 3) scratch."""
     total = 0.0
     mean[:] = 0.0
     for i in range(n):
@@ -66,7 +66,7 @@ def _principal(P, w, n, E, mean):
         for k in range(3):
             mean[k] += w[i] * P[i, k]
     mean /= total
-    S = np.zeros((3, 3))
+    S[:] = 0.0
     for i in range(n):
         d0, d1, d2 = P[i, 0] - mean[0], P[i, 1] - mean[1], P[i, 2] - mean[2]
         S[0, 0] += w[i] * d0 * d0
@@ -83,7 +83,8 @@ def _principal(P, w, n, E, mean):
 def _turn(P, n, mean, E, turns):
     """Turn E's two longest axes about the shortest to the least bounding rectangle of the points
     P[:n] among `turns` (tree.TURNS; reference._turned_axes). Only the corners of the points' outline
-    in the plane of the two axes (their convex hull) can be extreme, so only they are turned."""
+    in the plane of the two axes (their convex hull) can be extreme, so only points that may be
+    corners are turned."""
     X2 = np.empty((n, 2))
     for i in range(n):
         d0, d1, d2 = P[i, 0] - mean[0], P[i, 1] - mean[1], P[i, 2] - mean[2]
@@ -109,22 +110,30 @@ def _turn(P, n, mean, E, turns):
 
 @njit(cache=True)
 def _hull(X2):
-    """The convex hull's corners of the plane points X2 (n, 2) (Andrew's monotone chain), as rows."""
+    """The plane points X2 (n, 2) that may be corners of their convex hull, as rows: all but those
+    strictly inside the octagon of the points farthest along the axes and diagonals (Akl and
+    Toussaint's filter; no sort). Along any direction they reach as far as all the points."""
     n = X2.shape[0]
-    by_y = np.argsort(X2[:, 1])
-    order = by_y[np.argsort(X2[by_y, 0], kind="mergesort")]  # by x, then y
-    H = np.empty((2 * n, 2))
-    k = 0
-    for rnd in range(2):  # the lower chain left to right, then the upper one back
-        start = k
-        for j in range(n):
-            i = order[j] if rnd == 0 else order[n - 1 - j]
-            while k >= start + 2 and (H[k - 1, 0] - H[k - 2, 0]) * (X2[i, 1] - H[k - 2, 1]) - \
-                    (H[k - 1, 1] - H[k - 2, 1]) * (X2[i, 0] - H[k - 2, 0]) <= 0.0:
-                k -= 1
-            H[k] = X2[i]
-            k += 1
-    return H[:k]
+    ext = np.zeros(8, np.int64)  # farthest along E, NE, N, NW, W, SW, S, SE: counter-clockwise
+    best = np.full(8, -np.inf)
+    for i in range(n):
+        x, y = X2[i, 0], X2[i, 1]
+        for k, d in enumerate((x, x + y, y, y - x, -x, -x - y, -y, x - y)):
+            if d > best[k]:
+                best[k], ext[k] = d, i
+    H = np.empty((n, 2))
+    m = 0
+    for i in range(n):
+        inside = True
+        for k in range(8):
+            a, b = X2[ext[k]], X2[ext[(k + 1) % 8]]
+            if (b[0] - a[0]) * (X2[i, 1] - a[1]) - (b[1] - a[1]) * (X2[i, 0] - a[0]) <= 0.0:
+                inside = False
+                break
+        if not inside:
+            H[m] = X2[i]
+            m += 1
+    return H[:m]
 
 
 @njit(cache=True)
@@ -145,14 +154,20 @@ def _volume(a, b, r):
 
 
 @njit(cache=True)
-def _fit(P, w, n, turns, out):
+def _work(p):
+    """_fit's scratch for up to p points: axes, mean, covariance, coordinates and three per-point rows."""
+    return np.empty((3, 3)), np.empty(3), np.empty((3, 3)), np.empty((p, 3)), np.empty(p), np.empty(p), np.empty(p)
+
+
+@njit(cache=True)
+def _fit(P, w, n, turns, out, work):
     """The smallest of the PSS, LSS and RSS fitted to the points P[:n] (weights w: how many
     triangles share each) along their turned principal axes (reference.fit_ssv): out[:FIT] = kind,
-    centre, u, v, a, b, r, surface area."""
-    E, mean = np.empty((3, 3)), np.empty(3)
-    _principal(P, w, n, E, mean)
+    centre, u, v, a, b, r, surface area. work: scratch (_work) for at least n points."""
+    E, mean, S, Xw, rho2, budget, left = work
+    _principal(P, w, n, E, mean, S)
     _turn(P, n, mean, E, turns)
-    X = np.empty((n, 3))
+    X = Xw[:n]
     lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
     for i in range(n):
         for k in range(3):
@@ -165,22 +180,22 @@ def _fit(P, w, n, turns, out):
         r2 = max(r2, (X[i, 0] - mid[0]) ** 2 + (X[i, 1] - mid[1]) ** 2 + (X[i, 2] - mid[2]) ** 2)
     best = (_volume(0.0, 0.0, np.sqrt(r2)), PSS, mid[0], mid[1], mid[2], 0.0, 0.0, np.sqrt(r2))
     # LSS: the perpendicular bounding box's centre, caps pulled in along the axis
-    rho2, r2 = np.empty(n), 0.0
+    r2 = 0.0
     for i in range(n):
         rho2[i] = (X[i, 1] - mid[1]) ** 2 + (X[i, 2] - mid[2]) ** 2
         r2 = max(r2, rho2[i])
-    x0, x1 = _pull_in(X[:, 0], r2 - rho2, n)
+    for i in range(n):
+        rho2[i] = r2 - rho2[i]  # each point's room along the axis, squared
+    x0, x1 = _pull_in(X[:, 0], rho2, n)
     fit = (_volume((x1 - x0) / 2, 0.0, np.sqrt(r2)), LSS, (x0 + x1) / 2, mid[1], mid[2], (x1 - x0) / 2, 0.0,
            np.sqrt(r2))
     if fit[0] < best[0]:
         best = fit
     # RSS: half the thickness; long sides pulled in with each point's whole budget, short ones with the rest
     r = (hi[2] - lo[2]) / 2
-    budget = np.empty(n)
     for i in range(n):
         budget[i] = max(r * r - (X[i, 2] - mid[2]) ** 2, 0.0)
     x0, x1 = _pull_in(X[:, 0], budget, n)
-    left = np.empty(n)
     for i in range(n):
         dx = max(max(x0 - X[i, 0], X[i, 0] - x1), 0.0)
         left[i] = budget[i] - dx * dx
@@ -235,7 +250,7 @@ def _cut_offsets(C, turns):
     mean, the middle of their extent and the CUT_QUANTILES (reference._cuts)."""
     m = C.shape[0]
     E, mean = np.empty((3, 3)), np.empty(3)
-    _principal(C, np.ones(m), m, E, mean)
+    _principal(C, np.ones(m), m, E, mean, np.empty((3, 3)))
     E0 = E.copy()
     _turn(C, m, mean, E, turns)  # E[:, 0], E[:, 1]: the turned sides; E0[:, 0]: the principal axis
     x, cuts = np.empty((3, m)), np.empty((3, 4))
@@ -271,7 +286,7 @@ def _split(tri, lo, hi, centroids, faces, vertices, turns, scratch, fits):
     """Reorder tri[lo:hi] into its two halves (the left one first, each in its order) by the cut whose
     halves' SSVs have the least surface area in all (reference._split); their fits into fits[0], fits[1].
     Returns where the right half starts."""
-    mark, count, P, w, stamp = scratch
+    mark, count, P, w, stamp, work = scratch
     m = hi - lo
     C = centroids[tri[lo:hi]]
     x, cuts = _cut_offsets(C, turns)
@@ -296,7 +311,7 @@ def _split(tri, lo, hi, centroids, faces, vertices, turns, scratch, fits):
                 a0, a1 = (0, n_left) if side == 0 else (n_left, m)
                 stamp[0] += 1
                 n = _gather(faces, vertices, part, a0, a1, stamp[0], mark, count, P, w)
-                _fit(P, w, n, turns, trial[side])
+                _fit(P, w, n, turns, trial[side], work)
             if trial[0, 13] + trial[1, 13] < best:
                 best = trial[0, 13] + trial[1, 13]
                 best_left[:] = left
@@ -350,12 +365,14 @@ def build_nodes(vertices, faces, slack, turns, center, u, v, half, radius, kind,
         for k in range(3):
             centroids[t, k] = (vertices[faces[t, 0], k] + vertices[faces[t, 1], k] + vertices[faces[t, 2], k]) / 3
     tri = np.arange(F)
-    scratch = (np.full(nv, -1, np.int64), np.zeros(nv, np.int64), np.empty((3 * F, 3)), np.empty(3 * F),
-               np.zeros(1, np.int64))
-    mark, count, P, w, stamp = scratch
+    p = min(3 * F, nv)  # distinct points of a node at most
+    work = _work(p)
+    scratch = (np.full(nv, -1, np.int64), np.zeros(nv, np.int64), np.empty((p, 3)), np.empty(p),
+               np.zeros(1, np.int64), work)
+    mark, count, P, w, stamp, _ = scratch
     fits, fit = np.empty((2, FIT)), np.empty(FIT)
     n = _gather(faces, vertices, tri, 0, F, stamp[0], mark, count, P, w)
-    _fit(P, w, n, turns, fit)
+    _fit(P, w, n, turns, fit, work)
     _store(fit, 0, slack, center, u, v, half, radius, kind)
     stack = np.empty((2 * F, 3), np.int64)  # (first, end, node) of tri
     stack[0, 0], stack[0, 1], stack[0, 2] = 0, F, 0

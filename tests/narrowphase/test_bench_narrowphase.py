@@ -147,3 +147,10 @@ def test_cli_bad_model_exits_2_with_one_line(tmp_path, monkeypatch, capsys, mode
     assert main(["bench", "narrowphase", "--model", model, *TINY]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: command line: --model: ") and err.count("\n") == 1, err
+
+
+def test_the_strategy_table_has_a_column_for_every_exact_level():
+    """bench narrowphase prints every exact level against fcl in one table: each has its row."""
+    from spaceship_sim.bench.bench_narrowphase import EXACT_ROWS
+    from spaceship_sim.config import EXACT_LEVELS
+    assert set(EXACT_ROWS) == set(EXACT_LEVELS)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.ssv.core import LSS, PSS, RSS, box_gap, core_frame, normal_gaps, rect_distance, ssv_box_gap
-from spaceship_sim.ssv.build import FIT, _fit, _hull
+from spaceship_sim.ssv.build import FIT, _fit, _hull, _work
 from spaceship_sim.ssv.reference import _turned_axes, build_ssv_reference, fit_ssv
 from spaceship_sim.ssv.tree import RECT_TURNS, TURNS, build_ssv
 
@@ -173,7 +173,7 @@ def test_compiled_fit_covers_its_points(seed, n):
     rng = np.random.default_rng(seed)
     pts = rng.normal(size=(n, 3)) * rng.uniform(0.01, 3, 3)
     out = np.empty(FIT)
-    _fit(pts, rng.integers(1, 7, n).astype(float), n, TURNS, out)
+    _fit(pts, rng.integers(1, 7, n).astype(float), n, TURNS, out, _work(n))
     kind, c, u, v, (a, b, r) = int(out[0]), out[1:4], out[4:7], out[7:10], out[10:13]
     d = np.array([_dist_to_core(p, c, u, v, (a, b)) for p in pts])
     assert np.all(d <= r * (1 + 1e-12) + 1e-12)
@@ -184,8 +184,8 @@ def test_compiled_fit_covers_its_points(seed, n):
 @SETTINGS
 @given(st.integers(0, 2**32 - 1), st.integers(3, 200))
 def test_hull_keeps_every_extreme_point(seed, n):
-    """Along any direction the hull's corners reach as far as all the points (the turned rectangles
-    are measured on them); points on a grid give collinear and repeated ones."""
+    """Along any direction the points kept as possible hull corners reach as far as all the points
+    (the turned rectangles are measured on them); points on a grid give collinear and repeated ones."""
     rng = np.random.default_rng(seed)
     X2 = rng.integers(-4, 5, (n, 2)).astype(float) if seed % 2 else rng.normal(size=(n, 2))
     H = _hull(X2)
