@@ -11,6 +11,7 @@ from ..errors import InputError
 from ..sweep.cluster import add_cluster_args
 from ..sweep.trees import run_all
 
+TREE_DEFAULTS = {"branching": 8, "depth": 3, "seed": 0}
 LOADING_LINE_BYTES = 1_000_000  # a mesh file this big takes seconds to read and check: say so first
 
 
@@ -23,9 +24,10 @@ def register(subparsers) -> None:
                    help="model names from assets/ or mesh file paths (default: all assets)")
     p.add_argument("--method", choices=(*PREBUILT_TREE_METHODS, "both", "ssv"), default="both",
                    help="sphere-tree builder(s), or ssv: swept-sphere-volume trees (the exact level's SSV strategy)")
-    p.add_argument("--branching", type=int, default=8, help="children per node (medial; octree is 8-way)")
-    p.add_argument("--depth", type=int, default=3, help="levels below the root")
-    p.add_argument("--seed", type=int, default=0, help="surface sampling seed")
+    p.add_argument("--branching", type=int, default=None, help="children per node (medial; octree is 8-way) "
+                   f"(default: {TREE_DEFAULTS['branching']})")
+    p.add_argument("--depth", type=int, default=None, help=f"levels below the root (default: {TREE_DEFAULTS['depth']})")
+    p.add_argument("--seed", type=int, default=None, help=f"surface sampling seed (default: {TREE_DEFAULTS['seed']})")
     p.add_argument("--report", action="store_true",
                    help="print per model and level: sphere count, mean/max error, coverage, build time")
     p.add_argument("--picture", metavar="PATH", type=png_file,
@@ -61,7 +63,20 @@ def _load_meshes(names):
     return out
 
 
+def tree_params(args) -> None:
+    """--branching, --depth and --seed: each acts or is refused (SSV trees take none of them, the
+    octree is always 8-way); the defaults fill what is not given."""
+    for name in {"ssv": ("branching", "depth", "seed"), "octree": ("branching",)}.get(args.method, ()):
+        if getattr(args, name) is not None:
+            raise InputError(COMMAND_LINE, f"--{name}", f"does nothing with --method {args.method}"
+                             + (" (the octree is always 8-way)" if args.method == "octree" else ""))
+    for name, default in TREE_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+
+
 def run(args) -> int:
+    tree_params(args)
     if args.all is not None:
         return run_all(args)
     if args.method == "ssv":

@@ -98,6 +98,10 @@ CASES = [
     flag("fly-pause-on-catch-not-swept", (*FLY, "--pause-on-catch"), "--pause-on-catch",
          "acts only with collision.swept = true"),
     flag("fly-boxes-without-asteroids", (*FLY, "--boxes"), "--boxes", "has none (asteroids.count = 0)"),
+    flag("build-branching-with-octree", ("build-trees", "lamp", "--method", "octree", "--branching", "4",
+                                         "--cache-dir", "{tmp}/c"), "--branching", "does nothing with --method octree"),
+    flag("build-seed-with-ssv", ("build-trees", "lamp", "--method", "ssv", "--seed", "3", "--cache-dir", "{tmp}/c"),
+         "--seed", "does nothing with --method ssv"),
     flag("demo-features-without-asteroids", ("demo", "--headless", "--frames", "1", "--features"), "--features",
          "has none (asteroids.count = 0)"),
 ]
