@@ -31,6 +31,7 @@ from pathlib import Path
 
 from ..cli.args import integer, new_file, output_folder
 from ..files import partial_prefix, read_input
+from ..machine import LoadWatch, cpu_model
 from ..sim.runs import staged_folder
 from . import bench_hubbard, bench_narrowphase
 from .report_doc import document, plot_ratios, readme_block, readme_span, with_block
@@ -61,11 +62,17 @@ PROFILES = {p.name: p for p in (
 
 def register(sub) -> None:
     p = sub.add_parser("report", help="run the headline benchmarks, each against its peer, and write "
-                                      "docs/BENCHMARKS.md, its plots and the README's headline figures")
+                                      "docs/BENCHMARKS.md, its plots and the README's headline figures",
+                       description="Runs bench narrowphase (sphere level 2 and every exact strategy against "
+                                   "python-fcl, deep and near-touching poses) and bench hubbard (lamps: frames "
+                                   "within target, time-critical against exact-only, over render loads) in this "
+                                   "process, and writes each figure with its command, its peer, its target and a "
+                                   "verdict. Run it on a quiet machine, pinned to one core: "
+                                   "taskset -c 1 spaceship-sim bench report")
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                    help="quick: under 10 minutes on 2 cores; full: every model, more poses and frames, seven render "
                         "loads (default: %(default)s)")
-    p.add_argument("--cpu-load", type=integer(0, 64), default=0,
+    p.add_argument("--cpu-load", type=integer(0, 64), default=0, metavar="N",
                    help="also run the lamps sweep beside N busy processes (default: not)")
     p.add_argument("--out", type=output_folder, default="docs",
                    help="folder of BENCHMARKS.md and benchmarks/ (default: %(default)s)")
@@ -111,7 +118,7 @@ def make(profile: Profile, command: str, out: Path, readme: Path | None, cpu_loa
 
 def measure(profile: Profile, command: str, cpu_load: int, work: Path, clock=None) -> dict:
     """The report's data: the benches' rows, the machine, the packages, and the figures taken from them."""
-    load_before, date = os.getloadavg(), datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    watch, date = LoadWatch(), datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     steps = [("narrowphase", lambda: run_narrowphase(profile.narrowphase, work)),
              ("hubbard", lambda: run_hubbard(profile.hubbard, work / "hubbard", clock))]
     if cpu_load:
@@ -121,7 +128,7 @@ def measure(profile: Profile, command: str, cpu_load: int, work: Path, clock=Non
     for i, (key, step) in enumerate(steps, 1):
         print(f"bench report [{i}/{len(steps)}]: {key}", flush=True)
         benches[key] = step()
-    report = dict(command=command, profile=profile.name, date=date, machine=machine(load_before),
+    report = dict(command=command, profile=profile.name, date=date, machine=machine(watch),
                   packages=packages(), threading_layer=threading_layer(), benches=benches)
     report["figures"] = as_dicts(figures(benches))
     return report
@@ -168,22 +175,14 @@ def number_or_text(text: str):
 
 # ---------------------------------------------------------------- where and with what
 
-def machine(load_before) -> dict:
-    cores = os.cpu_count()
+def machine(watch: LoadWatch) -> dict:
+    """The CPU, its cores and those this process may run on (taskset), and the load over the benches."""
+    load = watch.figures()
+    cores = load["cores"]
     allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(cores))
-    return dict(cpu=cpu_model(), cores=cores, cpus_allowed=allowed, load_before=[round(x, 2) for x in load_before],
-                load_after=[round(x, 2) for x in os.getloadavg()], system=platform.platform(),
+    return dict(cpu=cpu_model(), cores=cores, cpus_allowed=allowed, load_before=load["load_average_start"],
+                load_after=load["load_average_end"], preempted=load["preempted"], system=platform.platform(),
                 python=platform.python_version())
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def packages() -> dict:

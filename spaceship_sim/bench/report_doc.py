@@ -55,7 +55,8 @@ def pinning(machine: dict) -> str:
 
 
 def load(values) -> str:
-    return " / ".join(f"{x:.2f}" for x in values)
+    """A load average (1, 5, 15 minutes), or 'unknown' where the OS has none."""
+    return " / ".join(f"{x:.2f}" for x in values) if values else "unknown"
 
 
 def readme_block(report: dict, link: str) -> str:
@@ -105,6 +106,7 @@ def machine_table(report: dict) -> list[str]:
     m = report["machine"]
     rows = [["date", report["date"]], ["CPU", m["cpu"]], ["cores", f"{m['cores']}{pinning(m)}"],
             ["load average (1, 5, 15 min)", f"before {load(m['load_before'])}, after {load(m['load_after'])}"],
+            ["times the OS preempted the report", f"{m['preempted']:,}"],
             ["system", m["system"]], ["Python", m["python"]], ["numba threading layer", report["threading_layer"]]]
     rows += [[name, version] for name, version in report["packages"].items()]
     return table(["", ""], rows)

@@ -121,6 +121,7 @@ def test_a_tiny_report_writes_the_document_its_data_its_plots_and_the_readme_blo
     assert report["command"] == command and report["profile"] == "tiny"
     machine = report["machine"]
     assert machine["cores"] >= 1 and len(machine["load_before"]) == 3 == len(machine["load_after"]) and machine["cpu"]
+    assert machine["preempted"] >= 0 and set(machine["cpus_allowed"]) <= set(range(machine["cores"]))
     assert set(report["packages"]) >= {"numpy", "numba", "python-fcl", "spaceship_sim"} and report["threading_layer"]
     lamps = report["benches"]["hubbard"]
     assert [r["render_ms"] for r in lamps["sweep"]] == [0.0, 40.0]
