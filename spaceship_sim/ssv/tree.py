@@ -23,11 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .build import CUT_QUANTILES, build_nodes  # noqa: F401 (CUT_QUANTILES: the method's, re-exported)
 
 SSV_BUILDER_VERSION = "8"  # 3: boxes per node; 4: split on the centroids' principal axis; 5: turned
 # rectangles; 6: the cut whose halves' SSVs are least; 7: by area, twelve cuts; 8: compiled (rounding)
 SLACK = 1e-9  # radius slack as a fraction of the model's bounding-box diagonal [-]
-CUT_QUANTILES = (0.3, 0.7)  # besides the mean and the middle, the split tries cuts at these quantiles
 RECT_TURNS = 32  # in-plane turns of the two longest axes tried, evenly over a quarter turn (0 among them)
 # (RECT_TURNS, 2) cos, sin of the turns
 TURNS = np.stack([np.cos(np.arange(RECT_TURNS) * (np.pi / 2 / RECT_TURNS)),
@@ -104,8 +104,6 @@ def _volumes(a, b, r):
 def build_ssv(vertices, faces, key: str = "") -> SSVTree:
     """SSV tree of a triangle mesh: vertices (nv, 3) float64 body frame [m], faces (F, 3) int (the
     compiled builder, ssv/build.py; ssv/reference.py is the same method in numpy)."""
-    from .build import build_nodes
-
     t0 = time.perf_counter()
     vertices = np.array(vertices, np.float64, order="C")  # writable copies: one compiled signature
     faces = np.array(faces, np.int64, order="C")
