@@ -30,6 +30,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ..cli.args import integer, new_file, output_folder
+from ..config import CollisionConfig
 from ..files import partial_prefix, read_input
 from ..machine import LoadWatch, cpu_model
 from ..sim.runs import staged_folder
@@ -129,7 +130,8 @@ def measure(profile: Profile, command: str, cpu_load: int, work: Path, clock=Non
         print(f"bench report [{i}/{len(steps)}]: {key}", flush=True)
         benches[key] = step()
     report = dict(command=command, profile=profile.name, date=date, machine=machine(watch),
-                  packages=packages(), threading_layer=threading_layer(), benches=benches)
+                  packages=packages(), threading_layer=threading_layer(),
+                  default_exact_level=CollisionConfig().exact_method, benches=benches)
     report["figures"] = as_dicts(figures(benches))
     return report
 

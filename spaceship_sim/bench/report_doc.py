@@ -7,19 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InputError
-from .report_figures import FCL_ALL, FCL_FIRST, KIND_WORDS, holds, num
+from .bench_narrowphase import EXACT_ROWS
+from .report_figures import KIND_WORDS, holds, num
 
 # the README's block between these lines is the report's: replaced whole on every run
 START = "<!-- headline figures: written by `spaceship-sim bench report`; edit the report, not this table -->"
 END = "<!-- end of headline figures -->"
 RULE_SIGNS = {">=": "≥", "<=": "≤"}
-# exact strategies as bench narrowphase names their rows: (strategy, first contact row, all contacts row)
-STRATEGIES = (("sphere_leaves", "exact, first contact", "exact, all contacts"),
-              ("ssv", "ssv collide, first contact", "ssv collide, all contacts"),
-              ("bsp", "bsp, first contact", "bsp, all contacts"),
-              ("faceoctree", "faceoctree, first contact", "faceoctree, all contacts"),
-              ("ocst (trees built)", "ocst warm, first contact", None),
-              ("fcl", FCL_FIRST, FCL_ALL))
 
 
 def cell(text: str) -> str:
@@ -95,7 +89,7 @@ def document(report: dict, pictures: list[str]) -> str:
              "## Headline figures", "", *headline_table(report), ""]
     for f in report["figures"]:
         lines += figure_section(f)
-    lines += strategy_section(report["benches"]["narrowphase"])
+    lines += strategy_section(report)
     lines += sweep_section(report["benches"], pictures)
     lines += ["## Plots", "", "Each narrow-phase figure against its target, and every method's µs per pair:", "",
               *[f"![{Path(p).stem}]({p})" for p in pictures if Path(p).stem in ("ratios", "narrowphase")]]
@@ -121,21 +115,22 @@ def figure_section(f: dict) -> list[str]:
             *(table([*head, "value"], rows) if rows else []), ""]
 
 
-def strategy_section(bench: dict) -> list[str]:
-    """Every exact strategy's µs per pair and its ratio to fcl's, per model and pose kind."""
+def strategy_section(report: dict) -> list[str]:
+    """Every exact strategy's µs per pair and its ratio to fcl's, per model and pose kind, first and
+    all contacts (bench narrowphase's rows; ocst is timed with its trees built, first contact only)."""
+    bench = report["benches"]["narrowphase"]
     us = {(r["model"], r["poses_kind"], r["method"]): float(r["us_per_pair"]) for r in bench["rows"]}
     sets = list(dict.fromkeys((r["model"], r["poses_kind"]) for r in bench["rows"]))
+    names = [f"{m} (default)" if m == report["default_exact_level"] else m for m in EXACT_ROWS]
     lines = ["## Every exact strategy against fcl", "",
              f"µs per pair (÷ fcl's, same run), `{bench['command']}`; "
              + ("every verdict agreed with fcl's and brute force's." if bench["checks_ok"] else
                 "**a verdict check failed** (the command prints which)."), ""]
-    for contacts, column in (("first contact", 1), ("all contacts", 2)):
-        rows = []
-        for model, kind in sets:
-            peer = us.get((model, kind, (FCL_FIRST, FCL_ALL)[column - 1]))
-            rows.append([model, KIND_WORDS.get(kind, kind)] + [
-                per_pair(us.get((model, kind, s[column])), peer) for s in STRATEGIES])
-        lines += [f"{contacts}:", "", *table(["model", "poses", *(s[0] for s in STRATEGIES)], rows), ""]
+    for contacts in ("first contact", "all contacts"):
+        row_of = {m: row.replace("first contact", contacts) for m, row in EXACT_ROWS.items()}
+        rows = [[model, KIND_WORDS.get(kind, kind)] + [per_pair(us.get((model, kind, row)), us.get((model, kind, row_of["fcl"])))
+                                                       for row in row_of.values()] for model, kind in sets]
+        lines += [f"{contacts}:", "", *table(["model", "poses", *names], rows), ""]
     return lines
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from .bench_narrowphase import FclPair
+
 MET, NOT_MET, NOT_MEASURED, NO_TARGET = "met", "not met", "not measured", "no target"
 KIND_WORDS = {"deep": "deep", "shallow": "near-touching"}  # bench narrowphase's pose kinds, as the docs say them
-FCL_FIRST, FCL_ALL = "fcl collide, first contact", "fcl collide, all contacts"  # bench narrowphase's method names
+FCL_FIRST, FCL_ALL = FclPair.FIRST, FclPair.ALL  # bench narrowphase's rows of the peer
 WITHIN = 0.99            # share of frames within target the lamps target asks for
 SLACK_MS = 1.0           # ... at every stand-in render up to the target frame time minus this
 TOLERANCE_MS = 1e-6      # a render of 32.3 ms counts as target - 1 ms (33.33 - 1 = 32.33 ms)

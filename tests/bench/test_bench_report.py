@@ -136,8 +136,10 @@ def test_a_tiny_report_writes_the_document_its_data_its_plots_and_the_readme_blo
     doc = (tmp_path / "docs/BENCHMARKS.md").read_text()
     for f in report["figures"]:
         assert f"### {f['target']}" in doc and f"- command: `{f['command']}`" in doc and f"- verdict: **{f['verdict']}**" in doc
+    strategies = "| model | poses | " + " | ".join(f"{m} (default)" if m == report["default_exact_level"] else m
+                                                  for m in ("sphere_leaves", "ssv", "bsp", "faceoctree", "ocst", "fcl"))
     for words in ("## Machine", machine["cpu"], "load average", "numba threading layer", "## Every exact strategy",
-                  f"`{command}`"):
+                  f"`{command}`", strategies):
         assert words in doc
     pictures = [line.split("(", 1)[1].rstrip(")") for line in doc.splitlines() if line.startswith("![")]
     assert sorted(Path(p).name for p in pictures) == sorted(
