@@ -31,6 +31,7 @@ from pathlib import Path
 
 from ..cli.args import integer, new_file, output_folder
 from ..config import CollisionConfig
+from ..errors import InputError
 from ..files import partial_prefix, read_input
 from ..machine import LoadWatch, cpu_model
 from ..sim.runs import staged_folder
@@ -108,13 +109,24 @@ def readme_file(text: str) -> Path | None:
 def make(profile: Profile, command: str, out: Path, readme: Path | None, cpu_load: int = 0, clock=None) -> int:
     """Run the profile's benches, write the report under `out` and the README's block; 1 when a bench's
     verdict check failed (the report is written all the same), else 0."""
+    previous = previous_verdicts(out / "benchmarks" / "report.json")
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
-        report = measure(profile, command, cpu_load, Path(tmp), clock)
+        report = measure(profile, command, cpu_load, Path(tmp), clock) | dict(previous=previous)
         write(report, Path(tmp), out, readme)
     print(f"wrote {out / 'BENCHMARKS.md'}, {out / 'benchmarks'}" + (f" and {readme}'s headline figures" if readme else ""))
     for f in report["figures"]:
         print(f"  {f['verdict']:>12s}: {f['target']}")
     return 0 if report["benches"]["narrowphase"]["checks_ok"] else 1
+
+
+def previous_verdicts(path: Path) -> dict | None:
+    """{date, profile, verdicts: {figure key: verdict}} of the report at `path`, if there is a readable one:
+    a second run on a quiet machine should give the same verdicts, and the new report says whether it did."""
+    try:
+        old = json.loads(read_input(path, README_LIMIT * 10, "report").decode())
+        return dict(date=old["date"], profile=old["profile"], verdicts={f["key"]: f["verdict"] for f in old["figures"]})
+    except (InputError, ValueError, KeyError, TypeError):
+        return None
 
 
 def measure(profile: Profile, command: str, cpu_load: int, work: Path, clock=None) -> dict:

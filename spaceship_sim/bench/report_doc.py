@@ -86,7 +86,7 @@ def document(report: dict, pictures: list[str]) -> str:
              "hand: run the command again, on a quiet machine (`taskset -c 1` pins it to one core). The README's "
              "headline figures are copied from this report's data (`report.json` beside the plots).", "",
              "## Machine", "", *machine_table(report), "",
-             "## Headline figures", "", *headline_table(report), ""]
+             "## Headline figures", "", *headline_table(report), "", *agreement(report)]
     for f in report["figures"]:
         lines += figure_section(f)
     lines += strategy_section(report)
@@ -94,6 +94,17 @@ def document(report: dict, pictures: list[str]) -> str:
     lines += ["## Plots", "", "Each narrow-phase figure against its target, and every method's µs per pair:", "",
               *[f"![{Path(p).stem}]({p})" for p in pictures if Path(p).stem in ("ratios", "narrowphase")]]
     return "\n".join(lines) + "\n"
+
+
+def agreement(report: dict) -> list[str]:
+    """A line on whether the verdicts are those of the report this one replaced (none: no line)."""
+    prev = report.get("previous")
+    if not prev:
+        return []
+    changed = [f"{f['target']}: {prev['verdicts'][f['key']]} → {f['verdict']}" for f in report["figures"]
+               if prev["verdicts"].get(f["key"], f["verdict"]) != f["verdict"]]
+    return [f"Against the report this one replaced ({prev['date']}, {prev['profile']} profile): "
+            + ("every verdict the same." if not changed else "verdicts changed — " + "; ".join(changed) + "."), ""]
 
 
 def machine_table(report: dict) -> list[str]:

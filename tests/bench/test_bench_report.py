@@ -113,6 +113,10 @@ def test_a_tiny_report_writes_the_document_its_data_its_plots_and_the_readme_blo
     shutil.copyfile(REPO / "README.md", readme)
     before = readme.read_text()
     command = "spaceship-sim bench report --profile tiny --cpu-load 1"
+    replaced = tmp_path / "docs/benchmarks/report.json"  # the report this one replaces: its verdicts are compared
+    replaced.parent.mkdir(parents=True)
+    replaced.write_text(json.dumps(dict(date="2026-01-01 00:00 UTC", profile="tiny", figures=[
+        dict(key="lamps_sweep", verdict=rf.NOT_MET)])))
     assert make(TINY, command, tmp_path / "docs", readme, cpu_load=1, clock=TickClock(1e-5)) == 0
     report = json.loads((tmp_path / "docs/benchmarks/report.json").read_text())
     # the saved figures are the ones the saved data gives
@@ -129,7 +133,7 @@ def test_a_tiny_report_writes_the_document_its_data_its_plots_and_the_readme_blo
     assert report["benches"]["hubbard_load"]["cpu_load"] == 1
     # a 40 ms render alone is over the 33.3 ms target: the verdict reads the render of 0 ms only
     sweep_fig = next(f for f in report["figures"] if f["key"] == "lamps_sweep")
-    assert [v["render_ms"] for v in sweep_fig["values"]] == [0.0]
+    assert [v["render_ms"] for v in sweep_fig["values"]] == [0.0] and sweep_fig["verdict"] == rf.MET
     models = {r["model"] for r in report["benches"]["narrowphase"]["rows"]}
     assert models == {"torus"} and report["benches"]["narrowphase"]["checks_ok"]
 
@@ -141,6 +145,8 @@ def test_a_tiny_report_writes_the_document_its_data_its_plots_and_the_readme_blo
     for words in ("## Machine", machine["cpu"], "load average", "numba threading layer", "## Every exact strategy",
                   f"`{command}`", strategies):
         assert words in doc
+    assert (f"Against the report this one replaced (2026-01-01 00:00 UTC, tiny profile): verdicts changed — "
+            f"{sweep_fig['target']}: not met → met.") in doc
     pictures = [line.split("(", 1)[1].rstrip(")") for line in doc.splitlines() if line.startswith("![")]
     assert sorted(Path(p).name for p in pictures) == sorted(
         ["ratios.png", "narrowphase.png", "hubbard_render_sweep.png", "hubbard_profiles.png",
@@ -151,6 +157,17 @@ def test_a_tiny_report_writes_the_document_its_data_its_plots_and_the_readme_blo
     assert readme_block_of(after, readme) == readme_block(report, "docs/BENCHMARKS.md")
     assert with_block(after, readme, readme_block_of(before, readme)) == before  # nothing else changed
     assert not [p for p in tmp_path.rglob(".*partial*")]
+
+
+def test_the_document_says_whether_the_verdicts_are_the_replaced_reports():
+    from spaceship_sim.bench.report_doc import agreement
+    figs = [dict(key="a", target="A", verdict=rf.MET), dict(key="b", target="B", verdict=rf.NOT_MET)]
+    prev = dict(date="D", profile="quick", verdicts=dict(a=rf.MET, b=rf.NOT_MET, gone=rf.MET))
+    assert agreement(dict(figures=figs, previous=prev)) == [
+        "Against the report this one replaced (D, quick profile): every verdict the same.", ""]
+    prev["verdicts"]["b"] = rf.MET
+    assert "verdicts changed — B: met → not met." in agreement(dict(figures=figs, previous=prev))[0]
+    assert agreement(dict(figures=figs, previous=None)) == []
 
 
 def test_readme_headline_figures_are_the_reports():
