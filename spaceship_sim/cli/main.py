@@ -31,6 +31,7 @@ BENCHES = [
     "spaceship_sim.bench.bench_hubbard",
     "spaceship_sim.bench.bench_multibody",
     "spaceship_sim.bench.bench_ocst",
+    "spaceship_sim.bench.bench_sweep",  # sweep cells and tree builds: serial vs dask workers
     "spaceship_sim.bench.bench_compile",
     "spaceship_sim.bench.report",  # runs bench narrowphase and bench hubbard: the headline figures
 ]

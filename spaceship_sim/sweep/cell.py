@@ -93,7 +93,7 @@ def run_cell(task: CellTask, expected_version: str | None = None) -> dict:
     from ..sim.runs import run_frames
 
     if expected_version is not None and (here := code_version()) != expected_version:
-        raise CodeVersionError(f"worker {_worker()} on {socket.gethostname()} runs code version {here[:12]}, the "
+        raise CodeVersionError(f"worker {worker_name()} on {socket.gethostname()} runs code version {here[:12]}, the "
                                f"sweep {expected_version[:12]}: install the same package and assets on every worker")
     clock = TickClock(task.tick) if task.clock == "tick" else CLOCKS[task.clock]
     where = machine()
@@ -117,7 +117,7 @@ def machine() -> dict:
     import numba
 
     return {"host": socket.gethostname(), "cpu": cpu_model(), "load_1m": os.getloadavg()[0],
-            "numba_threads": numba.get_num_threads(), "worker": _worker()}
+            "numba_threads": numba.get_num_threads(), "worker": worker_name()}
 
 
 def cpu_model() -> str:
@@ -130,7 +130,8 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _worker() -> str:
+def worker_name() -> str:
+    """The dask worker running this (its name), or "local" outside one."""
     try:
         from distributed import get_worker
         return str(get_worker().name)

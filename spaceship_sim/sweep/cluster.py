@@ -81,7 +81,7 @@ def local_cluster(n: int):
 
     threads = str(max(1, (os.cpu_count() or 1) // n))
     cluster = LocalCluster(n_workers=0, threads_per_worker=1, processes=True,
-                           dashboard_address=":0" if has_dashboard() else None, silence_logs=logging.ERROR)
+                           dashboard_address=":0", silence_logs=logging.ERROR)  # any free port
     try:
         for i in range(n):
             (name, spec), = cluster.new_worker_spec().items()

@@ -93,3 +93,11 @@ def row(cell, record: dict | None, error: str | None) -> dict:
     out.update({k: (record or {}).get(k) for k in (*MACHINE, "seconds")})
     out["key"] = cell.key
     return out
+
+
+def computed(row: dict) -> dict:
+    """A row less where and how long its cell ran: what the cell computed, the same wherever a
+    deterministic cell runs."""
+    from .cell import MACHINE
+
+    return {k: v for k, v in row.items() if k not in (*MACHINE, "seconds")}

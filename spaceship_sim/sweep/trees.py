@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..config import PREBUILT_TREE_METHODS
 from ..errors import InputError
+from .cell import worker_name
 from .cluster import COMMAND_LINE
 
 SSV = "ssv"
@@ -52,7 +53,7 @@ def build_one(path: str, method: str, branching: int, depth: int, seed: int, cac
         tree = load_or_build(mesh, method=method, branching=branching, depth=depth, seed=seed,
                              cache_dir=cache_dir, force=force)
     return {"model": mesh.name, "method": method, "nodes": int(tree.n_nodes), "triangles": int(len(mesh.faces)),
-            "seconds": time.perf_counter() - t0}
+            "seconds": time.perf_counter() - t0, "worker": worker_name()}
 
 
 def build_all(client, jobs: list[dict], progress: bool = True, workers=None) -> list[dict]:
@@ -103,6 +104,7 @@ def run_all(args) -> int:
     with open_client(args.scheduler, args.workers) as client:
         done = build_all(client, jobs)
     for r in done:
-        print(f"{r['model']:>16s} {r['method']:6s} {r['nodes']:7d} nodes ({r['triangles']} triangles) {r['seconds']:7.2f} s")
+        print(f"{r['model']:>16s} {r['method']:6s} {r['nodes']:7d} nodes ({r['triangles']} triangles) "
+              f"{r['seconds']:7.2f} s on worker {r['worker']}")
     print(f"{len(done)} trees of {len({r['model'] for r in done})} models in the cache")
     return 0
