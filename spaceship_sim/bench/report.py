@@ -24,6 +24,7 @@ import platform
 import shlex
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import metadata
@@ -40,6 +41,7 @@ from .report_doc import document, plot_ratios, readme_block, readme_span, with_b
 from .report_figures import as_dicts, figures
 
 README_LIMIT = 1_000_000  # [bytes] a README to rewrite: the project's is 20 kB
+REPORT_LIMIT = 50_000_000  # [bytes] a report.json to compare with: a full report's is ~0.2 MB
 PACKAGES = ("spaceship_sim", "numpy", "numba", "scipy", "trimesh", "python-fcl", "matplotlib")
 
 
@@ -72,8 +74,9 @@ def register(sub) -> None:
                                    "verdict. Run it on a quiet machine, pinned to one core: "
                                    "taskset -c 1 spaceship-sim bench report")
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick",
-                   help="quick: under 10 minutes on 2 cores; full: every model, more poses and frames, seven render "
-                        "loads (default: %(default)s)")
+                   help="quick: four models, 300 poses, four render loads, meant to take under 10 minutes on 2 cores; "
+                        "full: every model, 1,000 poses, seven render loads (the report says how long it took) "
+                        "(default: %(default)s)")
     p.add_argument("--cpu-load", type=integer(0, 64), default=0, metavar="N",
                    help="also run the lamps sweep beside N busy processes (default: not)")
     p.add_argument("--out", type=output_folder, default="docs",
@@ -123,7 +126,7 @@ def previous_verdicts(path: Path) -> dict | None:
     """{date, profile, verdicts: {figure key: verdict}} of the report at `path`, if there is a readable one:
     a second run on a quiet machine should give the same verdicts, and the new report says whether it did."""
     try:
-        old = json.loads(read_input(path, README_LIMIT * 10, "report").decode())
+        old = json.loads(read_input(path, REPORT_LIMIT, "report").decode())
         return dict(date=old["date"], profile=old["profile"], verdicts={f["key"]: f["verdict"] for f in old["figures"]})
     except (InputError, ValueError, KeyError, TypeError):
         return None
@@ -131,7 +134,7 @@ def previous_verdicts(path: Path) -> dict | None:
 
 def measure(profile: Profile, command: str, cpu_load: int, work: Path, clock=None) -> dict:
     """The report's data: the benches' rows, the machine, the packages, and the figures taken from them."""
-    watch, date = LoadWatch(), datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    watch, date, t0 = LoadWatch(), datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), time.monotonic()
     steps = [("narrowphase", lambda: run_narrowphase(profile.narrowphase, work)),
              ("hubbard", lambda: run_hubbard(profile.hubbard, work / "hubbard", clock))]
     if cpu_load:
@@ -143,7 +146,8 @@ def measure(profile: Profile, command: str, cpu_load: int, work: Path, clock=Non
         benches[key] = step()
     report = dict(command=command, profile=profile.name, date=date, machine=machine(watch),
                   packages=packages(), threading_layer=threading_layer(),
-                  default_exact_level=CollisionConfig().exact_method, benches=benches)
+                  default_exact_level=CollisionConfig().exact_method, minutes=round((time.monotonic() - t0) / 60, 1),
+                  benches=benches)
     report["figures"] = as_dicts(figures(benches))
     return report
 

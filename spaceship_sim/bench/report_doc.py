@@ -109,7 +109,7 @@ def agreement(report: dict) -> list[str]:
 
 def machine_table(report: dict) -> list[str]:
     m = report["machine"]
-    rows = [["date", report["date"]], ["CPU", m["cpu"]], ["cores", f"{m['cores']}{pinning(m)}"],
+    rows = [["date", f"{report['date']}, the benches took {report['minutes']:g} min"], ["CPU", m["cpu"]], ["cores", f"{m['cores']}{pinning(m)}"],
             ["load average (1, 5, 15 min)", f"before {load(m['load_before'])}, after {load(m['load_after'])}"],
             ["times the OS preempted the report", f"{m['preempted']:,}"],
             ["system", m["system"]], ["Python", m["python"]], ["numba threading layer", report["threading_layer"]]]

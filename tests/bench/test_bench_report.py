@@ -122,7 +122,7 @@ def test_a_tiny_report_writes_the_document_its_data_its_plots_and_the_readme_blo
     # the saved figures are the ones the saved data gives
     assert report["figures"] == rf.as_dicts(rf.figures(report["benches"]))
     assert [f["key"] for f in report["figures"]] == [s.key for s in rf.RATIO_TARGETS] + ["lamps_sweep", "lamps_sweep_load"]
-    assert report["command"] == command and report["profile"] == "tiny"
+    assert report["command"] == command and report["profile"] == "tiny" and report["minutes"] >= 0
     machine = report["machine"]
     assert machine["cores"] >= 1 and len(machine["load_before"]) == 3 == len(machine["load_after"]) and machine["cpu"]
     assert machine["preempted"] >= 0 and set(machine["cpus_allowed"]) <= set(range(machine["cores"]))
@@ -142,7 +142,7 @@ def test_a_tiny_report_writes_the_document_its_data_its_plots_and_the_readme_blo
         assert f"### {f['target']}" in doc and f"- command: `{f['command']}`" in doc and f"- verdict: **{f['verdict']}**" in doc
     strategies = "| model | poses | " + " | ".join(f"{m} (default)" if m == report["default_exact_level"] else m
                                                   for m in ("sphere_leaves", "ssv", "bsp", "faceoctree", "ocst", "fcl"))
-    for words in ("## Machine", machine["cpu"], "load average", "numba threading layer", "## Every exact strategy",
+    for words in ("## Machine", machine["cpu"], "the benches took", "load average", "numba threading layer", "## Every exact strategy",
                   f"`{command}`", strategies):
         assert words in doc
     assert (f"Against the report this one replaced (2026-01-01 00:00 UTC, tiny profile): verdicts changed — "
