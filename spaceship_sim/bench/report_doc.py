@@ -109,7 +109,8 @@ def agreement(report: dict) -> list[str]:
 
 def machine_table(report: dict) -> list[str]:
     m = report["machine"]
-    rows = [["date", f"{report['date']}, the benches took {report['minutes']:g} min"], ["CPU", m["cpu"]], ["cores", f"{m['cores']}{pinning(m)}"],
+    rows = [["date", f"{report['date']}, the benches took {report['minutes']:g} min"], ["CPU", m["cpu"]],
+            ["cores", f"{m['cores']}{pinning(m)}"],
             ["load average (1, 5, 15 min)", f"before {load(m['load_before'])}, after {load(m['load_after'])}"],
             ["times the OS preempted the report", f"{m['preempted']:,}"],
             ["system", m["system"]], ["Python", m["python"]], ["numba threading layer", report["threading_layer"]]]
@@ -139,8 +140,9 @@ def strategy_section(report: dict) -> list[str]:
                 "**a verdict check failed** (the command prints which)."), ""]
     for contacts in ("first contact", "all contacts"):
         row_of = {m: row.replace("first contact", contacts) for m, row in EXACT_ROWS.items()}
-        rows = [[model, KIND_WORDS.get(kind, kind)] + [per_pair(us.get((model, kind, row)), us.get((model, kind, row_of["fcl"])))
-                                                       for row in row_of.values()] for model, kind in sets]
+        rows = [[model, KIND_WORDS.get(kind, kind)]
+                + [per_pair(us.get((model, kind, row)), us.get((model, kind, row_of["fcl"]))) for row in row_of.values()]
+                for model, kind in sets]
         lines += [f"{contacts}:", "", *table(["model", "poses", *names], rows), ""]
     return lines
 

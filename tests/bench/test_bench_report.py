@@ -142,8 +142,8 @@ def test_a_tiny_report_writes_the_document_its_data_its_plots_and_the_readme_blo
         assert f"### {f['target']}" in doc and f"- command: `{f['command']}`" in doc and f"- verdict: **{f['verdict']}**" in doc
     strategies = "| model | poses | " + " | ".join(f"{m} (default)" if m == report["default_exact_level"] else m
                                                   for m in ("sphere_leaves", "ssv", "bsp", "faceoctree", "ocst", "fcl"))
-    for words in ("## Machine", machine["cpu"], "the benches took", "load average", "numba threading layer", "## Every exact strategy",
-                  f"`{command}`", strategies):
+    for words in ("## Machine", machine["cpu"], "the benches took", "load average", "numba threading layer",
+                  "## Every exact strategy", f"`{command}`", strategies):
         assert words in doc
     assert (f"Against the report this one replaced (2026-01-01 00:00 UTC, tiny profile): verdicts changed — "
             f"{sweep_fig['target']}: not met → met.") in doc
