@@ -25,6 +25,7 @@ from ..config import CONFIGS_DIR
 from ..errors import InputError
 
 DEFAULT_SPEC = CONFIGS_DIR / "sweeps" / "bench.toml"
+NOT_TREE = ("build_seconds", "checksum")  # what a cached tree file holds beside the tree
 
 
 def register(sub) -> None:
@@ -134,14 +135,14 @@ def write_models(folder: Path, n: int, triangles: int) -> list[Path]:
 
 
 def _same_trees(a: Path, b: Path) -> bool:
-    """Whether two tree caches hold the same files with the same arrays (build times aside)."""
+    """Whether two tree caches hold the same files with the same trees (the build time, and the
+    file checksum that covers it, aside)."""
     names = sorted(p.name for p in a.glob("*.npz"))
     if not names or names != sorted(p.name for p in b.glob("*.npz")):
         return False
     for name in names:
         with np.load(a / name) as x, np.load(b / name) as y:
-            keys = [k for k in x.files if k != "build_seconds"]
-            if sorted(keys) != sorted(k for k in y.files if k != "build_seconds") or \
-                    not all(np.array_equal(x[k], y[k]) for k in keys):
+            keys = sorted(set(x.files) - set(NOT_TREE))
+            if keys != sorted(set(y.files) - set(NOT_TREE)) or not all(np.array_equal(x[k], y[k]) for k in keys):
                 return False
     return True
