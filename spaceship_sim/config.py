@@ -150,6 +150,9 @@ class CollisionConfig:
                            "colliding sphere-tree leaves; the default with [asteroids], which the others do not "
                            "cover) or another exact strategy of the registry ('bsp', 'faceoctree', 'fcl', ...) [-]",
                            choices=EXACT_LEVELS)
+    distance_intervals: str = _f("tighten", "'tighten': after the verdicts, the rest of each budget narrows the "
+                                 "separation intervals [lower, upper] of the widest pairs; 'verdict': the verdicts "
+                                 "take the whole budget [-]", choices=("tighten", "verdict"))
     swept: bool = _f(False, "catch ships crossing between samples: candidate pairs moving farther than their "
                             "thickness in a sample get the face octree's swept-space test [-]")
     restitution: float = _f(1.0, "coefficient of restitution of collision response [-]", lo=0.0, hi=1.0)

@@ -52,6 +52,7 @@ from ..clock import WALL
 from ..cost import CostModel
 from .bank import TreeBank, bank_of
 from .fairness import NOT_FAIR
+from .intervals import bank_parts, narrow_rows, row_poses, tri_parts, verdict_bounds
 from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, complete_pairs,
                       count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, first_contacts, scratch_views,
                       search_levels, stack_width, stacks_csr, summarize_stacks, SCRATCH_FLAGS, SCRATCH_FLOATS,
@@ -70,9 +71,11 @@ EXACT_PROBE = 1         # ... of the exact level: one row's triangle tests can t
 CALL_UNITS = 2000
 EXACT_UNIT_COST = 3.1e-8
 EXACT_FIRST_COST = 1.5e-4
-# each exact strategy's cost per unit (seconds per CALL_UNITS + leaf triangle) as its calls measured it:
-# the rate a call prices its rows at before it has measured its own (cost.CostModel: an outlier does not
-# stick, and a strategy priced out of every budget is probed with one row every EXACT_PROBE_AFTER calls)
+# each exact strategy's cost per unit (seconds per CALL_UNITS + leaf triangle) as its calls measured it on
+# each clock: the rate a call prices its rows at before it has measured its own (cost.CostModel: an outlier
+# does not stick, and a strategy priced out of every budget is probed with one row every EXACT_PROBE_AFTER
+# calls). Per clock: a warm-up's wall-clock seconds say nothing of a TickClock's, and a run on one must
+# make the same decisions whatever ran before it on another.
 _UNIT_COST = weakref.WeakKeyDictionary()
 EXACT_PROBE_AFTER = 4
 MAX_BATCH = 1 << 16     # pairs per kernel call at most (bounds the scratch arrays)
@@ -82,6 +85,10 @@ FINISH_COST = 6e-8      # [s] per held node pair: time kept back from the deadli
 # _Search._first_contacts says why)
 LEAF_PAIRS_TRIED = {"prebuilt": 4, "on-collide": -1}
 NO_LIMIT = 1 << 62      # a forced level past every tree: each row straight to its deepest sphere level
+# verdict-then-tighten (intervals.py): the share of a finite budget left to narrowing the separation
+# intervals after the verdicts, and the node pairs each open row gets in the first round (x4 a round)
+TIGHTEN_SHARE = 0.5
+TIGHTEN_POPS = 16
 
 
 @dataclass(eq=False)
@@ -112,6 +119,8 @@ class FrameNarrowResult:
     bound_pairs      : (k, 2) int64 or None: the colliding sphere pair (node of A, node of B, local)
                        the separation bound comes from — the witness or one of its ancestors — -1
                        where none (pairs apart); None from strategies without sphere trees
+    lower, upper     : (k,) float64 [m], lower <= the ships' surface distance <= upper (intervals.py);
+                       lower == upper where it is known exactly
     """
 
     pairs: np.ndarray
@@ -129,6 +138,12 @@ class FrameNarrowResult:
     _tris: tuple = field(repr=False)
     time_in_batches: float = 0.0
     bound_pairs: np.ndarray | None = None
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.lower is None:  # what any strategy's verdict knows (sphere trees know more: intervals.py)
+            self.lower, self.upper = verdict_interval(self)
 
     # per-pair lists are built only when asked for: most frames never look at them
     @cached_property
@@ -138,6 +153,17 @@ class FrameNarrowResult:
     @cached_property
     def tri_pairs(self) -> list[np.ndarray]:
         return _local_pairs(*self._tris)
+
+
+def verdict_interval(answer) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) from a verdict alone: [0, 0] where triangles intersect, the exact distance
+    where one was measured, [0, separation bound] where colliding at a sphere level, [0, inf) else."""
+    lower = np.where(np.isfinite(answer.distance), answer.distance, 0.0)
+    upper = np.where(np.isfinite(answer.distance), answer.distance,
+                     np.where(answer.colliding, answer.separation_bound, np.inf))
+    touching = answer.colliding & answer.certain
+    lower[touching] = upper[touching] = 0.0
+    return lower, upper
 
 
 def _local_pairs(ptr, ga, gb, off_a, off_b) -> list[np.ndarray]:
@@ -185,7 +211,7 @@ def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, triangle_tests=True, 
 
 def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level: int = 1, max_level=None,
                  triangle_tests: bool = True, all_contacts: bool = True, clock=WALL, detector=None,
-                 fair=None) -> FrameNarrowResult:
+                 fair=None, tighten: bool = False) -> FrameNarrowResult:
     """Refine the frame's candidate pairs until `clock()` reaches `deadline`.
 
     model_id : (n,) int, each ship's model (index into bank.trees)
@@ -203,6 +229,9 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
     fair     : a fairness.FairOrder over the n bodies: the round-robin deepens the pairs least
                served so far first, and the levels reached are recorded in it (None: in the
                given order, nothing recorded)
+    tighten  : verdict-then-tighten: under a finite deadline the verdicts get (1 - TIGHTEN_SHARE) of
+               the time, and the rest narrows the widest separation intervals (intervals.py);
+               False: the verdicts get it all (the intervals are what they know)
     """
     pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)  # contiguous: one kernel compilation
     model_id = np.ascontiguousarray(model_id, dtype=np.int64)
@@ -212,7 +241,7 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
     # pair and model indices are checked by the kernels, where they are read (_Search.levels)
     return _refine(bank, bank, model_id, T, pairs, deadline=deadline, min_level=min_level, max_level=max_level,
                    triangle_tests=triangle_tests, all_contacts=all_contacts, clock=clock, detector=detector,
-                   fair=fair)
+                   fair=fair, tighten=tighten)
 
 
 def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowResult:
@@ -262,6 +291,7 @@ class NarrowPhase:
     triangle_tests : finish with triangle tests when time allows
     all_contacts : False stops each pair's exact level at its first intersecting triangle pair
     detector     : as refine_frame's (collision.exact_method = "ssv": an SSVExact)
+    tighten      : as refine_frame's (collision.distance_intervals = "tighten")
     """
 
     min_level: int = 1
@@ -269,6 +299,7 @@ class NarrowPhase:
     triangle_tests: bool = True
     all_contacts: bool = True
     detector: object = None  # exact strategy for the exact level (narrowphase.exact; None: the leaves)
+    tighten: bool = False
 
     def __post_init__(self):
         if not (isinstance(self.min_level, int) and self.min_level >= 0):
@@ -279,8 +310,8 @@ class NarrowPhase:
     def __call__(self, bank: TreeBank, model_id, T, pairs, deadline: float, clock=WALL, fair=None) -> FrameNarrowResult:
         """refine_frame with these settings (arguments as refine_frame's)."""
         return refine_frame(bank, model_id, T, pairs, deadline, min_level=self.min_level, max_level=self.max_level,
-                            triangle_tests=self.triangle_tests, all_contacts=self.all_contacts, clock=clock, detector=self.detector,
-                            fair=fair)
+                            triangle_tests=self.triangle_tests, all_contacts=self.all_contacts, clock=clock,
+                            detector=self.detector, fair=fair, tighten=self.tighten)
 
 
 def _transform(T, name) -> np.ndarray:
@@ -361,12 +392,14 @@ def _merge_hits(first, rows, second):
 
 
 def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, min_level, max_level, triangle_tests,
-            all_contacts=True, clock=WALL, detector=None, fair=None) -> FrameNarrowResult:
+            all_contacts=True, clock=WALL, detector=None, fair=None, tighten=False) -> FrameNarrowResult:
     """Refine k pair rows (pairs (k, 2) int64 of bodies with models model_id (n,) int64 — A's in
     bank_a, B's in bank_b — and body->world transforms T (n, 4, 4) float64, all C-contiguous) in
-    three stages: the sphere levels, the exact level while time allows, and the summary."""
+    four stages: the sphere levels, the exact level while time allows, the summary, and (tighten)
+    the separation intervals narrowed until the deadline."""
     start = clock()
     search = _Search(bank_a, bank_b, model_id, T, pairs, max_level, clock, fair)
+    final, deadline = deadline, start + (1.0 - TIGHTEN_SHARE) * (deadline - start) if tighten else deadline
     try:
         leaves = search.levels(deadline, min_level)
         if triangle_tests and leaves:
@@ -376,7 +409,10 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, mi
             search.distance[todo], busy = _apart_distances(detector, search.ma, search.mb, search.Ta, search.Tb,
                                                            todo, search.time_left(deadline), clock)
             search.busy += busy
-        return search.summary(pairs, start)
+        answer = search.summary(pairs, start)
+        if tighten:
+            search.tighten(answer, start, final)
+        return answer
     finally:
         _SCRATCH.give_back(search.scratch)
 
@@ -629,7 +665,7 @@ class _Search(SearchArrays):
 
         test = self._leaf_contacts if detector is None else \
             functools.partial(self._detector_hits, detector, all_contacts=all_contacts)
-        cost = _cost_model(detector)  # the leaves' is learned afresh in each call
+        cost = _cost_model(detector, self.clock)  # the leaves' is learned afresh in each call
         spent = [0.0, 0]  # clock seconds and cost units of the contact tests so far
         done, pieces, busy = _run_batches(kernel, len(leaves), left, n_forced, self.clock, probe=EXACT_PROBE,
                                           first_cost=EXACT_FIRST_COST)
@@ -762,16 +798,51 @@ class _Search(SearchArrays):
         (kernels.summarize_stacks)."""
         summary = summarize_stacks(self.VA, self.VB, *self.packed, self.hits[0], max(self.A.max_level, self.B.max_level)
                                    + 1, pairs, self.fair_args)
-        return frame_answer(pairs, summary, self.hits, self.clock() - start, self.busy, self.fair)
+        answer = frame_answer(pairs, summary, self.hits, self.clock() - start, self.busy, self.fair)
+        if self.prebuilt:
+            answer.lower, answer.upper = verdict_bounds(answer, self.A, self.B, self.frame[1])
+        return answer
+
+    def tighten(self, answer, start, deadline) -> None:
+        """Narrow answer's separation intervals until the deadline (intervals.py), widest first
+        relative to the pair's size: rounds over the open rows, each row TIGHTEN_POPS node pairs in
+        the first and 4x as many in each later one, in batches timed as the exact level's
+        (_run_batches: none starts that the time per row measured says would end past the
+        deadline). No clock is read when the summary's reading was already past it, so a sample
+        with no budget reads the clock as one without tightening (compiled_sample.py)."""
+        if not (self.prebuilt and math.isfinite(deadline) and start + answer.time_used < deadline):
+            return
+        lower, upper, pairs = answer.lower, answer.upper, answer.pairs
+        root_a, root_b = answer._spheres[3], answer._spheres[4]
+        R, t = row_poses(self.frame[1], pairs)
+        parts = (*bank_parts(self.A), *bank_parts(self.B), tri_parts(self.A), tri_parts(self.B), R, t)
+        size = self.A.spheres[root_a, 3] + self.B.spheres[root_b, 3]
+        pops = TIGHTEN_POPS
+        while True:
+            open_rows = np.flatnonzero(lower < upper)
+            order = open_rows[np.argsort(-(upper - lower)[open_rows] / size[open_rows], kind="stable")]
+
+            def kernel(s, e):
+                narrow_rows(*parts, order[s:e], root_a, root_b, pops, lower, upper)
+                return e, None
+
+            done, _, busy = _run_batches(kernel, len(order), deadline, 0, self.clock)
+            self.busy += busy
+            if done < len(order) or not len(order):
+                break
+            pops *= 4
+        answer.time_used = self.clock() - start
 
 
-def _cost_model(detector) -> CostModel:
-    """The exact strategy's remembered cost per unit (a fresh one for the sphere leaves, detector None)."""
+def _cost_model(detector, clock) -> CostModel:
+    """The exact strategy's remembered cost per unit on `clock` (a fresh one for the sphere leaves,
+    detector None)."""
     if detector is None:
         return CostModel(EXACT_UNIT_COST)
-    if detector not in _UNIT_COST:
-        _UNIT_COST[detector] = CostModel(EXACT_UNIT_COST, probe_after=EXACT_PROBE_AFTER)
-    return _UNIT_COST[detector]
+    per_clock = _UNIT_COST.setdefault(detector, weakref.WeakKeyDictionary())
+    if clock not in per_clock:
+        per_clock[clock] = CostModel(EXACT_UNIT_COST, probe_after=EXACT_PROBE_AFTER)
+    return per_clock[clock]
 
 
 def frame_answer(pairs, summary: tuple, hits: tuple, time_used: float, busy: float, fair) -> FrameNarrowResult:

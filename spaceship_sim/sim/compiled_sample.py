@@ -35,6 +35,7 @@ from ..dynamics.integrator import PARALLEL_MIN_SHIPS, StepStats, heun_adaptive_s
 from ..dynamics.ships import accel_bound_kernel, contain_kernel
 from ..narrowphase.bank import TreeBank
 from ..narrowphase.kernels import SCRATCH_FLOATS, scratch_views, search_levels, stack_width, summarize_stacks
+from ..narrowphase.intervals import verdict_bounds
 from ..narrowphase.refine import NO_LIMIT, NarrowPhase, Scratch, bank_args, frame_answer
 from ..response.impulse import respond_hits_kernel
 from ..state import poses_kernel
@@ -215,6 +216,7 @@ class CompiledSample:
         """The Python side of the kernel's pipeline._detect: the narrow phase's answer."""
         d, stats = detected, s.stats
         narrow = frame_answer(d.rows, d.summary, (d.hit_ptr, NO_IDS, NO_IDS), d.time_used, d.busy, s.stages.fair)
+        narrow.lower, narrow.upper = verdict_bounds(narrow, s.stages.bank, s.stages.bank, self.T)
         stats.t_narrow = stats.t_narrow + d.narrow_end - d.narrow_start
         stats.t_response = stats.t_response + d.response_end - d.response_start
         stats.add_tally(narrow, 0.0, d.moved, d.tally)

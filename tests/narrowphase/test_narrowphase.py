@@ -310,7 +310,7 @@ def test_an_exact_strategys_rows_start_only_when_predicted_to_finish(trees, mesh
     bank, model_id, T, pairs = random_scene(trees, np.random.default_rng(5), 12, names)
     full = refine_frame(bank, model_id, T, pairs, deadline=np.inf, detector=oracle)
     refine_frame(bank, model_id, T, pairs, deadline=clock() + 1.0, clock=clock, detector=detector)
-    assert refine._UNIT_COST[detector].rate() == pytest.approx(10 * refine.EXACT_UNIT_COST, rel=0.05)
+    assert refine._UNIT_COST[detector][clock].rate() == pytest.approx(10 * refine.EXACT_UNIT_COST, rel=0.05)
     start = clock()
     part = refine_frame(bank, model_id, T, pairs, deadline=start + budget_us * 1e-6, min_level=1, clock=clock,
                         detector=detector)
@@ -343,7 +343,7 @@ def test_an_exact_strategy_priced_out_by_one_outlier_is_probed_back(trees, meshe
     monkeypatch.setattr(refine._Search, "_detector_hits", costly)
     bank, model_id, T, pairs = random_scene(trees, np.random.default_rng(5), 12, names)
     refine_frame(bank, model_id, T, pairs, deadline=np.inf, clock=clock, detector=detector)
-    assert refine._UNIT_COST[detector].rate() == pytest.approx(1000 * refine.EXACT_UNIT_COST, rel=0.05)
+    assert refine._UNIT_COST[detector][clock].rate() == pytest.approx(1000 * refine.EXACT_UNIT_COST, rel=0.05)
     budget, tested_at = 1e-3, []
     for sample in range(1, 2 * refine.EXACT_PROBE_AFTER + 2):
         calls.clear()
@@ -355,7 +355,7 @@ def test_an_exact_strategy_priced_out_by_one_outlier_is_probed_back(trees, meshe
         if np.any(part.certain & part.colliding):
             tested_at.append(sample)
     assert tested_at and tested_at[0] <= refine.EXACT_PROBE_AFTER + 1
-    assert refine._UNIT_COST[detector].rate() == pytest.approx(refine.EXACT_UNIT_COST, rel=0.05)
+    assert refine._UNIT_COST[detector][clock].rate() == pytest.approx(refine.EXACT_UNIT_COST, rel=0.05)
     assert tested_at == list(range(tested_at[0], 2 * refine.EXACT_PROBE_AFTER + 2))  # used in every later sample
 
 

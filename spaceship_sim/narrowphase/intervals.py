@@ -1,0 +1,237 @@
+"""Separation-distance intervals: per candidate pair, lower <= true surface distance <= upper, narrowed
+with the time a frame has left.
+
+The verdict (refine.py) stops at the first colliding node pair of a level; what it knows of the
+distance is an upper bound from that chain of pairs. Narrowing is a branch-and-bound over the two
+sphere trees, one pair row at a time, nearest node pair first:
+
+- every node's enclosing sphere (volumes.enclosing_spheres) holds the part of the surface its
+  subtree covers, so the gap between two nodes' spheres, |c_a - c_b| - r_a - r_b, is at most the
+  distance between any point of A's part and any of B's: a lower bound for them;
+- the node pairs still to expand form a cut of the pair of trees: every pair of surface points is
+  covered by one of them or by a leaf pair already resolved, so the least gap over the cut and the
+  least triangle distance over the resolved leaf pairs bound the surface distance from below;
+- a resolved leaf pair's triangle distance (geometry.triangles), and the distance between two
+  nodes' witnesses (sphere trees keep a surface point per node), are distances between real
+  surface points, so they bound from above: the witnesses give a near upper bound after a few
+  pops, which prunes most leaf pairs before their triangles are measured;
+- a pair is expanded (the node with the larger sphere split into its children) only while its gap
+  is below the upper bound: the interval closes (lower = upper, the exact distance) when no pair
+  left could hold a nearer point pair.
+
+A call that runs out of pops keeps the best lower bound any of its cuts gave (a child's sphere may
+reach nearer than its parent's: the least gap over a cut can fall as it is expanded). Both bounds
+are valid at every step, so a call with more pops ends at least as narrow as one with fewer (it
+makes the same first steps), and a caller keeps the larger lower and the smaller upper of every
+call: more time never widens an interval (tests/narrowphase/test_intervals.py checks it, and the bounds,
+against brute force on every shipped model pair).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..geometry.poses import relative_poses
+from ..geometry.triangles import closest_point_triangle, distance_triangle_triangle
+from .volumes import moved
+
+HEAP_START = 256  # node pairs a row's heap holds before it grows
+
+
+@njit(cache=True)
+def _gap(ea, a, eb, b, R, t, r):
+    """Gap between node a's enclosing sphere (A's frame) and node b's (B's, moved into A's)."""
+    x0, x1, x2 = moved(R, t, r, eb, b)
+    d0, d1, d2 = ea[a, 0] - x0, ea[a, 1] - x1, ea[a, 2] - x2
+    return np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) - ea[a, 3] - eb[b, 3]
+
+
+@njit(cache=True)
+def _witness_distance(wa, a, wb, b, R, t, r, best):
+    """min(best, distance between the nodes' witnesses: surface points of A and B, so an upper bound),
+    best where the banks have no witnesses (wa empty)."""
+    if len(wa) == 0:
+        return best
+    x0, x1, x2 = moved(R, t, r, wb, b)
+    d0, d1, d2 = wa[a, 0] - x0, wa[a, 1] - x1, wa[a, 2] - x2
+    return min(best, np.sqrt(d0 * d0 + d1 * d1 + d2 * d2))
+
+
+@njit(cache=True)
+def _push(heap, nodes, n, gap, a, b):
+    """Add (gap, a, b) to the binary min-heap (heap: gaps, nodes: (cap, 2)); returns the arrays
+    (grown when full) and the new size."""
+    if n == len(heap):
+        heap = np.concatenate((heap, np.empty(n)))
+        grown = np.empty((2 * n, 2), np.int64)
+        grown[:n] = nodes
+        nodes = grown
+    i = n
+    while i > 0:
+        up = (i - 1) // 2
+        if heap[up] <= gap:
+            break
+        heap[i], nodes[i, 0], nodes[i, 1] = heap[up], nodes[up, 0], nodes[up, 1]
+        i = up
+    heap[i], nodes[i, 0], nodes[i, 1] = gap, a, b
+    return heap, nodes, n + 1
+
+
+@njit(cache=True)
+def _pop(heap, nodes, n):
+    """Remove the heap's least entry (read it first at [0]); returns the new size."""
+    n -= 1
+    gap, a, b = heap[n], nodes[n, 0], nodes[n, 1]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and heap[child + 1] < heap[child]:
+            child += 1
+        if heap[child] >= gap:
+            break
+        heap[i], nodes[i, 0], nodes[i, 1] = heap[child], nodes[child, 0], nodes[child, 1]
+        i = child
+    if n > 0:
+        heap[i], nodes[i, 0], nodes[i, 1] = gap, a, b
+    return n
+
+
+@njit(cache=True)
+def _leaf_distance(tri_a, tri_b, ea, a, eb, b, R, t, r, best, work):
+    """min(best, the least distance between leaf a's triangles and leaf b's), B's moved into A's
+    frame, over the surface the leaves' spheres hold: a triangle `best` or more from the other
+    leaf's sphere, or a triangle pair whose bounding spheres are, holds no point of the leaves'
+    parts nearer than best, and is not measured. work: _Work scratch."""
+    tpa, tia, tva, tca, tra = tri_a
+    tpb, tib, tvb, tcb, trb = tri_b
+    sel_a, tris_b, sel_b, va, out = work
+    b0, b1, b2 = moved(R, t, r, eb, b)
+    na = 0
+    for i in range(tpa[a], tpa[a + 1]):
+        if _reaches(tva[tia[i]], b0, b1, b2, eb[b, 3], best):
+            sel_a[na] = tia[i]
+            na += 1
+    nb = 0
+    for j in range(tpb[b], tpb[b + 1]):
+        g = tib[j]
+        for c in range(3):
+            tris_b[nb, c, 0], tris_b[nb, c, 1], tris_b[nb, c, 2] = moved(R, t, r, tvb[g], c)
+        if _reaches(tris_b[nb], ea[a, 0], ea[a, 1], ea[a, 2], ea[a, 3], best):
+            sel_b[nb] = g
+            nb += 1
+    for j in range(nb):
+        g = sel_b[j]
+        y0, y1, y2 = moved(R, t, r, tcb, g)
+        for i in range(na):
+            f = sel_a[i]
+            d0, d1, d2 = tca[f, 0] - y0, tca[f, 1] - y1, tca[f, 2] - y2
+            if np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) - tra[f] - trb[g] >= best:
+                continue
+            va[:] = tva[f]
+            best = min(best, distance_triangle_triangle(va, tris_b[j], out))
+            if best == 0.0:
+                return 0.0
+    return best
+
+
+@njit(cache=True)
+def _reaches(tri, x0, x1, x2, radius, best):
+    """Whether triangle tri (3, 3) comes nearer than `best` to the sphere (x, radius)."""
+    q0, q1, q2, _ = closest_point_triangle(x0, x1, x2, tri)
+    d0, d1, d2 = q0 - x0, q1 - x1, q2 - x2
+    return np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) - radius < best
+
+
+@njit(cache=True)
+def _most_per_leaf(tri_ptr):
+    most = 1
+    for i in range(len(tri_ptr) - 1):
+        most = max(most, tri_ptr[i + 1] - tri_ptr[i])
+    return most
+
+
+@njit(cache=True)
+def narrow_rows(fca, cca, ea, wa, fcb, ccb, eb, wb, tri_a, tri_b, R, t, rows, root_a, root_b, pops, lower, upper):
+    """Narrow lower[r] and upper[r] of each pair row r in `rows` by a branch-and-bound of at most
+    `pops` node pairs (module docstring), in place; returns how many of the rows closed (lower ==
+    upper). fca, cca, ea, wa: A's first_child, child_count, (N, 8) enclosing spheres and (N, 3)
+    witnesses, surface points of each node's part ((0, 3): none; B's alike);
+    tri_a, tri_b: (tri_ptr, tri_idx, tri_verts, tri_center, tri_radius) of each bank; R, t: B's pose in A's frame per row;
+    root_a, root_b: each row's root nodes."""
+    heap, nodes = np.empty(HEAP_START), np.empty((HEAP_START, 2), np.int64)
+    most = max(_most_per_leaf(tri_a[0]), _most_per_leaf(tri_b[0]))
+    work = (np.empty(most, np.int64), np.empty((most, 3, 3)), np.empty(most, np.int64), np.empty((3, 3)),
+            np.empty((2, 3)))
+    closed = 0
+    for r in rows:
+        best = _witness_distance(wa, root_a[r], wb, root_b[r], R, t, r, upper[r])
+        resolved = np.inf  # least triangle distance over the leaf pairs resolved
+        heap, nodes, n = _push(heap, nodes, 0, _gap(ea, root_a[r], eb, root_b[r], R, t, r), root_a[r], root_b[r])
+        left, low = pops, 0.0
+        while n > 0 and left > 0 and heap[0] < best and best > 0.0:  # at 0 the interval is [0, 0]
+            low = max(low, min(heap[0], resolved))  # every cut's bound holds: keep the best seen
+            a, b = nodes[0, 0], nodes[0, 1]
+            n = _pop(heap, nodes, n)
+            left -= 1
+            if cca[a] == 0 and ccb[b] == 0:
+                # the pair's own distance where under best, else best (still a lower bound for it: the
+                # triangle pairs left unmeasured are best or more apart)
+                d = _leaf_distance(tri_a, tri_b, ea, a, eb, b, R, t, r, best, work)
+                resolved = min(resolved, d)
+                best = d
+                continue
+            split_a = ccb[b] == 0 or (cca[a] > 0 and ea[a, 3] >= eb[b, 3])
+            first, count = (fca[a], cca[a]) if split_a else (fcb[b], ccb[b])
+            for c in range(first, first + count):
+                ca, cb = (c, b) if split_a else (a, c)
+                gap = _gap(ea, ca, eb, cb, R, t, r)
+                best = _witness_distance(wa, ca, wb, cb, R, t, r, best)
+                if gap < best:
+                    heap, nodes, n = _push(heap, nodes, n, gap, ca, cb)
+        cut = heap[0] if n > 0 and heap[0] < best and best > 0.0 else np.inf
+        low = min(max(low, min(cut, resolved)), best)
+        upper[r] = best
+        if low > lower[r]:
+            lower[r] = low
+        closed += lower[r] >= upper[r]
+    return closed
+
+
+NO_WITNESS = np.zeros((0, 3))
+
+
+def bank_parts(bank) -> tuple:
+    """What narrow_rows needs of one bank: (first_child, child_count, spheres, witness)."""
+    return bank.first_child, bank.child_count, bank.spheres, getattr(bank.nodes, "witness", NO_WITNESS)
+
+
+def tri_parts(bank) -> tuple:
+    return bank.tri_ptr, bank.tri_idx, bank.tri_verts, bank.tri_center, bank.tri_radius
+
+
+def row_poses(T, pairs) -> tuple[np.ndarray, np.ndarray]:
+    """B's rotation and origin in A's frame per pair row (T: the ships' world poses)."""
+    return relative_poses(np.ascontiguousarray(T[pairs[:, 0]]), np.ascontiguousarray(T[pairs[:, 1]]))
+
+
+def verdict_bounds(answer, A, B, T) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) per pair row of a refinement's answer (refine.FrameNarrowResult over banks A
+    and B, the ships' world poses T), from what the verdict knows: the root spheres' gap and
+    witnesses; 0 and the separation bound for pairs colliding at a sphere level; [0, 0] where
+    triangles intersect; the exact distance where a strategy measured it."""
+    pairs = answer.pairs
+    root_a, root_b = answer._spheres[3], answer._spheres[4]
+    R, t = row_poses(T, pairs)
+    lower, upper = np.zeros(len(pairs)), np.full(len(pairs), np.inf)
+    narrow_rows(*bank_parts(A), *bank_parts(B), tri_parts(A), tri_parts(B), R, t, np.arange(len(pairs)), root_a,
+                root_b, 0, lower, upper)
+    colliding = answer.colliding
+    upper[colliding] = np.minimum(upper[colliding], answer.separation_bound[colliding])
+    lower[colliding] = 0.0
+    known = np.isfinite(answer.distance)
+    lower[known] = upper[known] = answer.distance[known]
+    touching = colliding & answer.certain
+    lower[touching] = upper[touching] = 0.0
+    return lower, upper

@@ -1,0 +1,149 @@
+"""Separation-distance intervals (narrowphase/intervals.py): lower <= true surface distance <= upper on
+random poses of every shipped model pair and of meshes the project did not make, both bounds monotone
+in the work given, width 0 only where the distance is known exactly, and the narrowing inside
+refine_frame held to its deadline on a TickClock."""
+import itertools
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from spaceship_sim.clock import TickClock
+from spaceship_sim.geometry.poses import relative_poses
+from spaceship_sim.meshes import load_model
+from spaceship_sim.narrowphase import TreeBank, refine_frame
+from spaceship_sim.narrowphase.intervals import bank_parts, narrow_rows, tri_parts
+from spaceship_sim.narrowphase.kernels import min_distance_all_pairs
+from spaceship_sim.spheretree import build_tree, load_or_build
+
+SHIPPED = ["lamp", "fighter", "freighter"]
+POPS = [0, 1, 4, 16, 64, 256]
+ALL = 1 << 40  # node pairs: every row closes
+
+
+def world_distance(mesh_a, mesh_b, R, t):
+    """Brute force: the least triangle distance, B's triangles moved into A's frame."""
+    ta = np.ascontiguousarray(mesh_a[0][mesh_a[1]])
+    tb = np.ascontiguousarray(mesh_b[0][mesh_b[1]] @ R.T + t)
+    return min_distance_all_pairs(ta, tb)
+
+
+def random_rows(rng, n_models, k, radius):
+    """k pair rows of random models: random orientations, B's origin near A's (deep, near-touching
+    and apart poses)."""
+    ma, mb = rng.integers(0, n_models, k), rng.integers(0, n_models, k)
+    Ta, Tb = np.tile(np.eye(4), (k, 1, 1)), np.tile(np.eye(4), (k, 1, 1))
+    for i in range(k):
+        Ta[i, :3, :3] = Rotation.random(random_state=int(rng.integers(1 << 31))).as_matrix()
+        Tb[i, :3, :3] = Rotation.random(random_state=int(rng.integers(1 << 31))).as_matrix()
+        Tb[i, :3, 3] = rng.normal(size=3) * radius
+    return ma, mb, Ta, Tb
+
+
+def narrowed(bank, ma, mb, R, t, pops, lower=None, upper=None):
+    k = len(ma)
+    lower = np.zeros(k) if lower is None else lower.copy()
+    upper = np.full(k, np.inf) if upper is None else upper.copy()
+    narrow_rows(*bank_parts(bank), *bank_parts(bank), tri_parts(bank), tri_parts(bank), R, t, np.arange(k),
+                bank.node_offset[ma].astype(np.int64), bank.node_offset[mb].astype(np.int64), pops, lower, upper)
+    return lower, upper
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    meshes = [load_model(n) for n in SHIPPED]
+    return [(m.vertices, m.faces) for m in meshes], {
+        method: TreeBank.from_trees([load_or_build(m, method=method) for m in meshes]) for method in ("medial",
+                                                                                                     "octree")}
+
+
+@pytest.fixture(scope="module")
+def foreign(meshes):
+    """Trimesh's meshes (not the project's), with medial trees."""
+    names = ["torus", "ico", "box"]
+    return [meshes[n] for n in names], TreeBank.from_trees([build_tree(*meshes[n], method="medial", depth=3)
+                                                             for n in names])
+
+
+def check_rows(models, bank, rng, k, radius):
+    ma, mb, Ta, Tb = random_rows(rng, len(models), k, radius)
+    R, t = relative_poses(Ta, Tb)
+    truth = np.array([world_distance(models[a], models[b], R[i], t[i]) for i, (a, b) in enumerate(zip(ma, mb))])
+    previous = None
+    for pops in POPS + [ALL]:
+        lower, upper = narrowed(bank, ma, mb, R, t, pops)
+        assert np.all(lower <= truth + 1e-9) and np.all(truth <= upper + 1e-9), f"pops {pops}"
+        assert np.all(lower >= 0) and np.all(lower <= upper)
+        if previous is not None:  # more work: never wider
+            assert np.all(lower >= previous[0]) and np.all(upper <= previous[1]), f"pops {pops}"
+        previous = lower, upper
+    np.testing.assert_allclose(lower, truth, atol=1e-9)
+    np.testing.assert_allclose(upper, truth, atol=1e-9)
+    return truth
+
+
+@pytest.mark.parametrize("method", ["medial", "octree"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_every_shipped_model_pair_is_bracketed_then_closed_on_its_distance(shipped, method, seed):
+    models, banks = shipped
+    truth = check_rows(models, banks[method], np.random.default_rng(seed), 24, 10.0)
+    assert (truth == 0).any() and (truth > 0).any()  # deep and apart poses both drawn
+
+
+def test_meshes_the_project_did_not_make_are_bracketed_then_closed(foreign):
+    models, bank = foreign
+    truth = check_rows(models, bank, np.random.default_rng(2), 40, 1.5)
+    assert (truth == 0).any() and (truth > 0).any()
+
+
+def test_a_call_keeps_the_tighter_of_the_bounds_it_is_given(shipped):
+    """A caller's bounds (the verdict's, an earlier call's) are never loosened."""
+    models, banks = shipped
+    rng = np.random.default_rng(3)
+    ma, mb, Ta, Tb = random_rows(rng, len(models), 12, 10.0)
+    R, t = relative_poses(Ta, Tb)
+    lower, upper = narrowed(banks["medial"], ma, mb, R, t, 4)
+    again = narrowed(banks["medial"], ma, mb, R, t, 1, lower, upper)
+    assert np.all(again[0] >= lower) and np.all(again[1] <= upper)
+
+
+def frame(models, bank, rng, n=10):
+    model_id = rng.integers(0, len(models), n)
+    T = np.tile(np.eye(4), (n, 1, 1))
+    for i in range(n):
+        T[i, :3, :3] = Rotation.random(random_state=int(rng.integers(1 << 31))).as_matrix()
+        T[i, :3, 3] = rng.uniform(-12, 12, 3)
+    pairs = np.array(list(itertools.combinations(range(n), 2)))
+    truth = np.array([world_distance(models[model_id[a]], models[model_id[b]],
+                                     *(x[0] for x in relative_poses(T[a:a + 1], T[b:b + 1]))) for a, b in pairs])
+    return model_id, T, pairs, truth
+
+
+@pytest.mark.parametrize("budget_us", [0, 30, 300, 3000])
+def test_refine_frame_tightens_until_its_deadline_and_every_interval_holds(shipped, budget_us):
+    """Verdict-then-tighten on a TickClock: every interval brackets the distance, the deadline holds
+    to within one batch's probe, width 0 only where the distance is exact, and with time the
+    median width falls well below the verdict-only one."""
+    models, banks = shipped
+    bank = banks["medial"]
+    model_id, T, pairs, truth = frame(models, bank, np.random.default_rng(4))
+    widths = {}
+    for tighten in (False, True):
+        clock = TickClock(1e-7)
+        start = clock()
+        r = refine_frame(bank, model_id, T, pairs, deadline=start + budget_us * 1e-6, clock=clock, tighten=tighten)
+        assert np.all(r.lower <= truth + 1e-9) and np.all(truth <= r.upper + 1e-9)
+        closed = r.lower == r.upper
+        assert np.allclose(r.lower[closed], truth[closed], atol=1e-9)
+        widths[tighten] = np.median(r.upper - r.lower)
+    if budget_us >= 3000:
+        assert widths[True] * 3 <= widths[False]
+
+
+def test_an_unlimited_verdict_only_frame_closes_what_it_knows(shipped):
+    """Without a deadline every pair reaches its triangles: the colliding ones are [0, 0]."""
+    models, banks = shipped
+    model_id, T, pairs, truth = frame(models, banks["medial"], np.random.default_rng(5))
+    r = refine_frame(banks["medial"], model_id, T, pairs, deadline=np.inf)
+    assert np.all(r.lower <= truth + 1e-9) and np.all(truth <= r.upper + 1e-9)
+    assert np.all(r.upper[r.colliding] == 0) and np.all(truth[r.colliding] == 0)
