@@ -6,8 +6,6 @@ import dataclasses
 import functools
 import hashlib
 import math
-import os
-import platform
 import socket
 import time
 from pathlib import Path
@@ -116,18 +114,10 @@ def machine() -> dict:
     the dask worker (or "local")."""
     import numba
 
-    return {"host": socket.gethostname(), "cpu": cpu_model(), "load_1m": os.getloadavg()[0],
+    from ..machine import cpu_model, load_average
+
+    return {"host": socket.gethostname(), "cpu": cpu_model(), "load_1m": (load_average() or [None])[0],
             "numba_threads": numba.get_num_threads(), "worker": worker_name()}
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def worker_name() -> str:

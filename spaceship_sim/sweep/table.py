@@ -91,7 +91,8 @@ def _plot(path: Path, rows, x, y, scale, lines, ylabel, xlabel, logx) -> None:
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(f"mean over {seeds} seeds, band: smallest to largest" if seeds > 1 else "one seed")
-    ax.legend(title=", ".join(lines) or None, fontsize=8)
+    if ax.lines:  # none when every cell failed
+        ax.legend(title=", ".join(lines) or None, fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110, format="png")
     plt.close(fig)
