@@ -23,7 +23,7 @@ from numba import njit
 
 from ..geometry.triangles import closest_points_triangles
 from ..geometry.vectors import unit_rows
-from .geometry import MeshQuery, blocks_near, closest_on_mesh
+from .geometry import MeshQuery, nearest_on_mesh
 from .progress import QUIET, BuildProgress
 from .tree import SphereTree
 
@@ -223,7 +223,7 @@ def error_bounds(query: MeshQuery, centers: np.ndarray, radii: np.ndarray, rel_t
     starts = progress.bar(range(0, len(radii), chunk), f"error bounds of {len(radii):,} spheres", unit="chunk")
     out = np.zeros(len(radii))
     for s in starts:
-        _error_kernel(centers[s:s + chunk], radii[s:s + chunk], _PROBE, _CUBE, *query.kernel_args(), rel_tol,
+        _error_kernel(centers[s:s + chunk], radii[s:s + chunk], _PROBE, _CUBE, query.mesh_args(), rel_tol,
                       max_rounds, max_cells, out[s:s + chunk])
     return out
 
@@ -241,25 +241,20 @@ _PROBE = _probe_directions()
 
 
 @njit(cache=True)
-def _error_kernel(centers, radii, probe, cube, tris, lo, hi, pseudo, closed, rel_tol, max_rounds, max_cells, out):
+def _error_kernel(centers, radii, probe, cube, mesh, rel_tol, max_rounds, max_cells, out):
     for i in range(len(radii)):
-        out[i] = _sphere_error(centers[i], radii[i], probe, cube, tris, lo, hi, pseudo, closed, rel_tol,
-                               max_rounds, max_cells)
+        out[i] = _sphere_error(centers[i], radii[i], probe, cube, mesh, rel_tol, max_rounds, max_cells)
 
 
 @njit(cache=True)
-def _sphere_error(c, r, probe, cube, tris, lo, hi, pseudo, closed, rel_tol, max_rounds, max_cells):
+def _sphere_error(c, r, probe, cube, mesh, rel_tol, max_rounds, max_cells):
     """`error_bounds` of one sphere: the same rounds as `error_bounds_numpy`, in the same arithmetic."""
-    # every point queried (probes and cube centres) lies within sqrt(3) r of c, so within d(c) + sqrt(3) r
-    # of the surface (1-Lipschitz): only blocks within d(c) + 2 sqrt(3) r of c can hold its closest
-    # triangle, and the others are left out (the same answers, fewer tests)
-    d, _, _, _, side, hint = closest_on_mesh(c[0], c[1], c[2], tris, lo, hi, pseudo, closed, 0,
-                                             np.arange(lo.shape[0]))
-    blocks = blocks_near(lo, hi, c, (d + 2.0 * np.sqrt(3.0) * r) * (1.0 + 1e-9))
+    closed = mesh.signed
+    d, _, _, _, side, hint = nearest_on_mesh(c[0], c[1], c[2], mesh, 0)
     lower = d * side
     for p in range(1, len(probe)):  # probe[0] is the centre
-        d, _, _, _, side, hint = closest_on_mesh(c[0] + r * probe[p, 0], c[1] + r * probe[p, 1],
-                                                 c[2] + r * probe[p, 2], tris, lo, hi, pseudo, closed, hint, blocks)
+        d, _, _, _, side, hint = nearest_on_mesh(c[0] + r * probe[p, 0], c[1] + r * probe[p, 1],
+                                                 c[2] + r * probe[p, 2], mesh, hint)
         lower = max(lower, d * side)
     upper = 0.0
     cell = np.empty((8, 3))
@@ -277,8 +272,7 @@ def _sphere_error(c, r, probe, cube, tris, lo, hi, pseudo, closed, rel_tol, max_
                 continue
             live[j] = True
             dc = np.sqrt(ox * ox + oy * oy + oz * oz)
-            d, nx, ny, nz, side, hint = closest_on_mesh(cell[j, 0], cell[j, 1], cell[j, 2], tris, lo, hi, pseudo,
-                                                        closed, hint, blocks)
+            d, nx, ny, nz, side, hint = nearest_on_mesh(cell[j, 0], cell[j, 1], cell[j, 2], mesh, hint)
             val = d * side
             if dc <= r:
                 lower = max(lower, val)

@@ -1,9 +1,11 @@
 """Geometry for the sphere-tree builders: distances to a triangle mesh, inside tests, bounding spheres.
 
 The one heavy query is `MeshQuery.query(points)`: for each point the closest point of the mesh
-surface, its distance and (for closed meshes) the side. It runs as one numba kernel that loops over
-all triangles with a bounding-box early-out (the meshes here have at most a few thousand triangles
-and the builders batch their points, so a brute-force loop is simpler than a BVH and fast enough).
+surface, its distance and (for closed meshes) the side. Triangles are kept in Z order, in blocks of 8
+with a box each; a binary box tree over the blocks (split where the blocks' Morton codes first differ,
+as in a linear BVH) lets `nearest_on_mesh` descend nearest child first and skip every subtree whose
+box is farther than the best triangle so far: O(log m) box tests per point where `closest_on_mesh`,
+the plain reference, tests every block's box. Both give the same triangle, bit for bit.
 
 The side comes from the angle-weighted pseudo-normal of the closest feature (face, edge or vertex;
 Baerentzen & Aanaes 2005): for a closed, consistently oriented 2-manifold, (p - q) . n > 0 exactly when
@@ -13,43 +15,146 @@ All coordinates are in the ship's body frame [m].
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
 from ..geometry.triangles import closest_point_triangle
 from ..geometry.vectors import unit_rows
 
-_BLOCK = 8  # triangles per bounding box in the query's two-level culling
+_BLOCK = 8  # triangles per block: a leaf of the box tree
+
+
+# the arrays a kernel needs for distance queries on one mesh (MeshQuery.mesh_args): tris (m, 3, 3)
+# float64 in Z order; pseudo (m, 7, 3) float64 pseudo-normal per region code (row 0 face, 1-3
+# vertices, 4-6 edges); signed: compute the side; and the box tree over blocks of 8 triangles:
+# lo, hi (k, 3) float64 node boxes, kid (k,) int64 the first of a node's two children (the second is
+# kid + 1; -1 for a leaf), span (k, 2) int64 a leaf's triangle rows [start, stop). Node 0 is the root.
+MeshArrays = namedtuple("MeshArrays", "tris pseudo signed lo hi kid span")
+_STACK = 128  # tree depth bound: at most 30 Morton-bit splits, then halvings of equal codes
 
 
 @njit(cache=True)
-def _mesh_query(points, tris, lo, hi, pseudo, signed):
-    """Closest surface point, distance and side for each point (brute force with box culling).
+def _mesh_query(points, mesh):
+    """Closest surface point, distance and side for each point (the box tree of `MeshArrays`).
 
-    points : (n, 3) float64; tris : (m, 3, 3) float64, ideally in spatially coherent order;
-    lo, hi : (ceil(m / 8), 3) boxes of consecutive blocks of 8 triangles;
-    pseudo : (m, 7, 3) float64 pseudo-normal per region code (row 0 face, 1-3 vertices, 4-6 edges);
-    signed : bool, compute the side (else side = +1).
-    Returns dist (n,), closest (n, 3), side (n,) (+1 outside / on a shell, -1 inside), tri (n,) int64
-    (row of tris).
+    points : (n, 3) float64. Returns dist (n,), closest (n, 3), side (n,) (+1 outside / on a
+    shell, -1 inside), tri (n,) int64 (row of mesh.tris).
     """
     n = points.shape[0]
     dist = np.empty(n)
     closest = np.empty((n, 3))
     side = np.ones(n)
     tri = np.empty(n, np.int64)
-    hint, blocks = 0, np.arange(lo.shape[0])
+    hint = 0
     for i in range(n):
         # start from the previous point's triangle: batches are spatially coherent
-        dist[i], closest[i, 0], closest[i, 1], closest[i, 2], side[i], hint = closest_on_mesh(
-            points[i, 0], points[i, 1], points[i, 2], tris, lo, hi, pseudo, signed, hint, blocks)
+        dist[i], closest[i, 0], closest[i, 1], closest[i, 2], side[i], hint = nearest_on_mesh(
+            points[i, 0], points[i, 1], points[i, 2], mesh, hint)
         tri[i] = hint
     return dist, closest, side, tri
 
 
+@njit(cache=True)
+def _box_d2(lo, hi, k, px, py, pz):
+    """Squared distance from the point to box k of (lo, hi): a lower bound for what it holds."""
+    ex = max(lo[k, 0] - px, 0.0, px - hi[k, 0])
+    ey = max(lo[k, 1] - py, 0.0, py - hi[k, 1])
+    ez = max(lo[k, 2] - pz, 0.0, pz - hi[k, 2])
+    return ex * ex + ey * ey + ez * ez
+
+
+@njit(cache=True)
+def nearest_on_mesh(px, py, pz, mesh, hint):
+    """`closest_on_mesh` over the box tree of `mesh` (MeshArrays), starting from triangle `hint`:
+    (dist, qx, qy, qz, side, tri), the same answer (the triangle of least (squared distance,
+    index)). A node is skipped by the same rule as a block there: clearly farther than the best
+    triangle so far; a node's box holds its blocks' boxes, so it is never skipped where one of its
+    blocks would not be."""
+    tris, lo, hi, kid, span = mesh.tris, mesh.lo, mesh.hi, mesh.kid, mesh.span
+    qx, qy, qz, reg = closest_point_triangle(px, py, pz, tris[hint])
+    best = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
+    bt, bx, by, bz, br = hint, qx, qy, qz, reg
+    stack = np.empty(_STACK, np.int64)
+    gap = np.empty(_STACK)
+    stack[0], gap[0], top = 0, _box_d2(lo, hi, 0, px, py, pz), 1
+    while top > 0:
+        top -= 1
+        k = stack[top]
+        if gap[top] * (1.0 - 1e-9) > best:
+            continue
+        if kid[k] < 0:
+            for j in range(span[k, 0], span[k, 1]):
+                qx, qy, qz, reg = closest_point_triangle(px, py, pz, tris[j])
+                d2 = (px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2
+                if d2 < best or (d2 == best and j < bt):
+                    best, bt, bx, by, bz, br = d2, j, qx, qy, qz, reg
+            continue
+        a, b = kid[k], kid[k] + 1
+        ga, gb = _box_d2(lo, hi, a, px, py, pz), _box_d2(lo, hi, b, px, py, pz)
+        if ga < gb:  # the nearer child on top: it lowers `best` before the other is looked at
+            a, b, ga, gb = b, a, gb, ga
+        stack[top], gap[top] = a, ga
+        stack[top + 1], gap[top + 1] = b, gb
+        top += 2
+    side = 1.0
+    if mesh.signed:
+        nrm = mesh.pseudo[bt, br]
+        if (px - bx) * nrm[0] + (py - by) * nrm[1] + (pz - bz) * nrm[2] < 0.0:
+            side = -1.0
+    return np.sqrt(best), bx, by, bz, side, bt
+
+
+@njit(cache=True)
+def _block_tree(code, lo, hi, m):
+    """The box tree over blocks of 8 triangles (`MeshArrays` lo, hi, kid, span).
+
+    code : (nb,) int64 ascending Morton code of each block's first triangle; lo, hi (nb, 3) the
+    blocks' boxes; m the number of triangles. A range of blocks splits where the highest bit in which
+    its first and last codes differ turns on (each side then lies in one half of the Morton cell the
+    range spans); a range of equal codes splits in the middle."""
+    nb = len(code)
+    k_max = 2 * nb - 1
+    nlo, nhi = np.empty((k_max, 3)), np.empty((k_max, 3))
+    kid = np.full(k_max, -1, np.int64)
+    span = np.zeros((k_max, 2), np.int64)
+    first, last = np.empty(k_max, np.int64), np.empty(k_max, np.int64)  # block range [first, last]
+    first[0], last[0], count = 0, nb - 1, 1
+    for k in range(k_max):  # parents come before their children: one pass down, one back up
+        if k >= count:
+            break
+        b0, b1 = first[k], last[k]
+        if b0 == b1:
+            span[k, 0], span[k, 1] = _BLOCK * b0, min(m, _BLOCK * b0 + _BLOCK)
+            continue
+        split = (b0 + b1 + 1) // 2
+        x = code[b0] ^ code[b1]
+        if x != 0:
+            bit = np.int64(1)
+            while bit <= x >> 1:  # the highest bit of x
+                bit <<= 1
+            split = b0 + 1
+            while code[split] & bit == 0:  # codes ascend: the bit turns on once
+                split += 1
+        kid[k] = count
+        first[count], last[count] = b0, split - 1
+        first[count + 1], last[count + 1] = split, b1
+        count += 2
+    for k in range(count - 1, -1, -1):
+        if kid[k] < 0:
+            nlo[k], nhi[k] = lo[first[k]], hi[first[k]]
+        else:
+            for a in range(3):
+                nlo[k, a] = min(nlo[kid[k], a], nlo[kid[k] + 1, a])
+                nhi[k, a] = max(nhi[kid[k], a], nhi[kid[k] + 1, a])
+    return nlo[:count], nhi[:count], kid[:count], span[:count]
+
+
 @njit(cache=True, inline="always")
 def closest_on_mesh(px, py, pz, tris, lo, hi, pseudo, signed, hint, blocks):
-    """`_mesh_query` for one point, starting from triangle `hint`, over the triangle blocks
+    """The plain reference of `nearest_on_mesh`: the closest point of the mesh to one point,
+    starting from triangle `hint`, looking at every block's box among the triangle blocks
     `blocks` (ascending; leaving out only blocks farther than the point's closest triangle gives the
     same answer as all of them): (dist, qx, qy, qz, side, tri).
 
@@ -80,30 +185,15 @@ def closest_on_mesh(px, py, pz, tris, lo, hi, pseudo, signed, hint, blocks):
     return np.sqrt(best), bx, by, bz, side, bt
 
 
-@njit(cache=True)
-def blocks_near(lo, hi, c, reach):
-    """Ascending indices of the triangle blocks whose boxes lie within `reach` of point c."""
-    keep = np.empty(lo.shape[0], np.int64)
-    n = 0
-    for blk in range(lo.shape[0]):
-        ex = max(lo[blk, 0] - c[0], 0.0, c[0] - hi[blk, 0])
-        ey = max(lo[blk, 1] - c[1], 0.0, c[1] - hi[blk, 1])
-        ez = max(lo[blk, 2] - c[2], 0.0, c[2] - hi[blk, 2])
-        if ex * ex + ey * ey + ez * ez <= reach * reach:
-            keep[n] = blk
-            n += 1
-    return keep[:n]
-
-
-def _morton_order(p: np.ndarray) -> np.ndarray:
-    """Permutation sorting points (n,3) along a Z-order curve (10 bits per axis)."""
+def _morton_codes(p: np.ndarray) -> np.ndarray:
+    """(n,) int64 Z-order codes of points (n,3) (10 bits per axis)."""
     q = p - p.min(axis=0)
     q = np.floor(q / max(float(q.max()), 1e-300) * 1023).astype(np.int64)
     code = np.zeros(len(p), np.int64)
     for bit in range(10):
         for ax in range(3):
             code |= ((q[:, ax] >> bit) & 1) << (3 * bit + ax)
-    return np.argsort(code, kind="stable")
+    return code
 
 
 def face_normals(tris: np.ndarray) -> np.ndarray:
@@ -166,7 +256,8 @@ class MeshQuery:
                       else np.zeros((len(self.faces), 7, 3)))
         self.pseudo = pseudo = np.asarray(pseudo, np.float64)  # (m,7,3), faces order
         # kernel copies in Z order so that blocks of 8 consecutive triangles have tight boxes
-        self._order = _morton_order(self.tris.mean(axis=1))
+        code = _morton_codes(self.tris.mean(axis=1))
+        self._order = np.argsort(code, kind="stable")
         self._tris = np.ascontiguousarray(self.tris[self._order])
         self._pseudo = np.ascontiguousarray(pseudo[self._order])
         nb = -(-len(self._tris) // _BLOCK)
@@ -174,10 +265,16 @@ class MeshQuery:
         blocks = pad.reshape(nb, _BLOCK * 3, 3)
         self._lo = np.ascontiguousarray(blocks.min(axis=1))
         self._hi = np.ascontiguousarray(blocks.max(axis=1))
+        self._mesh = MeshArrays(self._tris, self._pseudo, self.closed,
+                                *_block_tree(code[self._order][::_BLOCK].copy(), self._lo, self._hi, len(self._tris)))
 
     def kernel_args(self):
-        """(tris, lo, hi, pseudo, signed) for calling `_mesh_query` from other kernels."""
+        """(tris, lo, hi, pseudo, signed): the blocks of `closest_on_mesh`, the plain reference."""
         return self._tris, self._lo, self._hi, self._pseudo, self.closed
+
+    def mesh_args(self) -> MeshArrays:
+        """The arrays of `nearest_on_mesh` and `_mesh_query`, for calling them from other kernels."""
+        return self._mesh
 
     def query(self, points: np.ndarray):
         """points (n, 3) -> dist (n,) to the surface, closest (n, 3), side (n,) +-1, tri (n,) int64
@@ -185,7 +282,7 @@ class MeshQuery:
         p = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
         if len(p) == 0:
             return np.zeros(0), np.zeros((0, 3)), np.ones(0), np.zeros(0, np.int64)
-        d, q, side, t = _mesh_query(p, *self.kernel_args())
+        d, q, side, t = _mesh_query(p, self._mesh)
         return d, q, side, self._order[t]
 
     def signed_distance(self, points: np.ndarray) -> np.ndarray:

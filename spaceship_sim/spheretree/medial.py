@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 from scipy.spatial import Delaunay, QhullError, cKDTree
 
-from .geometry import MeshQuery, _mesh_query, face_normals, min_enclosing_sphere
+from .geometry import MeshQuery, face_normals, min_enclosing_sphere, nearest_on_mesh
 from .progress import QUIET, BuildProgress, chunks
 
 REPAIR_ROUNDS = 2
@@ -257,7 +257,7 @@ def _gather_points(cl, a, b):
 @njit(cache=True)
 def _merge_candidate(cl, a, b, mesh):
     """(centre (3,), radius, cost) of the sphere of clusters a and b merged (Clusters cl; mesh: the
-    arrays of `_mesh_query`); leaves their representative points in cl.buf.
+    geometry.MeshArrays of the distance query); leaves their representative points in cl.buf.
 
     cost = r + s(c): r from Ritter over both clusters' representatives, s the signed distance of
     the centre to the surface (unsigned for open meshes). Since s is 1-Lipschitz, r + s(c) bounds
@@ -266,19 +266,18 @@ def _merge_candidate(cl, a, b, mesh):
     """
     k = _gather_points(cl, a, b)
     c, r = _ritter(cl.buf[:k])
-    tris, lo, hi, pseudo, signed = mesh
-    d, _, side, _ = _mesh_query(c.reshape(1, 3), tris, lo, hi, pseudo, signed)
-    return c, r, r + d[0] * side[0]
+    d, _, _, _, side, _ = nearest_on_mesh(c[0], c[1], c[2], mesh, 0)
+    return c, r, r + d * side
 
 
 @njit(cache=True)
-def _greedy_merge(unit_ptr, pts, edges, target, dirs, tris, lo, hi, pseudo, signed, lazy=True):
+def _greedy_merge(unit_ptr, pts, edges, target, dirs, mesh, lazy=True):
     """Greedy priority-queue merging of units (groups of sample points) along edges.
 
     unit_ptr : (u+1,) int64, unit i owns rows unit_ptr[i]:unit_ptr[i+1] of pts (k,3);
     edges (e,2) int64 unit pairs; target: stop when this many clusters remain (or no edge is left).
-    dirs (13,3): directions whose extreme points represent a cluster. The mesh arrays are those of
-    `_mesh_query`. lazy=False evaluates every pair when queued (plain greedy, for tests).
+    dirs (13,3): directions whose extreme points represent a cluster; mesh: the geometry.MeshArrays
+    of the distance query. lazy=False evaluates every pair when queued (plain greedy, for tests).
     Returns label (u,) int64: representative unit of each unit's cluster (the lower index of a
     merged pair survives), and the numbers of exact cost evaluations and adjacency slots walked.
     The adjacency of a cluster is a linked list of edge slots whose far end is found by union-find.
@@ -288,7 +287,6 @@ def _greedy_merge(unit_ptr, pts, edges, target, dirs, tris, lo, hi, pseudo, sign
     cheaper, so the estimate is the larger of both sides' own costs and the last exact cost seen
     between the two (kept on the adjacency slot).
     """
-    mesh = (tris, lo, hi, pseudo, signed)
     u = len(unit_ptr) - 1
     cl = _start_clusters(unit_ptr, pts, len(dirs), mesh)
     adj = _adjacency(edges, u)
@@ -491,7 +489,7 @@ def merge_clusters(members: np.ndarray, forming: np.ndarray, edges: np.ndarray, 
         unit_ptr = np.concatenate([[0], np.cumsum([len(x) for x in ids])]).astype(np.int64)
         unit_pts = np.ascontiguousarray(pts[np.concatenate(ids)])
         label, n_eval, n_walk = _greedy_merge(unit_ptr, unit_pts, e.astype(np.int64), target, _DIRS,
-                                              *query.kernel_args(), True)
+                                              query.mesh_args(), True)
         reps = np.unique(label)
         STATS["evaluations"] += n_eval
         STATS["walked"] += n_walk

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from spaceship_sim.spheretree.finish import error_bounds, error_bounds_numpy
 from spaceship_sim.geometry.reference import triangle_distances
-from spaceship_sim.spheretree.geometry import MeshQuery, min_enclosing_sphere, winding_number
+from spaceship_sim.spheretree.geometry import MeshQuery, closest_on_mesh, min_enclosing_sphere, winding_number
 from spaceship_sim.spheretree.medial import _greedy_merge, _ritter, merge_clusters, medial_spheres
 
 seeds = st.integers(0, 2**32 - 1)
@@ -34,6 +34,53 @@ def test_mesh_query_matches_numpy_reference(shapes, seed, name):
     inside = winding_number(p, v[f]) > 0.5
     clear = d > 1e-9  # the side of a point on the surface is arbitrary
     assert np.array_equal((side < 0)[clear], inside[clear])
+
+
+def _random_mesh(rng, kind, shapes):
+    """(vertices, faces, closed) of a random mesh: a triangle soup spread over clusters of very
+    different sizes, a shape moved and stretched, many copies of one triangle (equal Morton codes),
+    or a flat grid."""
+    if kind == "soup":
+        m = int(rng.integers(1, 3000))
+        k = int(rng.integers(1, 6))
+        centre = rng.normal(0, 10, (k, 3))[rng.integers(0, k, m)]
+        v = (centre[:, None] + rng.normal(0, 1, (m, 3, 3)) * 10.0 ** rng.uniform(-3, 1, (m, 1, 1))).reshape(-1, 3)
+        return v, np.arange(3 * m).reshape(m, 3), bool(rng.integers(2))
+    if kind == "shape":
+        v, f, closed = shapes[str(rng.choice(["notched", "torus", "ico", "open"]))]
+        return v @ rng.normal(size=(3, 3)).T * 10.0 ** rng.uniform(-4, 3) + rng.normal(0, 100, 3), f, closed
+    if kind == "copies":
+        m = int(rng.integers(2, 400))
+        return np.tile(rng.normal(size=(3, 3)), (m, 1)), np.arange(3 * m).reshape(m, 3), False
+    n = int(rng.integers(2, 40))
+    g = np.stack(np.meshgrid(np.arange(n), np.arange(n), [0.0], indexing="ij"), -1).reshape(-1, 3)
+    i = (np.arange(n - 1)[:, None] * n + np.arange(n - 1)[None]).ravel()
+    f = np.concatenate([np.stack([i, i + n, i + 1], 1), np.stack([i + 1, i + n, i + n + 1], 1)])
+    return g * rng.uniform(0.01, 10), f, False
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=seeds, kind=st.sampled_from(["soup", "shape", "copies", "grid"]))
+def test_tree_query_equals_the_plain_reference(shapes, seed, kind):
+    """The box-tree query gives, bit for bit, the answer of every block looked at in turn: distance,
+    closest point, side and triangle, on random meshes and on points spread around them, on their
+    vertices and edge midpoints (where triangles tie) and far away."""
+    rng = np.random.default_rng(seed)
+    v, f, closed = _random_mesh(rng, kind, shapes)
+    q = MeshQuery(v, f, closed)
+    tris = v[f]
+    near = _points(rng, v, n=200, pad=float(np.ptp(v, axis=0).max()) * 0.2 + 1e-9)
+    p = np.concatenate([near, v[rng.integers(0, len(v), 50)], tris[rng.integers(0, len(f), 50)][:, :2].mean(axis=1),
+                        rng.normal(0, 1e4, (20, 3))])
+    p = p[rng.permutation(len(p))]
+    d, closest, side, tri = q.query(p)
+    args = q.kernel_args()
+    blocks = np.arange(len(args[1]))
+    ref = np.array([closest_on_mesh(x, y, z, *args, 0, blocks) for x, y, z in p])
+    assert np.array_equal(d, ref[:, 0])
+    assert np.array_equal(closest, ref[:, 1:4])
+    assert np.array_equal(side, ref[:, 4])
+    assert np.array_equal(tri, q._order[ref[:, 5].astype(np.int64)])
 
 
 def test_mesh_query_matches_trimesh(shapes):
@@ -101,7 +148,7 @@ def test_error_bounds_bound_dense_samples(shapes, seed):
 @example(seed=600, name="notched", closed=False, chunk=1)  # two triangles tied at 1 ulp: search order chose
 @example(seed=600, name="notched", closed=True, chunk=1)   # (fixed: closest_on_mesh breaks ties by index)
 def test_error_bounds_kernel_equals_the_numpy_rounds(shapes, seed, name, closed, chunk):
-    """The numba kernel (sphere by sphere, blocks near the sphere only) gives the numpy reference's
+    """The numba kernel (sphere by sphere, on the box tree's query) gives the numpy reference's
     bounds (all spheres' rounds at once) bit for bit, open and closed, small and large spheres."""
     v, f, _ = shapes[name]
     q = MeshQuery(v, f, closed)
@@ -140,11 +187,11 @@ def test_greedy_merge_partitions_connected_clusters(shapes, seed, target):
     edges = np.concatenate([np.stack([order[:-1], order[1:]], 1), rng.integers(0, n, (n, 2))])
     edges = edges[edges[:, 0] != edges[:, 1]].astype(np.int64)
     dirs = np.eye(3)
-    label, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, *q.kernel_args(), True)
+    label, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), True)
     assert len(np.unique(label)) == target
     assert np.all(label[label] == label)  # labels are representatives
     assert _components_ok(label, edges)
-    label2, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, *q.kernel_args(), True)
+    label2, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), True)
     assert np.array_equal(label, label2)
 
 
@@ -232,10 +279,10 @@ def test_greedy_merge_matches_plain_reference(shapes, seed, target):
     edges = np.concatenate([np.stack([order[:-1], order[1:]], 1), rng.integers(0, n, (n, 2))])
     edges = edges[edges[:, 0] != edges[:, 1]].astype(np.int64)
     dirs = np.array([[1.0, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]])
-    got, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, *q.kernel_args(), False)
+    got, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), False)
     want = _greedy_ref(ptr, pts, edges, target, dirs, v[f])
     assert np.array_equal(got, want)
-    lazy, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, *q.kernel_args(), True)
+    lazy, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), True)
     assert len(np.unique(lazy)) == target and _components_ok(lazy, edges)
 
 
