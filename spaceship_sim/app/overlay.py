@@ -30,7 +30,7 @@ from ..config import BROADPHASE_NAMES
 from .geometry import level_color
 from .keys import HELP
 from .swept import SWEPT_FACE_COLOR
-from .overlay_model import SERIES, OverlayModel, PairRow, panel_rects, sort_rows, table_columns
+from .overlay_model import SERIES, OverlayModel, PairRow, interval_line, panel_rects, sort_rows, table_columns
 
 PANEL_ALPHA = 0.6  # panel backgrounds: text stays readable over ships and stars, the scene shows through
 
@@ -214,6 +214,7 @@ class Overlay:
         if m.swept:
             imgui.text_colored(imgui.ImVec4(*SWEPT_FACE_COLOR), m.swept)
         imgui.text(f"sep. bound now {_metres(m.sep_bound_min)}")
+        imgui.text(interval_line(*m.interval_width))
         if imgui.is_item_hovered():
             imgui.set_tooltip("smallest separation bound of this frame's colliding pairs")
         imgui.text(m.accuracy_lines()[1])

@@ -54,6 +54,8 @@ class PairRow:
     certain: bool         # the verdict is certain (found apart, or triangles tested)
     sep_bound: float      # separation-distance upper bound [m]
     distance: float       # exact separation [m] where the narrow phase provides it, else nan
+    lower: float = 0.0    # the separation interval: lower <= distance <= upper [m]
+    upper: float = math.inf
 
 
 # pair table columns: header, sort key, cell text
@@ -62,8 +64,16 @@ COLUMNS = (
     ("level", lambda r: r.level, lambda r: str(r.level)),
     ("certain", lambda r: r.certain, lambda r: "yes" if r.certain else "no"),
     ("sep. bound [m]", lambda r: r.sep_bound, lambda r: f"{r.sep_bound:.3f}"),
+    ("interval [m]", lambda r: r.upper - r.lower, lambda r: interval_text(r.lower, r.upper)),
     ("distance [m]", lambda r: r.distance, lambda r: f"{r.distance:.3f}"),
 )
+
+
+def interval_text(lower: float, upper: float) -> str:
+    """[lower, upper] in metres; one number where the distance is known exactly."""
+    if lower == upper:
+        return f"= {lower:.3f}"
+    return f"[{lower:.3f}, {upper:.3f}]" if math.isfinite(upper) else f"[{lower:.3f}, -]"
 
 
 def table_columns(rows: list[PairRow]) -> list[tuple]:
@@ -94,6 +104,7 @@ class OverlayModel:
         self.pairs: list[PairRow] = []  # colliding pairs of the frame's last detection sample
         self.candidates_now = 0         # candidate pairs of that sample (the stats sum over samples)
         self.sep_bound_min = math.nan
+        self.interval_width = (math.nan, math.nan)  # the frame's separation intervals: median, p90 width [m]
         self.accuracy = Accuracy()  # every colliding pair verdict of the run (memory stays flat)
         self.median_sep_bound = self.median_sep_bound_rel = math.nan  # [m], [-]: refreshed every MEDIAN_EVERY
         self.frames_timed = self.frames_within = 0  # running, over the whole run
@@ -118,6 +129,7 @@ class OverlayModel:
         self.overrun = bool(stats.overrun)
         self.level_hist = [int(x) for x in stats.level_hist]
         self.sep_bound_min = stats.sep_bound_min
+        self.interval_width = (stats.interval_width_median, stats.interval_width_p90)
         self.accuracy.add(stats)
         if self.frames_timed % MEDIAN_EVERY == 0 or math.isnan(self.median_sep_bound):
             self.median_sep_bound = self.accuracy.bound_m.quantile(0.5)
@@ -148,6 +160,13 @@ class OverlayModel:
                 {k: np.array(v, np.float64) for k, v in self.series.items()})
 
 
+def interval_line(median: float, p90: float) -> str:
+    """The overlay's line on the frame's separation intervals."""
+    if math.isnan(median):
+        return "separation intervals: - (no candidate pair)"
+    return f"separation intervals: width median {median:.3f} m, p90 {p90:.3f} m"
+
+
 def machine_line(load: list[float] | None, preempted: int) -> str:
     """The overlay's line on the machine: its load average and how often the OS took this process's
     core away since the start."""
@@ -163,8 +182,10 @@ def pair_rows(narrow) -> list[PairRow]:
     dist = getattr(narrow, "distance", None)
     dist = np.full(len(narrow.pairs), np.nan) if dist is None else np.asarray(dist)
     shown = np.flatnonzero(np.asarray(narrow.colliding) | np.isfinite(dist))
+    lower, upper = narrow.lower, narrow.upper
     rows = [PairRow(int(narrow.pairs[k, 0]), int(narrow.pairs[k, 1]), int(narrow.level[k]),
-                    bool(narrow.certain[k]), float(narrow.separation_bound[k]), float(dist[k])) for k in shown]
+                    bool(narrow.certain[k]), float(narrow.separation_bound[k]), float(dist[k]), float(lower[k]),
+                    float(upper[k])) for k in shown]
     return sorted(rows, key=lambda r: min(r.sep_bound, r.distance if math.isfinite(r.distance) else math.inf))
 
 

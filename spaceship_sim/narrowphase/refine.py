@@ -88,7 +88,7 @@ NO_LIMIT = 1 << 62      # a forced level past every tree: each row straight to i
 # verdict-then-tighten (intervals.py): the share of a finite budget left to narrowing the separation
 # intervals after the verdicts, and the node pairs each open row gets in the first round (x4 a round)
 TIGHTEN_SHARE = 0.5
-TIGHTEN_POPS = 16
+TIGHTEN_POPS = 4
 
 
 @dataclass(eq=False)
@@ -411,7 +411,7 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, mi
             search.busy += busy
         answer = search.summary(pairs, start)
         if tighten:
-            search.tighten(answer, start, final)
+            search.tighten(answer, start, final, detector)
         return answer
     finally:
         _SCRATCH.give_back(search.scratch)
@@ -803,16 +803,24 @@ class _Search(SearchArrays):
             answer.lower, answer.upper = verdict_bounds(answer, self.A, self.B, self.frame[1])
         return answer
 
-    def tighten(self, answer, start, deadline) -> None:
-        """Narrow answer's separation intervals until the deadline (intervals.py), widest first
-        relative to the pair's size: rounds over the open rows, each row TIGHTEN_POPS node pairs in
-        the first and 4x as many in each later one, in batches timed as the exact level's
+    def tighten(self, answer, start, deadline, detector=None) -> None:
+        """Narrow answer's separation intervals until the deadline (intervals.py), then settle the
+        verdicts they decide. The pairs found apart whose exact distance is unknown go first to the
+        exact strategy's distance query where it has one (it closes them); then rounds over the open
+        rows, widest first relative to the pair's size, each row TIGHTEN_POPS node pairs in the
+        first round and 4x as many in each later one, in batches timed as the exact level's
         (_run_batches: none starts that the time per row measured says would end past the
         deadline). No clock is read when the summary's reading was already past it, so a sample
         with no budget reads the clock as one without tightening (compiled_sample.py)."""
         if not (self.prebuilt and math.isfinite(deadline) and start + answer.time_used < deadline):
             return
         lower, upper, pairs = answer.lower, answer.upper, answer.pairs
+        if detector is not None and hasattr(detector, "distance"):
+            todo = np.flatnonzero(~answer.colliding & (lower < upper))
+            found, busy = _apart_distances(detector, self.ma, self.mb, self.Ta, self.Tb, todo, deadline, self.clock)
+            self.busy += busy
+            known = np.isfinite(found)
+            answer.distance[todo[known]] = lower[todo[known]] = upper[todo[known]] = found[known]
         root_a, root_b = answer._spheres[3], answer._spheres[4]
         R, t = row_poses(self.frame[1], pairs)
         parts = (*bank_parts(self.A), *bank_parts(self.B), tri_parts(self.A), tri_parts(self.B), R, t)
@@ -831,7 +839,32 @@ class _Search(SearchArrays):
             if done < len(order) or not len(order):
                 break
             pops *= 4
+        settle_verdicts(answer, self.depth + 1)
         answer.time_used = self.clock() - start
+
+
+def settle_verdicts(answer, exact_level) -> None:
+    """What a narrowed interval decides, in the answer: a pair colliding at a sphere level whose
+    lower bound is positive is apart (certain; its distance where the interval closed), one whose
+    upper bound is 0 touches (certain, at the exact level `exact_level` per row). The level
+    histogram follows."""
+    lower, upper = answer.lower, answer.upper
+    apart = answer.colliding & (lower > 0)
+    touching = answer.colliding & ~answer.certain & (upper == 0)
+    if not (apart.any() or touching.any()):
+        return
+    hist = answer.level_histogram
+    np.subtract.at(hist, answer.level[apart | touching], 1)
+    answer.level[touching] = exact_level[touching]
+    np.add.at(hist, answer.level[touching], 1)
+    answer.colliding[apart] = False
+    answer.certain[apart | touching] = True
+    answer.separation_bound[apart], answer.separation_bound[touching] = np.inf, 0.0
+    answer.contact_point[apart], answer.contact_normal[apart] = np.nan, 0.0
+    closed = apart & (lower == upper)
+    answer.distance[closed] = lower[closed]
+    if answer.bound_pairs is not None:
+        answer.bound_pairs[apart] = -1
 
 
 def _cost_model(detector, clock) -> CostModel:

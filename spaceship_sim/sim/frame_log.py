@@ -14,7 +14,7 @@ import numpy as np
 
 from ..files import partial_prefix, uninterrupted
 from ..machine import LoadWatch
-from .stats import Accuracy, FrameStats, Quantiles
+from .stats import QUANTILES, Accuracy, FrameStats, Quantiles
 
 STAGES = [  # (FrameStats attribute, label, colour) bottom to top in the profile
     ("t_controls", "controls", "#9e9e9e"),
@@ -52,6 +52,7 @@ class RunSummary:
         self.frames = 0
         self.times = {a: Quantiles() for a in SUMMARY_TIMES}  # [ms]
         self.sep_bound = Quantiles()  # frames' smallest separation bound [m]
+        self.width = Quantiles()  # every candidate pair's separation interval width [m] (finite ones)
         self.accuracy = Accuracy()
         self.accuracy.level_hist = np.zeros(max_level + 1, np.int64)
         self.target_ms = math.nan
@@ -67,6 +68,8 @@ class RunSummary:
             q.add(getattr(s, attr) * 1e3)
         if not math.isnan(s.sep_bound_min):
             self.sep_bound.add(s.sep_bound_min)
+        for w in s.interval_widths.tolist():
+            self.width.add(w)
         self.accuracy.add(s)
         self.over += s.overrun
         if self.render_nominal is not None:
@@ -85,6 +88,8 @@ class RunSummary:
                    candidate_pairs_mean=self.candidate_pairs / n, colliding_pairs_total=self.colliding_pairs,
                    exact_pairs_total=self.exact_pairs, level_histogram=self.accuracy.level_hist.tolist(),
                    separation_bound_m=self.sep_bound.figures() if self.sep_bound.count else None,
+                   interval_width_m={k: self.width.quantile(q) for k, q in QUANTILES.items()} | {"max": self.width.max}
+                   if self.width.count else None,
                    accuracy=self.accuracy.to_dict())
         return out
 
@@ -112,6 +117,8 @@ class ProfileColumns:
         self.level_sums = np.zeros((max_level + 1, n))
         self.sep_sums = {a: np.zeros(n) for a in self.SEPARATION}  # [m], over frames with a colliding pair
         self.sep_count = np.zeros(n, np.int64)
+        self.width_sum = np.zeros(n)  # [m], over frames with a finite separation interval
+        self.width_count = np.zeros(n, np.int64)
         self.frames = self.over = 0
         self.target = math.nan
 
@@ -131,6 +138,9 @@ class ProfileColumns:
             self.sep_count[c] += 1
             for attr, total in self.sep_sums.items():
                 total[c] += getattr(s, attr)
+        if not math.isnan(s.interval_width_median):
+            self.width_count[c] += 1
+            self.width_sum[c] += s.interval_width_median
 
     def x(self) -> np.ndarray:
         """Each filled column's mean frame number."""
@@ -148,6 +158,12 @@ class ProfileColumns:
         f = self.filled()
         return np.divide(self.sep_sums[attr][f], self.sep_count[f], out=np.full(f.sum(), np.nan),
                          where=self.sep_count[f] > 0)
+
+    def interval_width(self) -> np.ndarray:
+        """Each filled column's mean of the frames' median interval width [m] (NaN where none had one)."""
+        f = self.filled()
+        return np.divide(self.width_sum[f], self.width_count[f], out=np.full(f.sum(), np.nan),
+                         where=self.width_count[f] > 0)
 
     def filled(self) -> np.ndarray:
         return self.count > 0
@@ -201,10 +217,12 @@ def plot_profile(path: Path, cols: ProfileColumns, title: str, accuracy: dict | 
 
 def plot_separation(ax, x: np.ndarray, cols: ProfileColumns, accuracy: dict | None) -> None:
     """The profile's accuracy panel: per frame (column), the median and smallest separation bound
-    over its colliding pairs [m]; the title gives the run's figures over every verdict."""
+    over its colliding pairs [m] and the median width of its candidate pairs' separation intervals;
+    the title gives the run's figures over every verdict."""
     # points, not lines: frames without a colliding pair have no bound
     ax.plot(x, cols.separation("sep_bound_median"), "o", ms=2.5, label="median over the frame's pairs")
     ax.plot(x, cols.separation("sep_bound_min"), "v", ms=2.5, alpha=0.7, label="smallest")
+    ax.plot(x, cols.interval_width(), "s", ms=2, alpha=0.7, label="interval width, median over candidate pairs")
     ax.set_ylabel("separation\nbound [m]")
     ax.set_ylim(bottom=0)
     a = accuracy or {}

@@ -63,6 +63,11 @@ class FrameStats:
     # exact separation of the nearest candidate pair found apart [m] (collision.exact_method = "ssv"
     # measures it while time allows); NaN (empty in frames.csv) when none was measured
     distance_min: float = float("nan")
+    # separation intervals' widths (upper - lower) over the frame's candidate pairs with a finite upper
+    # bound [m] (narrowphase/intervals.py): median and 90th percentile; NaN (empty) when there is none
+    interval_width_median: float = float("nan")
+    interval_width_p90: float = float("nan")
+    interval_widths: np.ndarray = field(default_factory=lambda: NO_BOUNDS, repr=False)  # not in frames.csv
 
     @property
     def t_sim(self) -> float:
@@ -119,6 +124,16 @@ class FrameStats:
             self.sep_bound_median = ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
         if nearest < math.inf:
             self.distance_min = nearest if math.isnan(self.distance_min) else min(self.distance_min, nearest)
+        self.add_intervals(narrow.upper - narrow.lower)
+
+    def add_intervals(self, widths: np.ndarray) -> None:
+        """Take in a sample's interval widths [m] (infinite ones, pairs with no upper bound, left out)."""
+        widths = widths[np.isfinite(widths)]
+        if not len(widths):
+            return
+        self.interval_widths = np.concatenate([self.interval_widths, widths]) if len(self.interval_widths) else widths
+        self.interval_width_median, self.interval_width_p90 = (float(x) for x in
+                                                               np.quantile(self.interval_widths, [0.5, 0.9]))
 
     def row(self, max_level: int) -> dict:
         """Flat dict for frames.csv (level_hist spread into level_<k> columns; no separation
@@ -127,15 +142,15 @@ class FrameStats:
         hist = d.pop("level_hist")
         for k in range(max_level + 1):
             d[f"level_{k}"] = hist[k] if k < len(hist) else 0
-        for k in ("sep_bound_min", "sep_bound_median", "distance_min"):
+        for k in ("sep_bound_min", "sep_bound_median", "distance_min", "interval_width_median", "interval_width_p90"):
             d[k] = "" if math.isnan(d[k]) else d[k]
         return d
 
 
 PER_VERDICT = ("sep_bounds", "sep_bounds_rel")  # FrameStats' arrays, one entry per colliding pair verdict
-# not in frames.csv: the per-verdict arrays, and an instrument read from the wall clock whatever
-# the world's clock is (a replayed run's frames.csv must equal the recorded one's)
-NOT_IN_CSV = PER_VERDICT + ("t_narrow_batches",)
+# not in frames.csv: the per-verdict and per-pair arrays, and an instrument read from the wall clock
+# whatever the world's clock is (a replayed run's frames.csv must equal the recorded one's)
+NOT_IN_CSV = PER_VERDICT + ("interval_widths", "t_narrow_batches")
 
 
 def tally_verdicts_numpy(colliding, certain, bound, pairs, radii, distance):

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spaceship_sim.app.camera import Camera, project
-from spaceship_sim.app.overlay_model import (COLUMNS, MEDIAN_EVERY, SERIES, OverlayModel, PairRow, collision_changes, pair_rows,
+from spaceship_sim.app.overlay_model import (COLUMNS, interval_text, MEDIAN_EVERY, SERIES, OverlayModel, PairRow, collision_changes, pair_rows,
                                             panel_rects, sort_rows, table_columns)
 from spaceship_sim.sim.stats import FrameStats
 
@@ -33,9 +33,10 @@ def frame_stats(draw, frame=0):
 def narrow_results(draw):
     k = draw(st.integers(0, 12))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    bound = rng.random(k) * 3
     return SimpleNamespace(pairs=rng.integers(0, 20, (k, 2)), colliding=rng.random(k) < 0.6,
                            level=rng.integers(0, 5, k), certain=rng.random(k) < 0.3,
-                           separation_bound=rng.random(k) * 3)
+                           separation_bound=bound, lower=bound * rng.random(k), upper=bound)
 
 
 @settings(max_examples=30, deadline=None)
@@ -87,11 +88,13 @@ def _astuple(r: PairRow):
 def test_pair_rows_show_exact_distance_when_provided():
     narrow = SimpleNamespace(pairs=np.array([[0, 1], [2, 3]]), colliding=np.array([True, False]),
                              level=np.array([4, 1]), certain=np.array([True, False]),
-                             separation_bound=np.array([0.2, np.inf]), distance=np.array([0.05, 2.0]))
+                             separation_bound=np.array([0.2, np.inf]), distance=np.array([0.05, 2.0]),
+                             lower=np.array([0.05, 2.0]), upper=np.array([0.05, 2.0]))
     # the pair found apart shows too: its exact distance was measured (collision.exact_method = "ssv")
-    assert pair_rows(narrow) == [PairRow(0, 1, 4, True, 0.2, 0.05), PairRow(2, 3, 1, False, np.inf, 2.0)]
+    assert pair_rows(narrow) == [PairRow(0, 1, 4, True, 0.2, 0.05, 0.05, 0.05),
+                                 PairRow(2, 3, 1, False, np.inf, 2.0, 2.0, 2.0)]
     narrow.distance = np.array([0.05, np.nan])  # not measured: colliding pairs only
-    assert pair_rows(narrow) == [PairRow(0, 1, 4, True, 0.2, 0.05)]
+    assert pair_rows(narrow) == [PairRow(0, 1, 4, True, 0.2, 0.05, 0.05, 0.05)]
     assert pair_rows(None) == []
 
 
@@ -132,13 +135,19 @@ def test_table_shows_distance_only_when_some_row_has_one_and_sorts_by_any_column
     rows = [PairRow(3, 7, 4, True, 0.0, math.nan), PairRow(0, 2, 1, False, 0.8, math.nan),
             PairRow(1, 5, 2, False, 0.3, math.nan)]
     headers = [c[0] for c in table_columns(rows)]
-    assert headers == ["ships", "level", "certain", "sep. bound [m]"]
+    assert headers == ["ships", "level", "certain", "sep. bound [m]", "interval [m]"]
     with_distance = rows + [PairRow(4, 6, 4, True, 0.0, 0.01)]
     assert [c[0] for c in table_columns(with_distance)] == [c[0] for c in COLUMNS]
     assert [r.ship_a for r in sort_rows(rows, 0)] == [0, 1, 3]
     assert [r.level for r in sort_rows(rows, 1, descending=True)] == [4, 2, 1]
     assert [r.sep_bound for r in sort_rows(rows, 3)] == [0.0, 0.3, 0.8]
-    assert [c[2](rows[0]) for c in table_columns(rows)] == ["3-7", "4", "yes", "0.000"]
+    assert [c[2](rows[0]) for c in table_columns(rows)] == ["3-7", "4", "yes", "0.000", "[0.000, -]"]
+
+
+def test_the_interval_column_reads_as_a_bracket_or_one_exact_number():
+    assert interval_text(0.1, 0.25) == "[0.100, 0.250]"
+    assert interval_text(0.2, 0.2) == "= 0.200"
+    assert interval_text(1.0, math.inf) == "[1.000, -]"
 
 
 def chase_ship_box(width: int, height: int) -> tuple[float, float, float, float]:
@@ -171,3 +180,10 @@ def test_the_machine_line_shows_load_and_preemptions():
 
     assert machine_line([1.5, 1.0, 0.5], 7) == "machine load 1.50, preempted 7 times"
     assert machine_line(None, 0) == "machine load -, preempted 0 times"
+
+
+def test_the_interval_line_gives_the_frames_median_and_p90_width():
+    from spaceship_sim.app.overlay_model import interval_line
+
+    assert interval_line(0.1234, 0.5) == "separation intervals: width median 0.123 m, p90 0.500 m"
+    assert interval_line(math.nan, math.nan) == "separation intervals: - (no candidate pair)"

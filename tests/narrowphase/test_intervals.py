@@ -136,6 +136,11 @@ def test_refine_frame_tightens_until_its_deadline_and_every_interval_holds(shipp
         closed = r.lower == r.upper
         assert np.allclose(r.lower[closed], truth[closed], atol=1e-9)
         widths[tighten] = np.median(r.upper - r.lower)
+        # the verdicts the intervals settle: certain ones right, the histogram the colliding pairs'
+        assert np.array_equal(r.colliding[r.certain], truth[r.certain] == 0)
+        assert np.all(r.colliding[truth == 0]) and not np.any(r.colliding & (r.lower > 0))
+        assert np.array_equal(np.bincount(r.level[r.colliding], minlength=len(r.level_histogram)),
+                              r.level_histogram)
     if budget_us >= 3000:
         assert widths[True] * 3 <= widths[False]
 

@@ -186,7 +186,7 @@ def test_warm_up_loads_every_narrow_phase_kernel_the_frames_call(monkeypatch, al
     from numba.core.registry import CPUDispatcher
 
     from spaceship_sim.sim import compiled_sample
-    from spaceship_sim.narrowphase import refine
+    from spaceship_sim.narrowphase import intervals, refine
 
     cfg = load_config(REPO / "configs/lamps.toml")
     cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, all_contacts=all_contacts))
@@ -200,9 +200,10 @@ def test_warm_up_loads_every_narrow_phase_kernel_the_frames_call(monkeypatch, al
             return kernel(*args)
         return call
 
-    for name, kernel in list(vars(refine).items()):
-        if isinstance(kernel, CPUDispatcher):
-            monkeypatch.setattr(refine, name, spy(name, kernel))
+    for module in (refine, intervals):  # the refinement's kernels, and the separation intervals'
+        for name, kernel in list(vars(module).items()):
+            if isinstance(kernel, CPUDispatcher):
+                monkeypatch.setattr(module, name, spy(name, kernel))
     # the compiled sample's entry point (its other kernels are called from numba code, which compiles
     # against the module's kernels, not spies)
     monkeypatch.setattr(compiled_sample, "_sample", spy("_sample", compiled_sample._sample))
@@ -218,7 +219,9 @@ def test_warm_up_loads_every_narrow_phase_kernel_the_frames_call(monkeypatch, al
 def test_narrow_phase_settings_are_typed_and_changed_only_through_set_collision():
     from spaceship_sim.narrowphase import NarrowPhase
     w = small_world()
-    assert w.narrow == NarrowPhase(min_level=w.config.collision.min_level, triangle_tests=w.config.collision.triangle_tests)
+    c = w.config.collision
+    assert w.narrow == NarrowPhase(min_level=c.min_level, triangle_tests=c.triangle_tests, detector=w.narrow.detector,
+                                   tighten=c.distance_intervals == "tighten")
     with pytest.raises(dataclasses.FrozenInstanceError):
         w.narrow.min_level = 3
     w.set_collision(min_level=2, max_level=3)

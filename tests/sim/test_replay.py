@@ -17,13 +17,16 @@ from spaceship_sim.sim.world import World
 
 # five lamps in a small arena, time-critical: with a 28.4 ms stand-in render in a 33.3 ms frame and
 # a TickClock, refinement stops at every level from 1 to exact (see the level histogram check; the
-# budget holds back the stages still to come after each narrow phase, pipeline.detection_budget)
+# budget holds back the stages still to come after each narrow phase, pipeline.detection_budget).
+# Hubbard's own exact level and verdicts only: the whole budget goes to the levels, whose cut-offs the
+# replay must reproduce (the intervals' narrowing replays too: test_run_record_then_replay_... runs the
+# default)
 RENDER = 0.0284
 LAMPS = {
     "arena": {"size": 20.0},
     "ships": {"count": 5, "models": ["lamp"], "user_model": "lamp", "initial_speed": 6.0},
     "sim": {"seed": 3},
-    "collision": {"time_critical": True},
+    "collision": {"time_critical": True, "distance_intervals": "verdict", "exact_method": "sphere_leaves"},
 }
 FEW_LAMPS = config_from_dict(LAMPS, "five lamps")
 
@@ -180,6 +183,8 @@ def test_run_record_then_replay_print_the_same_state_hash_and_write_the_same_rep
     # replay: no --render-ms; its own memory and machine load (which may or may not differ)
     assert {k for k in a if a[k] != b.get(k)} - {"rss_mb", "machine_load"} == {"render_ms"}
     assert (tmp_path / "a" / "frames.csv").read_bytes() == (tmp_path / "b" / "frames.csv").read_bytes()
+    # ... separation intervals included, bit for bit (frames.csv's widths, summary.json's quantiles)
+    assert a["interval_width_m"] is not None and a["interval_width_m"] == b["interval_width_m"]
 
 
 def test_recording_memory_stays_flat(tmp_path):
