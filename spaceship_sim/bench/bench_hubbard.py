@@ -69,6 +69,9 @@ def register(sub) -> None:
     p.add_argument("--sweep-render", default="",
                    help="also run time-critical and exact-only (medial trees) under each of these stand-in "
                         "render times [ms, comma-separated] and plot frames within target (render_sweep.png)")
+    p.add_argument("--intervals-ab", action="store_true",
+                   help="in the render sweep, also run time-critical with the other collision.distance_intervals "
+                        "setting (narrowed after the verdicts or not): frames within target and interval widths")
     p.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                    help="what frames are timed on: wall (the target's clock) or thread (this thread's CPU time, "
                         "the stand-in render at its nominal time: the frames as a machine that never preempts "
@@ -97,6 +100,8 @@ def run(args, clock=None) -> int:
     clock = clock or CLOCKS[args.clock]
     budgets = parse_budgets(args.budgets)  # every argument is checked before anything runs
     sweep = parse_ms_list(args.sweep_render, "--sweep-render") if args.sweep_render else []
+    if getattr(args, "intervals_ab", False) and not sweep:
+        raise InputError(COMMAND_LINE, "--intervals-ab", "acts only with --sweep-render (it adds a mode to the sweep)")
     detectors = parse_detectors(args.detectors)
     scene_defaults(args)
     check_args(args)
@@ -122,7 +127,8 @@ def run(args, clock=None) -> int:
         for r in rows:
             print(f"budget {r['budget_ms']:7.3f} ms: separation bound median {r['bound_median_m']:.3f} m, "
                   f"p90 {r['bound_p90_m']:.3f} m, mean level {r['mean_level']:.2f}, "
-                  f"exact {100 * r['exact_fraction']:.0f}%")
+                  f"exact {100 * r['exact_fraction']:.0f}%; interval width median {r['width_median_m_tighten']:.3f} m "
+                  f"narrowed, {r['width_median_m_verdict']:.3f} m verdict-only")
         if sweep:
             render_sweep(cfg, args, [ms * 1e3 for ms in sweep], work, clock)
     print(f"wrote {out}: {', '.join(detectors)} runs, runs.csv, profiles.png"
@@ -278,10 +284,17 @@ def plot_profiles(path: Path, traces: dict, title: str) -> None:
 
 def run_modes(cfg, args, render_ms: float, out: Path | None = None, clock=WALL) -> dict:
     """Run the scenario time-critical and exact-only (its own sphere trees) under the same
-    stand-in render load; returns {mode: summary}; writes each run's files under out/mode."""
+    stand-in render load — with --intervals-ab, time-critical with verdicts only too (the separation
+    intervals not narrowed after them) —; returns {mode: summary}; writes each run's files under
+    out/mode."""
     results = {}
-    for mode, tc in (("time_critical", True), ("exact_only", False)):
-        c = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, time_critical=tc))
+    modes = [("time_critical", True, cfg.collision.distance_intervals), ("exact_only", False, "verdict")]
+    if getattr(args, "intervals_ab", False):
+        other = "verdict" if cfg.collision.distance_intervals == "tighten" else "tighten"
+        modes.insert(1, (f"time_critical_{other}", True, other))
+    for mode, tc, intervals in modes:
+        c = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, time_critical=tc,
+                                                                   distance_intervals=intervals))
         folder = out / mode if out is not None else None
         log, _ = run_frames(c, args.frames, render_ms / 1e3, False,
                             lambda w: report.FrameLog(folder, args.frames, args.warmup, w.max_level, render_ms / 1e3),
@@ -305,9 +318,16 @@ def render_sweep(cfg, args, renders_ms: list[float], out: Path, clock=WALL) -> N
             row[f"{mode}_sim_median_ms"] = s["t_sim_ms"]["median"]
             row[f"{mode}_p99_ms"] = s["frame_time_ms"]["p99"]
         rows.append(row)
+        for mode, s in results.items():
+            width = s.get("interval_width_m")
+            row[f"{mode}_width_median_m"] = width["median"] if width else math.nan
         print(f"render {r:5.1f} ms: within target time-critical {100 * row['time_critical_within_target']:5.1f}% "
               f"(over only by a render longer than {r:g} ms {100 * row['time_critical_render_late']:4.1f}%), "
               f"exact-only {100 * row['exact_only_within_target']:5.1f}%")
+        for mode in results:
+            if mode.startswith("time_critical"):
+                print(f"    {mode:24s} within target {100 * row[f'{mode}_within_target']:5.1f}%, "
+                      f"separation interval width median {row[f'{mode}_width_median_m']:.3f} m")
     report.write_csv(out / "render_sweep.csv", rows)
     plot_render_sweep(out / "render_sweep.png", rows, Path(args.config).name, args.frames)
 
@@ -327,39 +347,67 @@ def parse_ms_list(text: str, option: str) -> list[float]:
         raise InputError(COMMAND_LINE, option, str(e)) from None
 
 
+INTERVAL_MODES = {"tighten": True, "verdict": False}  # collision.distance_intervals -> NarrowPhase.tighten
+
+
 def accuracy_sweep(world, poses, budgets, max_frames: int = ACCURACY_FRAMES) -> list[dict]:
-    """Refine the recorded (model_id, T, pairs) frames under each budget (on the world's clock)."""
+    """Refine the recorded (model_id, T, pairs) frames under each budget (on the world's clock), with
+    the separation intervals narrowed after the verdicts and without: the verdicts' figures from the
+    world's own setting, the interval widths (upper - lower, every candidate pair with a finite upper
+    bound) and bounds from each."""
     frames = [p for p in poses if len(p[2])][:max_frames]
     rows = []
     for b in budgets:
-        bounds, levels, exact = [], [], []
-        for model_id, T, pairs in frames:
-            r = world.narrow(world.bank, model_id, T, pairs, deadline=world.clock() + b, clock=world.clock)
-            hit = r.colliding
-            bounds += list(r.separation_bound[hit])
-            levels += list(r.level[hit])
-            exact += list(r.certain[hit])
-        bounds = np.array(bounds) if bounds else np.array([np.nan])
-        rows.append(dict(budget_ms=b * 1e3, pairs=len(levels), bound_median_m=float(np.nanmedian(bounds)),
-                         bound_p90_m=float(np.nanpercentile(bounds, 90)), bound_max_m=float(np.nanmax(bounds)),
-                         mean_level=float(np.mean(levels)) if levels else float("nan"),
-                         exact_fraction=float(np.mean(exact)) if exact else float("nan")))
+        row = dict(budget_ms=b * 1e3)
+        for mode, tighten in INTERVAL_MODES.items():
+            narrow = dataclasses.replace(world.narrow, tighten=tighten)
+            answers = [narrow(world.bank, model_id, T, pairs, deadline=world.clock() + b, clock=world.clock)
+                       for model_id, T, pairs in frames]
+            row.update(_interval_figures(answers, mode))
+            if tighten == world.narrow.tighten:
+                row.update(_verdict_figures(answers))
+        rows.append(row)
     return rows
 
 
+def _verdict_figures(answers) -> dict:
+    bounds = np.concatenate([r.separation_bound[r.colliding] for r in answers] + [np.zeros(0)])
+    levels = np.concatenate([r.level[r.colliding] for r in answers] + [np.zeros(0)])
+    exact = np.concatenate([r.certain[r.colliding] for r in answers] + [np.zeros(0, bool)])
+    some = len(bounds) > 0
+    return dict(pairs=len(levels), bound_median_m=float(np.median(bounds)) if some else math.nan,
+                bound_p90_m=float(np.percentile(bounds, 90)) if some else math.nan,
+                bound_max_m=float(np.max(bounds)) if some else math.nan,
+                mean_level=float(np.mean(levels)) if some else math.nan,
+                exact_fraction=float(np.mean(exact)) if some else math.nan)
+
+
+def _interval_figures(answers, mode: str) -> dict:
+    lower = np.concatenate([r.lower for r in answers])
+    upper = np.concatenate([r.upper for r in answers])
+    finite = np.isfinite(upper)
+    width = (upper - lower)[finite]
+    if not len(width):
+        return {f"{k}_{mode}": math.nan for k in ("width_median_m", "width_p90_m", "lower_median_m", "upper_median_m")}
+    return {f"width_median_m_{mode}": float(np.median(width)), f"width_p90_m_{mode}": float(np.percentile(width, 90)),
+            f"lower_median_m_{mode}": float(np.median(lower[finite])),
+            f"upper_median_m_{mode}": float(np.median(upper[finite]))}
+
+
 def plot_accuracy(path: Path, rows: list[dict], name: str) -> None:
+    """Two panels against the budget: the colliding verdicts' separation bound (with the share answered
+    exactly), and the candidate pairs' separation intervals, narrowed after the verdicts or not."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     b = [r["budget_ms"] for r in rows]
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, (ax, ax3) = plt.subplots(2, 1, figsize=(8, 8), sharex=True)
     ax.fill_between(b, [r["bound_median_m"] for r in rows], [r["bound_p90_m"] for r in rows], alpha=0.25,
                     label="median .. 90th percentile")
     ax.plot(b, [r["bound_median_m"] for r in rows], "o-", label="median separation bound")
     ax.plot(b, [r["bound_max_m"] for r in rows], "x--", lw=1, label="largest separation bound")
     ax.set_xscale("log")
-    ax.set_xlabel("detection budget per sample [ms]")
     ax.set_ylabel("upper bound on separation of colliding pairs [m]")
     ax.set_title(f"Accuracy vs budget ({name}): how far apart 'colliding' ships may really be")
     ax2 = ax.twinx()
@@ -369,6 +417,15 @@ def plot_accuracy(path: Path, rows: list[dict], name: str) -> None:
     lines = ax.get_legend_handles_labels()
     lines2 = ax2.get_legend_handles_labels()
     ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="center right", fontsize=8)
+    for mode, style in (("tighten", "-"), ("verdict", "--")):
+        ax3.plot(b, [r[f"width_median_m_{mode}"] for r in rows], "o" + style, label=f"{mode}: median width")
+        ax3.plot(b, [r[f"lower_median_m_{mode}"] for r in rows], "^" + style, lw=1, ms=4, label=f"{mode}: median lower")
+        ax3.plot(b, [r[f"upper_median_m_{mode}"] for r in rows], "v" + style, lw=1, ms=4, label=f"{mode}: median upper")
+    ax3.set_yscale("symlog", linthresh=1e-3)
+    ax3.set_xlabel("detection budget per sample [ms]")
+    ax3.set_ylabel("separation interval of candidate pairs [m]")
+    ax3.set_title("lower <= distance <= upper: narrowed after the verdicts (tighten) or not (verdict)", fontsize=9)
+    ax3.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -20,7 +20,7 @@ def test_hubbard_bench_writes_runs_histograms_accuracy_and_render_sweep(tmp_path
     args = build_parser().parse_args(["bench", "hubbard", "--config", str(REPO / "configs/lamps.toml"),
                                       "--frames", "40", "--warmup", "1", "--budgets", "0.02,50", "--calls", "12",
                                       "--repeat", "1", "--detectors", "bsp,sphere_leaves,medial", "--cpu-load", "1",
-                                      "--sweep-render", "0,40", "--out", str(out)])
+                                      "--sweep-render", "0,40", "--intervals-ab", "--out", str(out)])
     assert bench_hubbard.run(args, clock=TickClock(1e-5)) == 0
     for run in ("bsp", "sphere_leaves", "medial"):
         assert {p.name for p in (out / run).iterdir()} == {"frames.csv", "summary.json", "profile.png"}
@@ -47,10 +47,16 @@ def test_hubbard_bench_writes_runs_histograms_accuracy_and_render_sweep(tmp_path
     # a generous budget answers every colliding pair exactly; a tiny one only at the forced level 1
     assert float(acc[-1]["exact_fraction"]) == 1.0 and float(acc[-1]["bound_max_m"]) == 0.0
     assert float(acc[0]["mean_level"]) < 4 and float(acc[0]["bound_median_m"]) > 0
+    # separation intervals: narrowed after the verdicts, never wider than without; closed with time enough
+    for r in acc:
+        assert float(r["width_median_m_tighten"]) <= float(r["width_median_m_verdict"])
+    assert float(acc[-1]["width_median_m_tighten"]) == 0.0
     sweep = list(csv.DictReader(open(out / "render_sweep.csv")))
     assert [float(r["render_ms"]) for r in sweep] == [0.0, 40.0]
     # a 40 ms render alone is over the 33.3 ms target: no mode can hold it
     assert float(sweep[1]["time_critical_within_target"]) == 0.0 == float(sweep[1]["exact_only_within_target"])
+    assert {"time_critical_verdict_within_target", "time_critical_width_median_m",
+            "time_critical_verdict_width_median_m"} <= set(sweep[0])  # --intervals-ab's mode
     for png in ("render_sweep.png", "accuracy.png", "profiles.png", "speedup.png", "separation.png"):
         assert (out / png).stat().st_size > 10_000
 
@@ -74,7 +80,8 @@ def test_exact_only_worlds_bsp_and_brute_force_fly_alike():
 
 @pytest.mark.parametrize("argv, field", [(["--sweep-render", "5,-1"], "--sweep-render"),
                                          (["--budgets", "0"], "--budgets"), (["--frames", "0"], "--frames"),
-                                         (["--render-ms", "-3"], "--render-ms")])
+                                         (["--render-ms", "-3"], "--render-ms"),
+                                         (["--intervals-ab"], "--intervals-ab")])
 def test_hubbard_bench_bad_arguments_exit_2_and_write_nothing(tmp_path, capsys, argv, field):
     assert main(["bench", "hubbard", *argv, "--out", str(tmp_path / "h")]) == 2
     assert field in capsys.readouterr().err
