@@ -28,6 +28,8 @@ against brute force on every shipped model pair).
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 from numba import njit
 
@@ -153,13 +155,17 @@ def _most_per_leaf(tri_ptr):
 
 
 @njit(cache=True)
-def narrow_rows(fca, cca, ea, wa, fcb, ccb, eb, wb, tri_a, tri_b, R, t, rows, root_a, root_b, pops, lower, upper):
+def narrow_rows(fca, cca, ea, wa, la, fcb, ccb, eb, wb, lb, tri_a, tri_b, R, t, rows, root_a, root_b, pops,
+                max_level, lower, upper):
     """Narrow lower[r] and upper[r] of each pair row r in `rows` by a branch-and-bound of at most
     `pops` node pairs (module docstring), in place; returns how many of the rows closed (lower ==
-    upper). fca, cca, ea, wa: A's first_child, child_count, (N, 8) enclosing spheres and (N, 3)
-    witnesses, surface points of each node's part ((0, 3): none; B's alike);
-    tri_a, tri_b: (tri_ptr, tri_idx, tri_verts, tri_center, tri_radius) of each bank; R, t: B's pose in A's frame per row;
-    root_a, root_b: each row's root nodes."""
+    upper). fca, cca, ea, wa, la: A's first_child, child_count, (N, 8) enclosing spheres, (N, 3)
+    witnesses (surface points of each node's part; (0, 3): none) and each node's level (B's alike);
+    tri_a, tri_b: (tri_ptr, tri_idx, tri_verts, tri_center, tri_radius) of each bank; R, t: B's pose
+    in A's frame per row; root_a, root_b: each row's root nodes. max_level: no node of that level is
+    split and no leaf of it has its triangles measured (what the spheres down to it know: a pair that
+    cannot go deeper counts with its gap and its witnesses' distance; a cap past the leaves, e.g.
+    NO_LEVEL_CAP, lets every pair go on to its leaves' triangles)."""
     heap, nodes = np.empty(HEAP_START), np.empty((HEAP_START, 2), np.int64)
     most = max(_most_per_leaf(tri_a[0]), _most_per_leaf(tri_b[0]))
     work = (np.empty(most, np.int64), np.empty((most, 3, 3)), np.empty(most, np.int64), np.empty((3, 3)),
@@ -175,14 +181,18 @@ def narrow_rows(fca, cca, ea, wa, fcb, ccb, eb, wb, tri_a, tri_b, R, t, rows, ro
             a, b = nodes[0, 0], nodes[0, 1]
             n = _pop(heap, nodes, n)
             left -= 1
-            if cca[a] == 0 and ccb[b] == 0:
-                # the pair's own distance where under best, else best (still a lower bound for it: the
-                # triangle pairs left unmeasured are best or more apart)
-                d = _leaf_distance(tri_a, tri_b, ea, a, eb, b, R, t, r, best, work)
-                resolved = min(resolved, d)
-                best = d
+            grow_a, grow_b = cca[a] > 0 and la[a] < max_level, ccb[b] > 0 and lb[b] < max_level
+            if not (grow_a or grow_b):
+                if cca[a] == 0 and ccb[b] == 0 and la[a] < max_level and lb[b] < max_level:
+                    # two leaves above the cap (the exact level lies past the leaves): the pair's own
+                    # distance where under best, else best (still a lower bound for it: the
+                    # triangle pairs left unmeasured are best or more apart)
+                    best = _leaf_distance(tri_a, tri_b, ea, a, eb, b, R, t, r, best, work)
+                    resolved = min(resolved, best)
+                else:  # at the level cap: its gap is what the spheres know
+                    resolved = min(resolved, _gap(ea, a, eb, b, R, t, r))
                 continue
-            split_a = ccb[b] == 0 or (cca[a] > 0 and ea[a, 3] >= eb[b, 3])
+            split_a = not grow_b or (grow_a and ea[a, 3] >= eb[b, 3])
             first, count = (fca[a], cca[a]) if split_a else (fcb[b], ccb[b])
             for c in range(first, first + count):
                 ca, cb = (c, b) if split_a else (a, c)
@@ -200,11 +210,29 @@ def narrow_rows(fca, cca, ea, wa, fcb, ccb, eb, wb, tri_a, tri_b, R, t, rows, ro
 
 
 NO_WITNESS = np.zeros((0, 3))
+NO_LEVEL_CAP = 1 << 30
+_LEVELS = weakref.WeakKeyDictionary()  # bank -> (N,) int64, each node's level (made once per bank)
 
 
 def bank_parts(bank) -> tuple:
-    """What narrow_rows needs of one bank: (first_child, child_count, spheres, witness)."""
-    return bank.first_child, bank.child_count, bank.spheres, getattr(bank.nodes, "witness", NO_WITNESS)
+    """What narrow_rows needs of one bank: (first_child, child_count, spheres, witness, node levels)."""
+    if bank not in _LEVELS:
+        _LEVELS[bank] = node_levels(bank.first_child, bank.child_count, bank.node_offset)
+    return bank.first_child, bank.child_count, bank.spheres, getattr(bank.nodes, "witness", NO_WITNESS), _LEVELS[bank]
+
+
+@njit(cache=True)
+def node_levels(first_child, child_count, node_offset):
+    """Each node's level below its model's root (roots: node_offset[:-1]), parents before children."""
+    level = np.zeros(len(first_child), np.int64)
+    for m in range(len(node_offset) - 1):
+        stack = [node_offset[m]]
+        while stack:
+            i = stack.pop()
+            for c in range(first_child[i], first_child[i] + child_count[i]):
+                level[c] = level[i] + 1
+                stack.append(c)
+    return level
 
 
 def tri_parts(bank) -> tuple:
@@ -226,7 +254,7 @@ def verdict_bounds(answer, A, B, T) -> tuple[np.ndarray, np.ndarray]:
     R, t = row_poses(T, pairs)
     lower, upper = np.zeros(len(pairs)), np.full(len(pairs), np.inf)
     narrow_rows(*bank_parts(A), *bank_parts(B), tri_parts(A), tri_parts(B), R, t, np.arange(len(pairs)), root_a,
-                root_b, 0, lower, upper)
+                root_b, 0, NO_LEVEL_CAP, lower, upper)
     colliding = answer.colliding
     upper[colliding] = np.minimum(upper[colliding], answer.separation_bound[colliding])
     lower[colliding] = 0.0

@@ -52,7 +52,7 @@ from ..clock import WALL
 from ..cost import CostModel
 from .bank import TreeBank, bank_of
 from .fairness import NOT_FAIR
-from .intervals import bank_parts, narrow_rows, row_poses, tri_parts, verdict_bounds
+from .intervals import NO_LEVEL_CAP, bank_parts, narrow_rows, row_poses, tri_parts, verdict_bounds
 from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, complete_pairs,
                       count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, first_contacts, scratch_views,
                       search_levels, stack_width, stacks_csr, summarize_stacks, SCRATCH_FLAGS, SCRATCH_FLOATS,
@@ -831,7 +831,7 @@ class _Search(SearchArrays):
             order = open_rows[np.argsort(-(upper - lower)[open_rows] / size[open_rows], kind="stable")]
 
             def kernel(s, e):
-                narrow_rows(*parts, order[s:e], root_a, root_b, pops, lower, upper)
+                narrow_rows(*parts, order[s:e], root_a, root_b, pops, NO_LEVEL_CAP, lower, upper)
                 return e, None
 
             done, _, busy = _run_batches(kernel, len(order), deadline, 0, self.clock)

@@ -12,7 +12,7 @@ from spaceship_sim.clock import TickClock
 from spaceship_sim.geometry.poses import relative_poses
 from spaceship_sim.meshes import load_model
 from spaceship_sim.narrowphase import TreeBank, refine_frame
-from spaceship_sim.narrowphase.intervals import bank_parts, narrow_rows, tri_parts
+from spaceship_sim.narrowphase.intervals import NO_LEVEL_CAP, bank_parts, narrow_rows, tri_parts
 from spaceship_sim.narrowphase.kernels import min_distance_all_pairs
 from spaceship_sim.spheretree import build_tree, load_or_build
 
@@ -40,12 +40,13 @@ def random_rows(rng, n_models, k, radius):
     return ma, mb, Ta, Tb
 
 
-def narrowed(bank, ma, mb, R, t, pops, lower=None, upper=None):
+def narrowed(bank, ma, mb, R, t, pops, lower=None, upper=None, max_level=NO_LEVEL_CAP):
     k = len(ma)
     lower = np.zeros(k) if lower is None else lower.copy()
     upper = np.full(k, np.inf) if upper is None else upper.copy()
     narrow_rows(*bank_parts(bank), *bank_parts(bank), tri_parts(bank), tri_parts(bank), R, t, np.arange(k),
-                bank.node_offset[ma].astype(np.int64), bank.node_offset[mb].astype(np.int64), pops, lower, upper)
+                bank.node_offset[ma].astype(np.int64), bank.node_offset[mb].astype(np.int64), pops, max_level, lower,
+                upper)
     return lower, upper
 
 
@@ -152,3 +153,17 @@ def test_an_unlimited_verdict_only_frame_closes_what_it_knows(shipped):
     r = refine_frame(banks["medial"], model_id, T, pairs, deadline=np.inf)
     assert np.all(r.lower <= truth + 1e-9) and np.all(truth <= r.upper + 1e-9)
     assert np.all(r.upper[r.colliding] == 0) and np.all(truth[r.colliding] == 0)
+
+
+@pytest.mark.parametrize("max_level", [0, 1, 2, 3])
+def test_what_the_spheres_down_to_a_level_know_brackets_the_distance(shipped, max_level):
+    """A level cap: no node of that level is split, pairs there count with their gap and witnesses."""
+    models, banks = shipped
+    rng = np.random.default_rng(6)
+    ma, mb, Ta, Tb = random_rows(rng, len(models), 16, 10.0)
+    R, t = relative_poses(Ta, Tb)
+    truth = np.array([world_distance(models[a], models[b], R[i], t[i]) for i, (a, b) in enumerate(zip(ma, mb))])
+    for method in ("medial", "octree"):
+        lower, upper = narrowed(banks[method], ma, mb, R, t, ALL, max_level=max_level)
+        assert np.all(lower <= truth + 1e-9) and np.all(truth <= upper + 1e-9)
+        assert np.all(np.isfinite(upper))
