@@ -36,7 +36,7 @@ from ..sim.runs import frame_poses, run_frames, staged_folder
 ACCURACY_FRAMES = 200  # frames with candidate pairs that the accuracy sweep refines again
 # scene -> (shipped config, stand-in render [ms]): lamps is render-bound as Hubbard's lamp runs were;
 # heavy leaves the render 5 ms of each 33.3 ms frame and detection the rest
-SCENES = {"lamps": ("lamps.toml", 31.0), "heavy": ("heavy.toml", 5.0)}
+SCENES = {"lamps": ("lamps.toml", 31.0), "heavy": ("heavy.toml", 5.0), "crowd": ("crowd.toml", 10.0)}
 BASELINES = ("bsp", "fcl")  # exact strategies the per-call speedups are measured against, beside "sphere_leaves"
 
 
@@ -44,8 +44,9 @@ def register(sub) -> None:
     p = sub.add_parser("hubbard", help="Hubbard's evaluation: BSP / fcl / exact-only vs time-critical sphere trees, "
                                        "per-call speedup and separation histograms, accuracy vs budget")
     p.add_argument("--scene", choices=sorted(SCENES), default=None,
-                   help="shipped scenario: lamps (60 lamps, render-bound) or heavy (12 freighters in formation "
-                        "and a lamp) (default: lamps)")
+                   help="shipped scenario: lamps (60 lamps, render-bound), heavy (12 freighters in formation "
+                        "and a lamp) or crowd (the freighters in deep, persistent interpenetration, every contact "
+                        "wanted: no exact detector keeps the frame) (default: lamps)")
     p.add_argument("--config", default=None, help="scenario TOML instead of --scene")
     p.add_argument("--frames", type=integer(1, MAX_FRAMES), default=600)
     p.add_argument("--exact-frames", type=integer(1, MAX_FRAMES), default=None,

@@ -89,7 +89,7 @@ def test_hubbard_bench_bad_arguments_exit_2_and_write_nothing(tmp_path, capsys, 
 
 
 @pytest.mark.parametrize("argv, config, render_ms", [
-    ([], "lamps.toml", 31.0), (["--scene", "heavy"], "heavy.toml", 5.0),
+    ([], "lamps.toml", 31.0), (["--scene", "heavy"], "heavy.toml", 5.0), (["--scene", "crowd"], "crowd.toml", 10.0),
     (["--scene", "heavy", "--render-ms", "12"], "heavy.toml", 12.0)])
 def test_scene_sets_config_and_render_unless_given(argv, config, render_ms):
     from spaceship_sim.bench.bench_hubbard import scene_defaults
