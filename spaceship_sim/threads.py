@@ -5,8 +5,12 @@ by other programs a parallel batch waits for a thread whose core is busy elsewhe
 at load ~2 an SSV collide went from 1.9 to 72.6 us a pair with 2 threads. So a stage does not
 assume parallel wins: `ThreadChoice` keeps each thread count's seconds per unit of work
 (cost.CostModel: a median of recent batches, so one preempted batch does not flip the choice),
-runs each batch on the cheaper, and every `explore_every` batches runs one on the other, so that a
-choice made under load is revisited when the load goes. The answers never depend on it: every
+runs each batch on the cheaper, and now and then runs one on the other, so that a choice made under
+load is revisited when the load goes: first after `explore_every` batches, then, each time the other
+is measured slower again, four times as many batches later (at most MAX_EXPLORE_EVERY), so that a
+form 100x slower under load costs a handful of batches in a long run, not one in sixteen; a
+re-measure that finds the other faster is repeated at once, so the choice follows within a few
+batches when the load goes. The answers never depend on it: every
 parallel kernel gives the same result on any number of threads.
 """
 from __future__ import annotations
@@ -17,6 +21,8 @@ from contextlib import contextmanager
 import numba
 
 from .cost import CostModel
+
+MAX_EXPLORE_EVERY = 4096
 
 
 class ThreadChoice:
@@ -29,16 +35,22 @@ class ThreadChoice:
         self.options = (1, most) if most > 1 and adaptive else (most,)
         self.cost = {n: CostModel(0.0) for n in self.options}
         self.explore_every, self.batches = explore_every, 0
+        self.interval, self.next_explore, self.best = explore_every, explore_every, None
 
     def choose(self) -> int:
         """The thread count for the next batch: an unmeasured one first, then the cheaper per unit,
-        except every `explore_every`-th batch, which re-measures the other."""
+        except when a re-measure of the other is due (the module docstring's schedule)."""
         unmeasured = [n for n in self.options if not self.cost[n].rates]
         if unmeasured:
             return unmeasured[-1]
         best = min(self.options, key=lambda n: self.cost[n].rate())
-        if self.batches % self.explore_every == 0:
-            return next(n for n in self.options if n != best) if len(self.options) > 1 else best
+        if best != self.best:  # the choice changed: re-measure the other soon
+            self.best, self.interval = best, self.explore_every
+            self.next_explore = self.batches + self.interval
+        if len(self.options) > 1 and self.batches >= self.next_explore:
+            self.interval = min(4 * self.interval, MAX_EXPLORE_EVERY)
+            self.next_explore = self.batches + self.interval
+            return next(n for n in self.options if n != best)
         return best
 
     @contextmanager
@@ -55,6 +67,8 @@ class ThreadChoice:
         finally:
             elapsed = time.perf_counter() - t0
             numba.set_num_threads(before)
+            if n != self.best and self.best is not None and elapsed / units < self.cost[self.best].rate():
+                self.next_explore = self.batches  # the other was faster this time: confirm it at once
             self.cost[n].observe(elapsed, units)
 
     def __repr__(self) -> str:

@@ -68,3 +68,12 @@ def test_the_thread_count_is_restored_after_a_batch():
         with choice.threads_for(10):
             pass
     assert numba.get_num_threads() == before
+
+
+def test_a_form_far_slower_under_load_is_re_measured_ever_more_rarely(two_threads):
+    """Each re-measure that finds parallel slower again waits four times longer for the next: a
+    long run under load pays it a handful of times (p99 kept), not once in every explore_every."""
+    clock, choice = two_threads, ThreadChoice(2, explore_every=16)
+    clock.cost[2] = 100.0
+    ran = [run(choice, clock) for _ in range(2000)]
+    assert ran.count(2) <= 6 and ran[-500:].count(2) <= 1
