@@ -1,9 +1,12 @@
 """The estimates the time-critical loop plans with: one small model of the cost of a kind of work.
 
-Every prediction the frame's budget and the narrow phase rest on — the render time, what the
-narrow phase overruns its deadline by, the frame's stages outside the narrow phase, an exact
-strategy's cost per unit of work — is a `CostModel`: `predict(units)` prices work, `observe`
-records what some work cost.
+Every prediction the frame's budget and the narrow phase carry from call to call — the render time
+(sim/world.py), what the narrow phase overruns its deadline by, the frame's stages outside the
+narrow phase (stats.FixedCost), an exact strategy's cost per unit of work (narrowphase/refine.py),
+serial against parallel throughput (threads.py) — is a `CostModel`: `predict(units)` prices work,
+`observe` records what some work cost. (The sphere levels' time per row and the on-collide trees'
+build rounds are measured afresh inside each call, by a first probe batch: they cannot lock
+themselves out across calls.)
 
 Why a quantile of a window, not the last measurement or a running mean: on a shared machine a
 measurement is now and then 10-1000x the usual one (the process was descheduled in the middle
