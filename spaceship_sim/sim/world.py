@@ -9,14 +9,16 @@ recorded run can be replayed exactly.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import threading
 
 import numpy as np
 
-from . import pipeline
+from . import compile_ahead, pipeline
 from ..clock import WALL
+from ..compile_log import shared_log
 from ..config import Config
 from ..cost import CostModel
 from ..convex.field import AsteroidShapes, make_field
@@ -26,6 +28,7 @@ from ..faceoctree.deform import hull_scale
 from ..meshes import load_model
 from ..narrowphase import TreeBank, refine_frame
 from ..narrowphase.fairness import FairOrder
+from ..narrowphase.kernels import search_levels
 from ..narrowphase.ocst import OcstBank, OcstTreeView, warm_up_bank
 from ..progress import slow_notice, to_stderr
 from ..registry import EXACT_METHODS, exact_strategy, make_broadphase, make_narrow_phase
@@ -88,10 +91,13 @@ class World:
         self.asteroid_shapes = AsteroidShapes.from_config(config) if config.asteroids.count else None
         # the stages reset() does not replace; pairs with a flexing ship ([deform]) take the face
         # octree, the others the sphere trees
+        # the exact level's strategy (its trees, its kernels) is made by warm_up, beside the compiling, and
+        # joins the narrow phase with the compiled stages: until then detection is by bounding spheres
+        self._exact_level, self.warm_error = None, None
         self.stages = Stages(
             bank=bank if bank is not None else TreeBank.from_trees(
                 list(trees) + (self.asteroid_shapes.trees if self.asteroid_shapes else [])),
-            narrow=make_narrow_phase(config, models, lambda: self.t, detector=exact_strategy(config, models)),
+            narrow=make_narrow_phase(config, models, lambda: self.t),
             exact_only=exact_only, swept=SweptCatch(models) if config.collision.swept else None)
         self.timing = Timing(clock, config.sim.target_frame_time, config.collision.time_critical, *self._predictors())
         self.deforming = getattr(self.narrow, "ships", None)  # faceoctree.deform.DeformingShips
@@ -104,56 +110,113 @@ class World:
             self.use_compiled_stages()
 
     def warm_up(self, notify=to_stderr) -> None:
-        """Compile (or load from numba's cache) every kernel a frame uses, so that neither the
-        first frame nor the first collision stalls: the narrow phase by refining each model
-        against itself to the exact level, the integrator and broad phase by one frame of a
-        scratch world (this world's state is left alone). A step that takes over a second is
-        compiling (first start, empty cache): notify(line) says so; None keeps quiet. Touches
-        nothing the stepping thread uses: the switch happens in step()."""
-        eye = np.broadcast_to(np.eye(4), (2, 4, 4))
-        with slow_notice(COMPILING + "narrow phase", notify):
-            # on-collide trees: a scratch bank of a tiny mesh compiles the same kernels, where this
-            # bank would build every model's whole tree
-            bank = self.bank if isinstance(self.bank, TreeBank) else warm_up_bank()
-            # all contacts too: a first-contact search whose tries run out tests the rest of its leaf
-            # frontier whole, with the all-contact kernels (a model against itself finds a contact first)
-            exact = [dataclasses.replace(self.narrow, min_level=0, max_level=None, triangle_tests=True,
-                                         all_contacts=every)
-                     for every in {self.narrow.all_contacts, True}]
-            for m in range(len(self.trees)):
-                if m < bank.n_models:
-                    for refine in exact:
-                        refine(bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf)
-                if self.exact_only is not None:
-                    self.exact_only.collide(np.array([m]), np.array([m]), eye[:1], eye[1:], all_contacts=False)
-                if self.swept:
-                    one = np.array([m])
-                    self.swept.detector.collide_swept(one, one, eye[:1], eye[:1], eye[:1], eye[:1], False)
-            if self.narrow.detector is not None:  # its distance kernel: on a pair found apart
-                apart = eye.copy()
-                apart[1, 0, 3] = 4 * float(self.bank.radius[self.bank.node_offset[0]]) + 1.0
-                refine_frame(self.bank, np.zeros(2, np.int64), apart, np.array([[0, 1]]), deadline=math.inf,
-                             min_level=0, triangle_tests=True, detector=self.narrow.detector)
-        with slow_notice(COMPILING + "dynamics, broad phase and response", notify):
-            respond(np.zeros((2, 3)), np.ones(2), np.array([[0, 1]]), np.array([[1.0, 0.0, 0.0]]), 1.0,
-                    np.array([[1.0, 0.0, 0.0]]), 1.0)  # a collision in the scratch step is not certain
-            scratch = World(self.config, self.models, self.trees, user=self.user, warm=False, notify=None,
-                            bank=None if isinstance(self.bank, TreeBank) else self.bank)
-            scratch.use_compiled_stages()
-            scratch.step()
-            # a second frame with no time to spare: the compiled sample's whole path (compiled_sample.py),
-            # which needs a first frame of the broad phase
-            scratch.time_critical, scratch.target_frame_time = True, 0.0
-            scratch.step()
+        """Compile (or load from numba's cache) every kernel a frame of this config uses, and make the
+        exact level's strategy, so that neither the first frame nor the first collision stalls: the
+        narrow phase by refining each model against itself, the integrator, broad phase and response
+        by two frames of a scratch world (this world's state is left alone), the exact level last. On
+        a cold start with a core to spare, the exact level's strategy and kernels are made in a helper
+        process meanwhile (compile_ahead.py), and loaded from the cache here. A step that takes over a
+        second is compiling (first start, empty cache): notify(line) says so; None keeps quiet.
+        Touches nothing the stepping thread uses: the switch happens in step(); an error is kept in
+        `warm_error` for step() to raise, and raised here."""
+        try:
+            strategy = self.config.collision.exact_method != "sphere_leaves"
+            helper = self._start_exact_helper() if strategy else None
+            with slow_notice(COMPILING + "narrow phase", notify):
+                self._warm_narrow(None)
+            with slow_notice(COMPILING + "dynamics, broad phase and response", notify):
+                self._warm_frames(exact_pending=strategy)
+            if strategy:
+                with slow_notice(COMPILING + "exact level" + (" (in a helper process)" if helper else ""), notify):
+                    failed = helper.join() if helper else None
+                    if failed and notify:
+                        notify(f"the exact level's helper process failed ({failed}); compiling it here")
+                    self._warm_narrow(self.exact_level())
+        except Exception as e:
+            self.warm_error = e
+            raise
         self.kernels_ready.set()
 
+    def _start_exact_helper(self):
+        """compile_ahead's helper for the exact level, on a cold start with a core to spare (else None)."""
+        if compile_ahead.cached(search_levels) or not compile_ahead.spare_core():
+            return None
+        return compile_ahead.start((self.config, self.models))
+
+    def _warm_narrow(self, detector) -> None:
+        """Refine each model against itself: with detector None, the sphere levels (and the sphere
+        leaves' triangle tests where they are the exact level, both the first-contact and the
+        all-contact kernels: a first-contact search whose tries run out tests the rest of its leaf
+        frontier whole); with the exact level's strategy, its exact level and its distance query on a
+        pair apart. The exact-only and swept strategies too (with detector None)."""
+        eye = np.broadcast_to(np.eye(4), (2, 4, 4))
+        leaves = self.config.collision.exact_method == "sphere_leaves"
+        # on-collide trees: a scratch bank of a tiny mesh compiles the same kernels, where this bank
+        # would build every model's whole tree
+        bank = self.bank if isinstance(self.bank, TreeBank) else warm_up_bank()
+        if detector is None:
+            every = {self.narrow.all_contacts, True} if leaves else {self.narrow.all_contacts}
+            exact = [dataclasses.replace(self.narrow, min_level=0, max_level=None, triangle_tests=leaves,
+                                         all_contacts=one) for one in every]
+        else:  # first or all contacts: the same kernels, with a strategy at the exact level
+            exact = [dataclasses.replace(self.narrow, min_level=0, max_level=None, triangle_tests=True,
+                                         detector=detector)]
+        for m in range(min(len(self.trees), bank.n_models)):
+            for refine in exact:
+                refine(bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf)
+        if detector is None:
+            self._warm_exact_only(eye)
+        elif hasattr(detector, "distance"):  # its distance kernel: on a pair found apart
+            apart = eye.copy()
+            apart[1, 0, 3] = 4 * float(self.bank.radius[self.bank.node_offset[0]]) + 1.0
+            refine_frame(self.bank, np.zeros(2, np.int64), apart, np.array([[0, 1]]), deadline=math.inf, min_level=0,
+                         triangle_tests=True, detector=detector)
+
+    def _warm_exact_only(self, eye) -> None:
+        """The exact-only baseline's and the swept test's kernels, each model against itself."""
+        for m in range(len(self.trees)):
+            one = np.array([m])
+            if self.exact_only is not None:
+                self.exact_only.collide(one, one, eye[:1], eye[1:], all_contacts=False)
+            if self.swept:
+                self.swept.detector.collide_swept(one, one, eye[:1], eye[:1], eye[:1], eye[:1], False)
+
+    def _warm_frames(self, exact_pending: bool) -> None:
+        """Two frames of a scratch world: the integrator, broad phase and response, and where the
+        config runs it, the compiled sample (a frame with no time to spare: its whole path, which
+        needs a first frame of the broad phase). exact_pending: the exact level's strategy is not
+        made yet, so the scratch world stops at the sphere leaves (a config with a strategy never
+        runs the compiled sample)."""
+        respond(np.zeros((2, 3)), np.ones(2), np.array([[0, 1]]), np.array([[1.0, 0.0, 0.0]]), 1.0,
+                np.array([[1.0, 0.0, 0.0]]), 1.0)  # a collision in the scratch frames is not certain
+        cfg = self.config
+        if exact_pending:
+            cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, exact_method="sphere_leaves",
+                                                                         triangle_tests=False))
+        scratch = World(cfg, self.models, self.trees, user=self.user, warm=False, notify=None,
+                        bank=None if isinstance(self.bank, TreeBank) else self.bank)
+        scratch.use_compiled_sample = not exact_pending
+        scratch.use_compiled_stages()
+        scratch.step()
+        scratch.time_critical, scratch.target_frame_time = True, 0.0
+        scratch.step()
+
+    def exact_level(self):
+        """The config's exact-level strategy (narrowphase.exact), made at the first call (its trees
+        loaded from their cache or built); None where the sphere leaves are the exact level."""
+        if self._exact_level is None and self.config.collision.exact_method != "sphere_leaves":
+            self._exact_level = exact_strategy(self.config, self.models)
+        return self._exact_level
+
     def use_compiled_stages(self) -> None:
-        """Switch integrator and broad phase to their numba kernels (compiled by warm_up)."""
+        """Switch integrator and broad phase to their numba kernels (compiled by warm_up), and give
+        the narrow phase its exact-level strategy."""
         cfg, h = self.config, self.integrator.h
         self.integrator = Integrator(cfg, self.state.n)
         self.integrator.h = h.copy()  # keep each ship's step size
         self.broad = make_broadphase(self.broadphase_name, self.state.radius,
                                      min_resolution=cfg.sim.min_temporal_resolution)
+        self.narrow = dataclasses.replace(self.narrow, detector=self.exact_level())
         self.compiled = True
 
     @classmethod
@@ -217,6 +280,8 @@ class World:
         time (shorthand for calling end_frame first)."""
         if render_time is not None and self.last_stats is not None:
             self.end_frame(render_time)
+        if self.warm_error is not None:
+            raise self.warm_error
         if not self.compiled and self.kernels_ready.is_set():
             self.use_compiled_stages()
         if self.recorder is not None:
@@ -258,3 +323,29 @@ class World:
     def max_level(self) -> int:
         """Deepest level a pair can reach: the exact triangle level, one below the leaves."""
         return self.bank.max_level
+
+
+def exact_level_helper() -> None:
+    """The helper process of compile_ahead.py: the world's (config, models) on stdin; makes the
+    config's exact-level strategy (its trees cached on the way) and warms it (warm_strategy), so
+    that numba's cache holds its kernels for the world to load. Its compiles are recorded where
+    compile_log.shared_log says."""
+    config, models = compile_ahead.payload()
+    with shared_log("exact-level helper") or contextlib.nullcontext():
+        warm_strategy(exact_strategy(config, models), models)
+
+
+def warm_strategy(strategy, models) -> None:
+    """Call every kernel of an exact-level strategy (narrowphase.exact) that the narrow phase calls,
+    with the argument types it passes: first and all contacts of each model against itself, and
+    the distance query on a pair apart where the strategy has one."""
+    eye = np.eye(4)[None]
+    for m in range(len(models)):
+        one = np.array([m], np.int64)
+        for every in (False, True):
+            strategy.collide(one, one, eye, eye, all_contacts=every)
+    if hasattr(strategy, "distance"):
+        apart = eye.copy()
+        apart[0, 0, 3] = 4 * max(m.bounding_radius for m in models) + 1.0
+        zero = np.zeros(1, np.int64)
+        strategy.distance(zero, zero, eye, apart)
