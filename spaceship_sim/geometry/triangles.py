@@ -30,6 +30,9 @@ from numba import njit
 from .segments import closest_points_segments
 from .vectors import cross, dist2, dot, dot_from, row, sub
 
+# _vertex_over_face's flip, as typed values: a literal True / False would compile it once for each
+FIRST, SECOND = np.bool_(False), np.bool_(True)
+
 
 @njit(cache=True)
 def _orient(A, i, B, j, C, k, D, l):
@@ -285,8 +288,8 @@ def distance_triangle_triangle_disjoint(V1, V2, out):
         break
     else:  # no edge pair is the closest: a vertex over the other's face is
         for i in range(3):
-            best, x, y = _vertex_over_face(P[i], Q, best, x, y, False)
-            best, x, y = _vertex_over_face(Q[i], P, best, x, y, True)
+            best, x, y = _vertex_over_face(P[i], Q, best, x, y, FIRST)
+            best, x, y = _vertex_over_face(Q[i], P, best, x, y, SECOND)
     for k in range(3):
         out[0, k], out[1, k] = x[k], y[k]
     return np.sqrt(best)

@@ -73,6 +73,7 @@ ROWS = 8
 BAD_PAIRS, BAD_MODELS = -2, -3  # search_levels' plan[0] after a first call on bad input
 CONT_BITS = 32  # a continuation's sb is ~(b0 << CONT_BITS | j)
 Z = np.int64(0)
+TRUE, FALSE = np.bool_(True), np.bool_(False)
 
 
 @njit(cache=True, _nrt=False)
@@ -165,7 +166,7 @@ def _reaches_children(eb, b, ea, a0, R, t, r):
 def _expand(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
     """Lazy expansion of node pair (a0, b0) from child-pair index j (_scan_children, lazy):
     returns (new top, whether a child pair overlapped); nothing is written when none does."""
-    return _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, True)
+    return _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, TRUE)
 
 
 @njit(cache=True, _nrt=False)
@@ -173,7 +174,7 @@ def _push_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level
     """Push every overlapping child pair of node pair (a0, b0) from index j on (_scan_children):
     the whole expansion (j = 0), or a continuation's rest, as the exact level needs it. Returns
     the new top."""
-    return _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, False)[0]
+    return _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, FALSE)[0]
 
 
 # On-collide trees (ocst.py) build a node's children one octant at a time, as pairs need them. A
@@ -940,7 +941,7 @@ def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
                 point[i, c] += Ta[i, c, m] * acc[m]
             normal[i, c] = (Ta[i, c, 0] * n0 + Ta[i, c, 1] * n1 + Ta[i, c, 2] * n2) / length
         bound[i] = 0.0 if hit_ptr[i + 1] > hit_ptr[i] else best
-    ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), True)
+    ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), TRUE)
     keys, served, n = fair
     if n >= 0:
         keys, served = record_service(pairs, level, n, keys, served)

@@ -190,6 +190,10 @@ def _sphere_separation(VA, a, VB, b, R, t, r, xb):
     return min(VA[2][a] + VB[2][b], np.sqrt(dist2_to(VA[3], a, x0, x1, x2)))
 
 
+# coordinate indices as typed values: a literal 0, 1, 2 would compile _add_contact once for each
+C0, C1, C2 = np.int64(0), np.int64(1), np.int64(2)
+
+
 @njit(cache=True)
 def _sphere_contact(VA, a, VB, b, R, t, r, xb, acc):
     """The middle of the spheres' overlap along their centre line, and that line's direction."""
@@ -197,9 +201,9 @@ def _sphere_contact(VA, a, VB, b, R, t, r, xb, acc):
     x0, x1, x2 = moved(R, t, r, VB[0], b)
     d = np.sqrt(dist2_to(ca, a, x0, x1, x2))
     mid = 0.5 * (max(-ra, d - rb) + min(ra, d + rb))  # measured from A's centre
-    _add_contact(acc, 0, x0 - ca[a, 0], ca[a, 0], mid, d)
-    _add_contact(acc, 1, x1 - ca[a, 1], ca[a, 1], mid, d)
-    _add_contact(acc, 2, x2 - ca[a, 2], ca[a, 2], mid, d)
+    _add_contact(acc, C0, x0 - ca[a, 0], ca[a, 0], mid, d)
+    _add_contact(acc, C1, x1 - ca[a, 1], ca[a, 1], mid, d)
+    _add_contact(acc, C2, x2 - ca[a, 2], ca[a, 2], mid, d)
 
 
 @njit(cache=True)
@@ -268,7 +272,7 @@ def _enclosing_spheres(V, first_child, child_count, spheres):
         for j in range(3):
             reach = 0.0
             for k in range(lo, hi):
-                reach = max(reach, np.sqrt(dist2_to(own, k, centres[j, 0], centres[j, 1], centres[j, 2])) + own[k, 3])
+                reach = max(reach, np.sqrt(dist2_to(spheres, k, centres[j, 0], centres[j, 1], centres[j, 2])) + own[k, 3])
             if reach < kids[i, 3]:
                 kids[i, :3], kids[i, 3] = centres[j], reach
         kids[i, 3] = kids[i, 3] * (1.0 + SPHERE_SLACK) + grow

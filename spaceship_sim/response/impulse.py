@@ -21,6 +21,8 @@ import math
 import numpy as np
 from numba import njit
 
+ROW0 = np.int64(0)  # the centre line's row in respond_hits_kernel, typed: a literal 0 would compile _respond_pair twice
+
 
 def respond(vel: np.ndarray, inv_mass: np.ndarray, pairs: np.ndarray, normal: np.ndarray,
             restitution: float, centre_line: np.ndarray | None = None,
@@ -80,7 +82,7 @@ def respond_hits_kernel(vel, inv_mass, pos, pairs, hit, normal, restitution, sep
             length = math.sqrt(line[0, 0] * line[0, 0] + line[0, 1] * line[0, 1] + line[0, 2] * line[0, 2])
             for c in range(3):
                 line[0, c] = line[0, c] / length if length > 0.0 else 0.0
-            _respond_pair(vel, inv_mass, a, b, normal, i, line, 0, restitution, separation_speed, moved)
+            _respond_pair(vel, inv_mass, a, b, normal, i, line, ROW0, restitution, separation_speed, moved)
     return np.flatnonzero(moved)
 
 
