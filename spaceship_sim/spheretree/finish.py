@@ -60,12 +60,24 @@ def _grow_to(radii, idx, needed):
     np.maximum.at(radii, idx, needed * (1 + 4 * _REL_SLACK))
 
 
+# pieces (sub-triangles) per round of enforce_coverage and enforce_chains: at least this many, else
+# this many per triangle and sphere (the shipped models' medial trees peak at 16,000-140,000 pieces,
+# up to 71 per triangle and sphere). Past it (large flat triangles split along every seam between
+# spheres), every piece left is held at once: spheres grow a little more, the work stays in proportion.
+PIECES_MIN, PIECES_PER_ITEM = 20_000, 256
+
+
+def _piece_budget(tris: np.ndarray, radii: np.ndarray) -> int:
+    return max(PIECES_MIN, PIECES_PER_ITEM * (len(tris) + len(radii)))
+
+
 def enforce_coverage(tris: np.ndarray, centers: np.ndarray, radii: np.ndarray,
                      min_piece: float, max_rounds: int = 12) -> tuple[np.ndarray, int]:
     """Make the union of spheres contain every triangle; return (radii, number enlarged).
 
     tris (m,3,3); centers (n,3); radii (n,) (copied, not modified in place); min_piece [m]: pieces
-    smaller than this that still lie in no single sphere make the cheapest sphere grow to hold them.
+    smaller than this that still lie in no single sphere (or any piece left once they outnumber
+    `_piece_budget`) make the cheapest sphere grow to hold them.
     A piece (sub-triangle) lies in a ball iff its three corners do (balls are convex), so when the
     loop ends every piece, hence every triangle, is covered.
     """
@@ -74,6 +86,7 @@ def enforce_coverage(tris: np.ndarray, centers: np.ndarray, radii: np.ndarray,
     kd = cKDTree(centers)
     pieces = tris.copy()
     pt, ps = triangle_sphere_pairs(tris, centers, radii)  # candidate spheres of each piece
+    budget = _piece_budget(tris, radii)
     for rnd in range(max_rounds + 1):
         if len(pieces) == 0:
             break
@@ -84,7 +97,7 @@ def enforce_coverage(tris: np.ndarray, centers: np.ndarray, radii: np.ndarray,
         has_cand = np.zeros(len(pieces), bool)
         has_cand[pt] = True
         diam = np.max(np.linalg.norm(pieces - pieces[:, [1, 2, 0]], axis=2), axis=1)
-        final = ~covered & ((diam < min_piece) | ~has_cand | (rnd == max_rounds))
+        final = ~covered & ((diam < min_piece) | ~has_cand | (rnd == max_rounds) | (len(pieces) > budget))
         if final.any():
             _grow_cheapest(pieces[final], centers, radii, kd)
         split = ~covered & ~final
@@ -134,18 +147,20 @@ def enforce_chains(tris: np.ndarray, centers: np.ndarray, radii: np.ndarray, fir
     the nodes that contain the whole piece and whose parents did. A piece that runs out of such
     nodes is split in four for the next round, which starts again from the root (a smaller piece
     may find chains through other parents); once a piece is smaller than min_piece (or in the
-    last round), the candidate child needing the least growth grows to hold it. The root must
+    last round, or once the pieces outnumber the budget), the candidate child needing the least
+    growth grows to hold it. The root must
     already contain every triangle (enforce_coverage). tris (m,3,3); centers (n,3); radii (n,)
     (copied); first_child, child_count (n,) in the tree's node order.
     """
     radii = radii.astype(np.float64).copy()
     before = radii.copy()
     pieces = tris.copy()
+    budget = _piece_budget(tris, radii)
     for rnd in range(max_rounds + 1):
         if not len(pieces):
             break
-        small = (np.max(np.linalg.norm(pieces - pieces[:, [1, 2, 0]], axis=2), axis=1) < min_piece) | \
-            (rnd == max_rounds)
+        last = rnd == max_rounds or len(pieces) > budget
+        small = (np.max(np.linalg.norm(pieces - pieces[:, [1, 2, 0]], axis=2), axis=1) < min_piece) | last
         lost = np.zeros(len(pieces), bool)
         pt, pn = np.arange(len(pieces)), np.zeros(len(pieces), np.int64)  # (piece, node holding it)
         for _ in range(depth):

@@ -42,6 +42,9 @@ REPAIR_ROUNDS = 2
 # samples per medial builder, scaled with the number of leaves wanted (each leaf should merge
 # a few dozen medial spheres), clamped to keep Qhull and merging fast
 MIN_SAMPLES, MAX_SAMPLES, SAMPLES_PER_LEAF = 1500, 6000, 6
+# the repair rounds stop adding samples at this multiple of the samples asked for: on flat open
+# parts (a box without a lid) every sample is an orphan, and more samples there make more orphans
+MAX_REPAIR_GROWTH = 2
 INSIDE_CHUNK = 2048  # Voronoi vertices per inside-test call (one bar step; ~1 s at 200k triangles)
 
 
@@ -123,6 +126,8 @@ def medial_spheres(query: MeshQuery, n_samples: int, seed: int, progress: BuildP
     progress.stage(f"sampling {n_samples:,} surface points of {len(query.faces):,} triangles")
     pts, nrm = surface_samples(query, n_samples, seed)
     R = float(np.max(np.ptp(query.vertices, axis=0)))
+    lo, hi = query.tris.min(axis=(0, 1)), query.tris.max(axis=(0, 1))
+    box_mid, box_half = (lo + hi) / 2, (hi - lo) / 2 + 1e-6 * R
     rng = np.random.default_rng(seed + 1)
     for rnd in range(REPAIR_ROUNDS + 1):
         progress.stage(f"Voronoi (Qhull) of {len(pts):,} samples" + (f", repair round {rnd}" if rnd else ""))
@@ -135,16 +140,20 @@ def medial_spheres(query: MeshQuery, n_samples: int, seed: int, progress: BuildP
         ok = np.isfinite(rad)
         if query.closed:
             sd = np.full(len(rad), np.inf)
-            sd[ok] = _signed_distance_chunked(query, cen[ok], progress)
-            keep = ok & (sd < 0)
+            # circumcentres of flat tetrahedra lie far out, where a distance query looks at nearly
+            # every triangle: those clearly outside the mesh's box are outside the solid
+            near = ok & np.all(np.abs(cen - box_mid) <= box_half, axis=1)
+            sd[near] = _signed_distance_chunked(query, cen[near], progress)
+            keep = near & (sd < 0)
         else:  # R is the largest extent, about twice the bounding radius
             keep = ok & (rad <= 0.125 * R)
         formed = np.zeros(len(pts), bool)
         formed[tet.simplices[keep].ravel()] = True
         orphans = np.flatnonzero(~formed)
-        if rnd == REPAIR_ROUNDS or len(orphans) == 0:
+        room = MAX_REPAIR_GROWTH * n_samples - len(pts)
+        if rnd == REPAIR_ROUNDS or len(orphans) == 0 or room < 4:
             break
-        pts, nrm = _densify(query, pts, nrm, orphans, rng)
+        pts, nrm = _densify(query, pts, nrm, orphans, rng, room)
     idx = np.flatnonzero(keep)
     new = np.full(len(rad), -1)
     new[idx] = np.arange(len(idx))
@@ -166,8 +175,11 @@ def _signed_distance_chunked(query: MeshQuery, points: np.ndarray, progress: Bui
     return out
 
 
-def _densify(query: MeshQuery, pts, nrm, orphans, rng, per: int = 4):
-    """Add `per` random points around each orphan sample on the triangles nearest to it."""
+def _densify(query: MeshQuery, pts, nrm, orphans, rng, room: int, per: int = 4):
+    """Add `per` random points around each orphan sample on the triangles nearest to it, at most
+    `room` points in all (around a random choice of the orphans when there are too many)."""
+    if per * len(orphans) > room:
+        orphans = np.sort(rng.choice(orphans, size=max(room, 0) // per, replace=False))
     spacing = np.median(cKDTree(pts).query(pts, k=2)[0][:, 1])
     p = pts[orphans]
     jitter = rng.normal(size=(len(p), per, 3)) * (0.5 * spacing)
