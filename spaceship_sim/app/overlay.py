@@ -30,7 +30,7 @@ from ..config import BROADPHASE_NAMES
 from .geometry import level_color
 from .keys import HELP
 from .swept import SWEPT_FACE_COLOR
-from .overlay_model import SERIES, OverlayModel, PairRow, interval_line, panel_rects, sort_rows, table_columns
+from .overlay_model import COLUMNS, SERIES, OverlayModel, PairRow, interval_line, panel_rects, sort_rows
 
 PANEL_ALPHA = 0.6  # panel backgrounds: text stays readable over ships and stars, the scene shows through
 
@@ -245,7 +245,7 @@ class Overlay:
     def _pair_table(self, rows: list[PairRow], c: Controls, exact_level: int) -> None:
         """One row per colliding pair, sortable by any column; clicking a row makes the action
         camera follow that pair (clicking it again lets it go)."""
-        columns = table_columns(rows)
+        columns = COLUMNS
         flags = (imgui.TableFlags_.borders | imgui.TableFlags_.scroll_y | imgui.TableFlags_.sortable
                  | imgui.TableFlags_.sizing_fixed_fit | imgui.TableFlags_.row_bg)
         self.rows_drawn, self.row_rects = 0, {}

@@ -58,14 +58,14 @@ class PairRow:
     upper: float = math.inf
 
 
-# pair table columns: header, sort key, cell text
+# pair table columns: header, sort key, cell text (the interval reads "= d" where the distance is known
+# exactly: it stands for the exact distance too)
 COLUMNS = (
     ("ships", lambda r: (r.ship_a, r.ship_b), lambda r: f"{r.ship_a}-{r.ship_b}"),
     ("level", lambda r: r.level, lambda r: str(r.level)),
     ("certain", lambda r: r.certain, lambda r: "yes" if r.certain else "no"),
     ("sep. bound [m]", lambda r: r.sep_bound, lambda r: f"{r.sep_bound:.3f}"),
     ("interval [m]", lambda r: r.upper - r.lower, lambda r: interval_text(r.lower, r.upper)),
-    ("distance [m]", lambda r: r.distance, lambda r: f"{r.distance:.3f}"),
 )
 
 
@@ -74,13 +74,6 @@ def interval_text(lower: float, upper: float) -> str:
     if lower == upper:
         return f"= {lower:.3f}"
     return f"[{lower:.3f}, {upper:.3f}]" if math.isfinite(upper) else f"[{lower:.3f}, -]"
-
-
-def table_columns(rows: list[PairRow]) -> list[tuple]:
-    """The COLUMNS that have data: distance only when some row has one (the narrow phase
-    reports no exact distance today)."""
-    has_distance = any(math.isfinite(r.distance) for r in rows)
-    return [c for c in COLUMNS if c[0] != "distance [m]" or has_distance]
 
 
 def sort_rows(rows: list[PairRow], column: int, descending: bool = False) -> list[PairRow]:

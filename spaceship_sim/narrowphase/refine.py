@@ -411,7 +411,7 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, mi
             search.busy += busy
         answer = search.summary(pairs, start)
         if tighten:
-            search.tighten(answer, start, final, detector)
+            search.tighten(answer, start, final, detector, triangle_tests)
         return answer
     finally:
         _SCRATCH.give_back(search.scratch)
@@ -803,7 +803,7 @@ class _Search(SearchArrays):
             answer.lower, answer.upper = verdict_bounds(answer, self.A, self.B, self.frame[1])
         return answer
 
-    def tighten(self, answer, start, deadline, detector=None) -> None:
+    def tighten(self, answer, start, deadline, detector=None, triangle_tests=True) -> None:
         """Narrow answer's separation intervals until the deadline (intervals.py), then settle the
         verdicts they decide. The pairs found apart whose exact distance is unknown go first to the
         exact strategy's distance query where it has one (it closes them); then rounds over the open
@@ -839,18 +839,19 @@ class _Search(SearchArrays):
             if done < len(order) or not len(order):
                 break
             pops *= 4
-        settle_verdicts(answer, self.depth + 1)
+        # a pair found touching reaches the exact level only where it may (no level cap above it)
+        settle_verdicts(answer, self.depth + 1, triangle_tests & (self.cap == self.depth))
         answer.time_used = self.clock() - start
 
 
-def settle_verdicts(answer, exact_level) -> None:
+def settle_verdicts(answer, exact_level, may_touch) -> None:
     """What a narrowed interval decides, in the answer: a pair colliding at a sphere level whose
     lower bound is positive is apart (certain; its distance where the interval closed), one whose
-    upper bound is 0 touches (certain, at the exact level `exact_level` per row). The level
-    histogram follows."""
+    upper bound is 0 touches (certain, at the exact level `exact_level` per row) where `may_touch`
+    (per row: the exact level is not capped away). The level histogram follows."""
     lower, upper = answer.lower, answer.upper
     apart = answer.colliding & (lower > 0)
-    touching = answer.colliding & ~answer.certain & (upper == 0)
+    touching = answer.colliding & ~answer.certain & (upper == 0) & may_touch
     if not (apart.any() or touching.any()):
         return
     hist = answer.level_histogram

@@ -165,9 +165,8 @@ def overlay() -> dict:
     s = app.world.last_stats
     m = app.model
     narrow = app.world.last_narrow
-    from spaceship_sim.sim.stats import PER_VERDICT
-
-    return {"stats": {k: v for k, v in asdict(s).items() if k != "extra" and k not in PER_VERDICT},
+    # the scalar figures (the per-verdict and per-pair arrays are not the overlay's)
+    return {"stats": {k: v for k, v in asdict(s).items() if k != "extra" and not isinstance(v, np.ndarray)},
             "model": {"frame": m.frame, "series_last": {k: v[-1] for k, v in m.series.items()},
                       "target_ms": m.target_ms, "budget_ms": m.budget_ms,
                       "render_predicted_ms": m.render_predicted_ms, "render_actual_ms": m.render_actual_ms,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from spaceship_sim.app.camera import Camera, project
 from spaceship_sim.app.overlay_model import (COLUMNS, interval_text, MEDIAN_EVERY, SERIES, OverlayModel, PairRow, collision_changes, pair_rows,
-                                            panel_rects, sort_rows, table_columns)
+                                            panel_rects, sort_rows)
 from spaceship_sim.sim.stats import FrameStats
 
 times = st.floats(0.0, 0.05)
@@ -131,17 +131,16 @@ def test_running_share_within_target_and_median_separation_bound():
     assert math.isnan(OverlayModel().within_target) and math.isnan(OverlayModel().median_sep_bound)
 
 
-def test_table_shows_distance_only_when_some_row_has_one_and_sorts_by_any_column():
+def test_table_sorts_by_any_column_and_shows_the_interval_for_the_distance():
     rows = [PairRow(3, 7, 4, True, 0.0, math.nan), PairRow(0, 2, 1, False, 0.8, math.nan),
             PairRow(1, 5, 2, False, 0.3, math.nan)]
-    headers = [c[0] for c in table_columns(rows)]
-    assert headers == ["ships", "level", "certain", "sep. bound [m]", "interval [m]"]
-    with_distance = rows + [PairRow(4, 6, 4, True, 0.0, 0.01)]
-    assert [c[0] for c in table_columns(with_distance)] == [c[0] for c in COLUMNS]
+    assert [c[0] for c in COLUMNS] == ["ships", "level", "certain", "sep. bound [m]", "interval [m]"]
     assert [r.ship_a for r in sort_rows(rows, 0)] == [0, 1, 3]
     assert [r.level for r in sort_rows(rows, 1, descending=True)] == [4, 2, 1]
     assert [r.sep_bound for r in sort_rows(rows, 3)] == [0.0, 0.3, 0.8]
-    assert [c[2](rows[0]) for c in table_columns(rows)] == ["3-7", "4", "yes", "0.000", "[0.000, -]"]
+    assert [c[2](rows[0]) for c in COLUMNS] == ["3-7", "4", "yes", "0.000", "[0.000, -]"]
+    measured = PairRow(4, 6, 4, True, math.inf, 0.01, 0.01, 0.01)  # an apart pair's exact distance
+    assert COLUMNS[4][2](measured) == "= 0.010"
 
 
 def test_the_interval_column_reads_as_a_bracket_or_one_exact_number():
