@@ -23,7 +23,7 @@ from numba import njit
 
 from ..geometry.triangles import closest_points_triangles
 from ..geometry.vectors import unit_rows
-from .geometry import MeshQuery, nearest_on_mesh
+from .geometry import MeshQuery, nearest_on_mesh, triangles_meeting_boxes
 from .progress import QUIET, BuildProgress
 from .tree import SphereTree
 
@@ -38,18 +38,11 @@ def triangle_sphere_pairs(tris: np.ndarray, centers: np.ndarray, radii: np.ndarr
                           slack: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(tri_idx, sphere_idx) int64 arrays of every triangle (m,3,3) touching a sphere (closed balls).
 
-    A box prefilter picks candidates; the exact test is distance(centre, triangle) <= r (1 + slack).
+    A box prefilter picks candidates (the triangles' boxes meeting the spheres' boxes, by a box
+    tree); the exact test is distance(centre, triangle) <= r (1 + slack). Pairs come sorted by
+    triangle, then sphere.
     """
-    lo, hi = tris.min(axis=1), tris.max(axis=1)
-    ti, si = [], []
-    chunk = max(1, 2_000_000 // max(len(centers), 1))
-    for s in range(0, len(tris), chunk):
-        l, h = lo[s:s + chunk, None], hi[s:s + chunk, None]
-        hit = ((l <= centers + radii[:, None]) & (h >= centers - radii[:, None])).all(axis=2)
-        t, k = np.nonzero(hit)
-        ti.append(t + s)
-        si.append(k)
-    t, k = np.concatenate(ti), np.concatenate(si)
+    t, k = triangles_meeting_boxes(tris, centers - radii[:, None], centers + radii[:, None])
     q = closest_points_triangles(centers[k], np.ascontiguousarray(tris[t]))
     ok = np.linalg.norm(q - centers[k], axis=1) <= radii[k] * (1 + slack)
     return t[ok].astype(np.int64), k[ok].astype(np.int64)

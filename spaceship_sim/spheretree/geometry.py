@@ -196,6 +196,76 @@ def _morton_codes(p: np.ndarray) -> np.ndarray:
     return code
 
 
+def block_tree(tris: np.ndarray):
+    """Triangles (m, 3, 3) in Z order, in blocks of 8, with the box tree over the blocks: (order (m,)
+    int64 the Z order's rows of tris, block boxes lo, hi (ceil(m / 8), 3), (lo, hi, kid, span) of
+    the tree's nodes as in `MeshArrays`)."""
+    code = _morton_codes(tris.mean(axis=1))
+    order = np.argsort(code, kind="stable")
+    zt = tris[order]
+    nb = -(-len(zt) // _BLOCK)
+    blocks = np.concatenate([zt, np.repeat(zt[-1:], nb * _BLOCK - len(zt), 0)]).reshape(nb, _BLOCK * 3, 3)
+    lo, hi = np.ascontiguousarray(blocks.min(axis=1)), np.ascontiguousarray(blocks.max(axis=1))
+    return order, lo, hi, _block_tree(code[order][::_BLOCK].copy(), lo, hi, len(zt))
+
+
+def triangles_meeting_boxes(tris: np.ndarray, qlo: np.ndarray, qhi: np.ndarray):
+    """(tri_idx, box_idx) int64 of every triangle (m,3,3) whose bounding box meets a box [qlo, qhi]
+    ((n, 3) each), sorted by triangle then box: the comparisons of a test of every pair, found by
+    descending the triangles' box tree."""
+    if len(tris) == 0 or len(qlo) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order, _, _, tree = block_tree(tris)
+    zt = tris[order]
+    t, k = _boxes_meeting(np.ascontiguousarray(zt.min(axis=1)), np.ascontiguousarray(zt.max(axis=1)), *tree[2:],
+                          tree[0], tree[1], np.ascontiguousarray(qlo, np.float64), np.ascontiguousarray(qhi, np.float64))
+    t = order[t]
+    rows = np.lexsort((k, t))
+    return t[rows], k[rows]
+
+
+@njit(cache=True)
+def _boxes_meeting(tlo, thi, kid, span, lo, hi, qlo, qhi):
+    """(rows of tlo, query ids) of each triangle box [tlo, thi] meeting a query box, per query box
+    down the node boxes lo, hi (kid, span: `MeshArrays`)."""
+    out_t, out_k, n = np.empty(1024, np.int64), np.empty(1024, np.int64), 0
+    stack = np.empty(_STACK, np.int64)
+    for q in range(len(qlo)):
+        stack[0], top = 0, 1
+        while top > 0:
+            top -= 1
+            k = stack[top]
+            if not _boxes_meet(lo, hi, k, qlo, qhi, q):
+                continue
+            if kid[k] >= 0:
+                stack[top], stack[top + 1] = kid[k], kid[k] + 1
+                top += 2
+                continue
+            for j in range(span[k, 0], span[k, 1]):
+                if _boxes_meet(tlo, thi, j, qlo, qhi, q):
+                    if n == len(out_t):
+                        out_t, out_k = _grown(out_t, n), _grown(out_k, n)
+                    out_t[n], out_k[n] = j, q
+                    n += 1
+    return out_t[:n], out_k[:n]
+
+
+@njit(cache=True)
+def _boxes_meet(lo, hi, k, qlo, qhi, q):
+    """Box k of (lo, hi) and box q of (qlo, qhi) share a point (closed boxes)."""
+    for a in range(3):
+        if not (lo[k, a] <= qhi[q, a] and hi[k, a] >= qlo[q, a]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _grown(a, n):
+    b = np.empty(2 * len(a), a.dtype)
+    b[:n] = a[:n]
+    return b
+
+
 def face_normals(tris: np.ndarray) -> np.ndarray:
     """(m, 3) unit normals of triangles (m, 3, 3), right-handed winding."""
     return unit_rows(np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0]))
@@ -255,18 +325,10 @@ class MeshQuery:
             pseudo = (_pseudo_normals(self.vertices, self.faces) if self.closed
                       else np.zeros((len(self.faces), 7, 3)))
         self.pseudo = pseudo = np.asarray(pseudo, np.float64)  # (m,7,3), faces order
-        # kernel copies in Z order so that blocks of 8 consecutive triangles have tight boxes
-        code = _morton_codes(self.tris.mean(axis=1))
-        self._order = np.argsort(code, kind="stable")
+        self._order, self._lo, self._hi, tree = block_tree(self.tris)
         self._tris = np.ascontiguousarray(self.tris[self._order])
         self._pseudo = np.ascontiguousarray(pseudo[self._order])
-        nb = -(-len(self._tris) // _BLOCK)
-        pad = np.concatenate([self._tris, np.repeat(self._tris[-1:], nb * _BLOCK - len(self._tris), 0)])
-        blocks = pad.reshape(nb, _BLOCK * 3, 3)
-        self._lo = np.ascontiguousarray(blocks.min(axis=1))
-        self._hi = np.ascontiguousarray(blocks.max(axis=1))
-        self._mesh = MeshArrays(self._tris, self._pseudo, self.closed,
-                                *_block_tree(code[self._order][::_BLOCK].copy(), self._lo, self._hi, len(self._tris)))
+        self._mesh = MeshArrays(self._tris, self._pseudo, self.closed, *tree)
 
     def kernel_args(self):
         """(tris, lo, hi, pseudo, signed): the blocks of `closest_on_mesh`, the plain reference."""

@@ -283,13 +283,14 @@ def _merge_candidate(cl, a, b, mesh):
 
 
 @njit(cache=True)
-def _greedy_merge(unit_ptr, pts, edges, target, dirs, mesh, lazy=True):
+def _greedy_merge(unit_ptr, pts, edges, target, dirs, mesh, own, lazy=True):
     """Greedy priority-queue merging of units (groups of sample points) along edges.
 
     unit_ptr : (u+1,) int64, unit i owns rows unit_ptr[i]:unit_ptr[i+1] of pts (k,3);
     edges (e,2) int64 unit pairs; target: stop when this many clusters remain (or no edge is left).
     dirs (13,3): directions whose extreme points represent a cluster; mesh: the geometry.MeshArrays
-    of the distance query. lazy=False evaluates every pair when queued (plain greedy, for tests).
+    of the distance query. own (u,) float64: each unit's own cost where known, nan where not (filled
+    in here). lazy=False evaluates every pair when queued (plain greedy, for tests).
     Returns label (u,) int64: representative unit of each unit's cluster (the lower index of a
     merged pair survives), and the numbers of exact cost evaluations and adjacency slots walked.
     The adjacency of a cluster is a linked list of edge slots whose far end is found by union-find.
@@ -300,7 +301,7 @@ def _greedy_merge(unit_ptr, pts, edges, target, dirs, mesh, lazy=True):
     between the two (kept on the adjacency slot).
     """
     u = len(unit_ptr) - 1
-    cl = _start_clusters(unit_ptr, pts, len(dirs), mesh)
+    cl = _start_clusters(unit_ptr, pts, len(dirs), mesh, own)
     adj = _adjacency(edges, u)
     mark = np.full(u, -1, np.int64)
     heap = _first_queue(cl, adj, mark, mesh, lazy)
@@ -326,9 +327,10 @@ def _greedy_merge(unit_ptr, pts, edges, target, dirs, mesh, lazy=True):
 
 
 @njit(cache=True)
-def _start_clusters(unit_ptr, pts, n_dirs, mesh):
+def _start_clusters(unit_ptr, pts, n_dirs, mesh, own):
     """Clusters of one unit each: its first points (at most 2 n_dirs, 8 at least) represent it, its
-    own cost is its Ritter sphere's r + s(c) (_merge_candidate)."""
+    own cost is its Ritter sphere's r + s(c) (_merge_candidate), taken from `own` where not nan and
+    written there where it was."""
     u = len(unit_ptr) - 1
     reps = np.zeros((u, max(2 * n_dirs, 8), 3))
     cnt = np.zeros(u, np.int64)
@@ -338,7 +340,9 @@ def _start_clusters(unit_ptr, pts, n_dirs, mesh):
         cnt[i] = m
     cl = Clusters(reps, cnt, np.arange(u), np.zeros(u, np.int64), np.empty(u), np.empty((2 * reps.shape[1], 3)))
     for i in range(u):
-        cl.own[i] = _merge_candidate(cl, i, i, mesh)[2]
+        if np.isnan(own[i]):
+            own[i] = _merge_candidate(cl, i, i, mesh)[2]
+        cl.own[i] = own[i]
     return cl
 
 
@@ -478,11 +482,13 @@ def _flatten_labels(label):
 
 
 def merge_clusters(members: np.ndarray, forming: np.ndarray, edges: np.ndarray, target: int,
-                   pts: np.ndarray, query: MeshQuery):
+                   pts: np.ndarray, query: MeshQuery, own: np.ndarray | None = None):
     """Greedily merge the medial spheres `members` into `target` clusters.
 
     members (s,) int64 medial-sphere ids; forming (S,4) their sample ids; edges (e,2) adjacency over
-    all medial spheres (only pairs inside `members` are used); pts (k,3) samples.
+    all medial spheres (only pairs inside `members` are used); pts (k,3) samples; own (S,) float64
+    the own cost of each medial sphere alone where known, nan where not (filled in: every level
+    starts from the same single spheres).
     Returns a list of clusters (centre (3,), radius, medial-sphere ids (sorted int64)), ordered by
     smallest member id; each sphere is the Ritter sphere of all the cluster's forming points.
     Components of the adjacency graph are first linked to nearby spheres of other components; if
@@ -496,12 +502,15 @@ def merge_clusters(members: np.ndarray, forming: np.ndarray, edges: np.ndarray, 
     e = e[(e >= 0).all(axis=1)]
     e = np.concatenate([e, _bridge_components(pts[forming[members]].mean(axis=1), e)])
     groups = [np.array([i]) for i in range(n)]  # member positions in each unit
+    known = np.full(n, np.nan) if own is None else own[members]
     while True:
         ids = [forming[members[g]].ravel() for g in groups]
         unit_ptr = np.concatenate([[0], np.cumsum([len(x) for x in ids])]).astype(np.int64)
         unit_pts = np.ascontiguousarray(pts[np.concatenate(ids)])
         label, n_eval, n_walk = _greedy_merge(unit_ptr, unit_pts, e.astype(np.int64), target, _DIRS,
-                                              query.mesh_args(), True)
+                                              query.mesh_args(), known, True)
+        if own is not None and len(groups) == n:  # single spheres: their costs serve the next levels
+            own[members] = known
         reps = np.unique(label)
         STATS["evaluations"] += n_eval
         STATS["walked"] += n_walk
@@ -510,6 +519,7 @@ def merge_clusters(members: np.ndarray, forming: np.ndarray, edges: np.ndarray, 
             break
         # ran out of edges: clusters become units, linked to their nearest clusters
         e = _knn_edges(np.array([pts[forming[members[g]]].reshape(-1, 3).mean(axis=0) for g in groups]), 3)
+        known = np.full(len(groups), np.nan)
     out = []
     for g in groups:
         c, r = _ritter(pts[np.unique(forming[members[g]])])
@@ -578,6 +588,7 @@ def medial_levels(query: MeshQuery, branching: int, depth: int, seed: int = 0,
     c0, r0 = min_enclosing_sphere(query.vertices[used], seed=seed)
     levels = [(c0[None], np.array([r0]), np.array([-1]))]
     groups = [np.arange(len(med["radius"]), dtype=np.int64)]  # medial spheres under each node
+    own = np.full(len(med["radius"]), np.nan)  # each medial sphere's own merge cost, once
     # each level re-merges every medial sphere: count spheres, so the bar runs in step with time
     merges = progress.counter(f"merging {len(groups[0]):,} medial spheres, {depth} levels", unit="sphere",
                               total=depth * len(groups[0]))
@@ -585,7 +596,7 @@ def medial_levels(query: MeshQuery, branching: int, depth: int, seed: int = 0,
         centers, radii, parent, next_groups = [], [], [], []
         for p, members in enumerate(groups):
             for c, r, ids in merge_clusters(members, med["forming"], med["edges"], branching,
-                                            med["points"], query):
+                                            med["points"], query, own):
                 centers.append(c)
                 radii.append(r)
                 parent.append(p)

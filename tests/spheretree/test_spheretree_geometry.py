@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from spaceship_sim.spheretree.finish import error_bounds, error_bounds_numpy
 from spaceship_sim.geometry.reference import triangle_distances
-from spaceship_sim.spheretree.geometry import MeshQuery, closest_on_mesh, min_enclosing_sphere, winding_number
+from spaceship_sim.spheretree.geometry import (MeshQuery, closest_on_mesh, min_enclosing_sphere,
+                                               triangles_meeting_boxes, winding_number)
 from spaceship_sim.spheretree.medial import _greedy_merge, _ritter, merge_clusters, medial_spheres
 
 seeds = st.integers(0, 2**32 - 1)
@@ -81,6 +82,24 @@ def test_tree_query_equals_the_plain_reference(shapes, seed, kind):
     assert np.array_equal(closest, ref[:, 1:4])
     assert np.array_equal(side, ref[:, 4])
     assert np.array_equal(tri, q._order[ref[:, 5].astype(np.int64)])
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds, kind=st.sampled_from(["soup", "shape", "copies", "grid"]))
+def test_box_tree_pairs_equal_every_pair_compared(shapes, seed, kind):
+    """The triangles whose boxes meet each query box, found down the box tree, are exactly those the
+    comparison of every pair finds (boxes touching at a face included), in the same order."""
+    rng = np.random.default_rng(seed)
+    v, f, _ = _random_mesh(rng, kind, shapes)
+    tris = v[f]
+    c = _points(rng, v, n=int(rng.integers(1, 60)), pad=1.0)
+    half = np.abs(rng.normal(0, 1, (len(c), 3))) * float(np.ptp(v, axis=0).max()) * rng.uniform(0, 0.3)
+    c[: len(c) // 4] = tris[rng.integers(0, len(f), len(c) // 4), 0] + half[: len(c) // 4]  # touching
+    qlo, qhi = c - half, c + half
+    t, k = triangles_meeting_boxes(tris, qlo, qhi)
+    hit = ((tris.min(axis=1)[:, None] <= qhi) & (tris.max(axis=1)[:, None] >= qlo)).all(axis=2)
+    rt, rk = np.nonzero(hit)
+    assert np.array_equal(t, rt) and np.array_equal(k, rk)
 
 
 def test_mesh_query_matches_trimesh(shapes):
@@ -187,11 +206,11 @@ def test_greedy_merge_partitions_connected_clusters(shapes, seed, target):
     edges = np.concatenate([np.stack([order[:-1], order[1:]], 1), rng.integers(0, n, (n, 2))])
     edges = edges[edges[:, 0] != edges[:, 1]].astype(np.int64)
     dirs = np.eye(3)
-    label, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), True)
+    label, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), np.full(len(ptr) - 1, np.nan), True)
     assert len(np.unique(label)) == target
     assert np.all(label[label] == label)  # labels are representatives
     assert _components_ok(label, edges)
-    label2, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), True)
+    label2, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), np.full(len(ptr) - 1, np.nan), True)
     assert np.array_equal(label, label2)
 
 
@@ -279,10 +298,10 @@ def test_greedy_merge_matches_plain_reference(shapes, seed, target):
     edges = np.concatenate([np.stack([order[:-1], order[1:]], 1), rng.integers(0, n, (n, 2))])
     edges = edges[edges[:, 0] != edges[:, 1]].astype(np.int64)
     dirs = np.array([[1.0, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]])
-    got, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), False)
+    got, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), np.full(len(ptr) - 1, np.nan), False)
     want = _greedy_ref(ptr, pts, edges, target, dirs, v[f])
     assert np.array_equal(got, want)
-    lazy, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), True)
+    lazy, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), np.full(len(ptr) - 1, np.nan), True)
     assert len(np.unique(lazy)) == target and _components_ok(lazy, edges)
 
 
