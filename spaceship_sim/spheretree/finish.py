@@ -19,10 +19,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
-from numba import njit
+from numba import njit, prange
 
 from ..geometry.triangles import closest_points_triangles
 from ..geometry.vectors import unit_rows
+from ..threads import ThreadChoice
 from .geometry import MeshQuery, nearest_on_mesh, triangles_meeting_boxes
 from .progress import QUIET, BuildProgress
 from .tree import SphereTree
@@ -223,16 +224,19 @@ def error_bounds(query: MeshQuery, centers: np.ndarray, radii: np.ndarray, rel_t
     their bound; the others are split in 8. The result is the max of all retired bounds,
     so it never underestimates; its slack is at most rel_tol * r (or the last cube size).
     A sphere stops splitting at max_cells cubes (then its slack may exceed rel_tol * r, but the
-    result is still a bound). One numba kernel, sphere by sphere (`_sphere_error`); the numpy
+    result is still a bound). One numba kernel, sphere by sphere (`_sphere_error`, serial or on
+    numba's threads, whichever `ThreadChoice` finds faster: the same bounds either way); the numpy
     reference `error_bounds_numpy` does the same rounds for a chunk of spheres at once.
     """
     centers = np.ascontiguousarray(centers, dtype=np.float64).reshape(-1, 3)
     radii = np.ascontiguousarray(radii, dtype=np.float64)
     starts = progress.bar(range(0, len(radii), chunk), f"error bounds of {len(radii):,} spheres", unit="chunk")
     out = np.zeros(len(radii))
+    threads = ThreadChoice()
     for s in starts:
-        _error_kernel(centers[s:s + chunk], radii[s:s + chunk], _PROBE, _CUBE, query.mesh_args(), rel_tol,
-                      max_rounds, max_cells, out[s:s + chunk])
+        with threads.threads_for(len(radii[s:s + chunk])):
+            _error_kernel(centers[s:s + chunk], radii[s:s + chunk], _PROBE, _CUBE, query.mesh_args(), rel_tol,
+                          max_rounds, max_cells, out[s:s + chunk])
     return out
 
 
@@ -248,9 +252,10 @@ def _probe_directions() -> np.ndarray:
 _PROBE = _probe_directions()
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _error_kernel(centers, radii, probe, cube, mesh, rel_tol, max_rounds, max_cells, out):
-    for i in range(len(radii)):
+    """out[i] = `_sphere_error` of sphere i, spheres spread over numba's threads (each on its own)."""
+    for i in prange(len(radii)):
         out[i] = _sphere_error(centers[i], radii[i], probe, cube, mesh, rel_tol, max_rounds, max_cells)
 
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ..geometry.triangles import closest_point_triangle
 from ..geometry.vectors import unit_rows
+from ..threads import ThreadChoice
 
 _BLOCK = 8  # triangles per block: a leaf of the box tree
 
@@ -33,26 +34,28 @@ _BLOCK = 8  # triangles per block: a leaf of the box tree
 # kid + 1; -1 for a leaf), span (k, 2) int64 a leaf's triangle rows [start, stop). Node 0 is the root.
 MeshArrays = namedtuple("MeshArrays", "tris pseudo signed lo hi kid span")
 _STACK = 128  # tree depth bound: at most 30 Morton-bit splits, then halvings of equal codes
+_QUERY_CHUNK = 64  # points per chunk of `_mesh_query` (a thread's unit of work)
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def _mesh_query(points, mesh):
     """Closest surface point, distance and side for each point (the box tree of `MeshArrays`).
 
     points : (n, 3) float64. Returns dist (n,), closest (n, 3), side (n,) (+1 outside / on a
-    shell, -1 inside), tri (n,) int64 (row of mesh.tris).
+    shell, -1 inside), tri (n,) int64 (row of mesh.tris). Chunks of points go to numba's threads;
+    a point's answer does not depend on its chunk, so neither do the results on the thread count.
     """
     n = points.shape[0]
     dist = np.empty(n)
     closest = np.empty((n, 3))
     side = np.ones(n)
     tri = np.empty(n, np.int64)
-    hint = 0
-    for i in range(n):
-        # start from the previous point's triangle: batches are spatially coherent
-        dist[i], closest[i, 0], closest[i, 1], closest[i, 2], side[i], hint = nearest_on_mesh(
-            points[i, 0], points[i, 1], points[i, 2], mesh, hint)
-        tri[i] = hint
+    for c in prange((n + _QUERY_CHUNK - 1) // _QUERY_CHUNK):
+        hint = 0
+        for i in range(c * _QUERY_CHUNK, min(n, (c + 1) * _QUERY_CHUNK)):
+            # start from the previous point's triangle: batches are spatially coherent
+            d, qx, qy, qz, s, hint = nearest_on_mesh(points[i, 0], points[i, 1], points[i, 2], mesh, hint)
+            dist[i], closest[i, 0], closest[i, 1], closest[i, 2], side[i], tri[i] = d, qx, qy, qz, s, hint
     return dist, closest, side, tri
 
 
@@ -329,6 +332,7 @@ class MeshQuery:
         self._tris = np.ascontiguousarray(self.tris[self._order])
         self._pseudo = np.ascontiguousarray(pseudo[self._order])
         self._mesh = MeshArrays(self._tris, self._pseudo, self.closed, *tree)
+        self._threads = ThreadChoice()  # serial or parallel queries, whichever runs faster now
 
     def kernel_args(self):
         """(tris, lo, hi, pseudo, signed): the blocks of `closest_on_mesh`, the plain reference."""
@@ -344,7 +348,8 @@ class MeshQuery:
         p = np.ascontiguousarray(points, dtype=np.float64).reshape(-1, 3)
         if len(p) == 0:
             return np.zeros(0), np.zeros((0, 3)), np.ones(0), np.zeros(0, np.int64)
-        d, q, side, t = _mesh_query(p, self._mesh)
+        with self._threads.threads_for(len(p)):
+            d, q, side, t = _mesh_query(p, self._mesh)
         return d, q, side, self._order[t]
 
     def signed_distance(self, points: np.ndarray) -> np.ndarray:
