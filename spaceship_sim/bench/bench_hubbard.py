@@ -26,7 +26,7 @@ from ..clock import CLOCKS, WALL
 from ..config import load_config, shipped_config
 from ..errors import InputError
 from ..sim.scenario import validate_scenario
-from ..sim.detectors import DETECTORS
+from ..sim.detectors import DETECTORS, with_detector
 from . import hubbard_calls
 from ..sim import frame_log as report
 from .cpu_load import cpu_load
@@ -192,12 +192,12 @@ class RunTrace:
 
 def run_detector(cfg, detector: str, args, folder: Path | None, clock=WALL) -> RunTrace:
     """One run of the scenario with `detector` (a DETECTORS key); files under `folder`."""
-    time_critical, method, exact = DETECTORS[detector]
+    cfg, exact = with_detector(cfg, detector)
+    time_critical = cfg.collision.time_critical
     frames = args.frames if time_critical or args.exact_frames is None else args.exact_frames
-    c = dataclasses.replace(cfg.collision, time_critical=time_critical, tree_method=method or cfg.collision.tree_method)
     warmup = min(args.warmup, frames - 1)
     trace = RunTrace(warmup)
-    log, trace.world = run_frames(dataclasses.replace(cfg, collision=c), frames, args.render_ms / 1e3, False,
+    log, trace.world = run_frames(cfg, frames, args.render_ms / 1e3, False,
                                   lambda w: report.FrameLog(folder, frames, warmup, w.max_level, args.render_ms / 1e3),
                                   progress=folder is not None, on_frame=trace, clock=clock, exact_only=exact)
     mode = "time-critical" if time_critical else "exact-only"

@@ -29,7 +29,7 @@ from pathlib import Path
 from ..clock import CLOCKS
 from ..config import CONFIGS_DIR, EXACT_LEVELS, TREE_METHODS, Config, check_config, load_config
 from ..errors import InputError
-from ..sim.detectors import DETECTORS
+from ..sim.detectors import DETECTORS, with_detector
 from .cell import MEASURES, CellTask
 
 DETERMINISTIC_CLOCK = "tick"
@@ -211,8 +211,8 @@ def _task(spec: Path, params: dict, cfg: Config, settings: dict) -> CellTask:
     if params["budget_ms"] is not None:  # what the frame leaves the simulation beside the stand-in render
         sim = dataclasses.replace(sim, target_frame_time=(params["render_ms"] + params["budget_ms"]) / 1e3)
     if params["detector"] is not None:
-        time_critical, method, exact_only = DETECTORS[params["detector"]]
-        col = dataclasses.replace(col, time_critical=time_critical, tree_method=method or col.tree_method)
+        with_it, exact_only = with_detector(dataclasses.replace(cfg, collision=col), params["detector"])
+        col = with_it.collision
     if params["tree_method"] is not None:
         col = dataclasses.replace(col, tree_method=params["tree_method"])
     if params["exact_method"] is not None:
