@@ -1,4 +1,6 @@
-"""A compiled stable argsort shared by the kernels.
+"""Compiled sorting shared by the kernels: a stable argsort, and a binary min-heap over three
+parallel arrays (a key and two ids: the SSV distance query's and the separation intervals'
+best-first searches; inlined where they are called).
 
 numba compiles its own np.sort / np.argsort into every function that calls them, ~6 s each on
 these machines (measured: an empty cache, one core); the kernels had four such call sites, each
@@ -43,3 +45,38 @@ def argsort_stable(keys):
         src, dst = dst, src
         width *= 2
     return src
+
+
+@njit(cache=True, inline="always")
+def heap_push(key, hx, hy, n, g, x, y):
+    """Push (g, x, y) on the binary min-heap (key, hx, hy)[:n]; returns n + 1."""
+    j = n
+    while j > 0:
+        parent = (j - 1) // 2
+        if key[parent] <= g:
+            break
+        key[j], hx[j], hy[j] = key[parent], hx[parent], hy[parent]
+        j = parent
+    key[j], hx[j], hy[j] = g, x, y
+    return n + 1
+
+
+@njit(cache=True, inline="always")
+def heap_pop(key, hx, hy, n):
+    """Remove the smallest of the heap (key, hx, hy)[:n]; returns (g, x, y)."""
+    g, x, y = key[0], hx[0], hy[0]
+    n -= 1
+    lk, lx, ly = key[n], hx[n], hy[n]
+    j = 0
+    while True:
+        c = 2 * j + 1
+        if c >= n:
+            break
+        if c + 1 < n and key[c + 1] < key[c]:
+            c += 1
+        if key[c] >= lk:
+            break
+        key[j], hx[j], hy[j] = key[c], hx[c], hy[c]
+        j = c
+    key[j], hx[j], hy[j] = lk, lx, ly
+    return g, x, y

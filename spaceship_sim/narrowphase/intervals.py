@@ -35,9 +35,11 @@ from numba import njit
 
 from ..geometry.poses import relative_poses
 from ..geometry.triangles import closest_point_triangle, distance_triangle_triangle
+from ..sorting import heap_pop, heap_push
 from .volumes import moved
 
 HEAP_START = 256  # node pairs a row's heap holds before it grows
+EMPTY = np.int64(0)  # an empty heap's size, typed: a literal 0 would compile heap_push twice
 
 
 @njit(cache=True)
@@ -60,44 +62,12 @@ def _witness_distance(wa, a, wb, b, R, t, r, best):
 
 
 @njit(cache=True)
-def _push(heap, nodes, n, gap, a, b):
-    """Add (gap, a, b) to the binary min-heap (heap: gaps, nodes: (cap, 2)); returns the arrays
-    (grown when full) and the new size."""
-    if n == len(heap):
-        heap = np.concatenate((heap, np.empty(n)))
-        grown = np.empty((2 * n, 2), np.int64)
-        grown[:n] = nodes
-        nodes = grown
-    i = n
-    while i > 0:
-        up = (i - 1) // 2
-        if heap[up] <= gap:
-            break
-        heap[i], nodes[i, 0], nodes[i, 1] = heap[up], nodes[up, 0], nodes[up, 1]
-        i = up
-    heap[i], nodes[i, 0], nodes[i, 1] = gap, a, b
-    return heap, nodes, n + 1
-
-
-@njit(cache=True)
-def _pop(heap, nodes, n):
-    """Remove the heap's least entry (read it first at [0]); returns the new size."""
-    n -= 1
-    gap, a, b = heap[n], nodes[n, 0], nodes[n, 1]
-    i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= n:
-            break
-        if child + 1 < n and heap[child + 1] < heap[child]:
-            child += 1
-        if heap[child] >= gap:
-            break
-        heap[i], nodes[i, 0], nodes[i, 1] = heap[child], nodes[child, 0], nodes[child, 1]
-        i = child
-    if n > 0:
-        heap[i], nodes[i, 0], nodes[i, 1] = gap, a, b
-    return n
+def _grown(key, hx, hy):
+    """The heap's arrays at twice their size (the first len(key) entries kept)."""
+    n = len(key)
+    k2, x2, y2 = np.empty(2 * n), np.empty(2 * n, np.int64), np.empty(2 * n, np.int64)
+    k2[:n], x2[:n], y2[:n] = key, hx, hy
+    return k2, x2, y2
 
 
 @njit(cache=True)
@@ -131,7 +101,8 @@ def _leaf_distance(tri_a, tri_b, ea, a, eb, b, R, t, r, best, work):
             d0, d1, d2 = tca[f, 0] - y0, tca[f, 1] - y1, tca[f, 2] - y2
             if np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) - tra[f] - trb[g] >= best:
                 continue
-            va[:] = tva[f]
+            for v in range(3):  # element by element: a slice copy compiles a second signature
+                va[v, 0], va[v, 1], va[v, 2] = tva[f, v, 0], tva[f, v, 1], tva[f, v, 2]
             best = min(best, distance_triangle_triangle(va, tris_b[j], out))
             if best == 0.0:
                 return 0.0
@@ -166,7 +137,7 @@ def narrow_rows(fca, cca, ea, wa, la, fcb, ccb, eb, wb, lb, tri_a, tri_b, R, t, 
     split and no leaf of it has its triangles measured (what the spheres down to it know: a pair that
     cannot go deeper counts with its gap and its witnesses' distance; a cap past the leaves, e.g.
     NO_LEVEL_CAP, lets every pair go on to its leaves' triangles)."""
-    heap, nodes = np.empty(HEAP_START), np.empty((HEAP_START, 2), np.int64)
+    key, hx, hy = np.empty(HEAP_START), np.empty(HEAP_START, np.int64), np.empty(HEAP_START, np.int64)
     most = max(_most_per_leaf(tri_a[0]), _most_per_leaf(tri_b[0]))
     work = (np.empty(most, np.int64), np.empty((most, 3, 3)), np.empty(most, np.int64), np.empty((3, 3)),
             np.empty((2, 3)))
@@ -174,12 +145,12 @@ def narrow_rows(fca, cca, ea, wa, la, fcb, ccb, eb, wb, lb, tri_a, tri_b, R, t, 
     for r in rows:
         best = _witness_distance(wa, root_a[r], wb, root_b[r], R, t, r, upper[r])
         resolved = np.inf  # least triangle distance over the leaf pairs resolved
-        heap, nodes, n = _push(heap, nodes, 0, _gap(ea, root_a[r], eb, root_b[r], R, t, r), root_a[r], root_b[r])
+        n = heap_push(key, hx, hy, EMPTY, _gap(ea, root_a[r], eb, root_b[r], R, t, r), root_a[r], root_b[r])
         left, low = pops, 0.0
-        while n > 0 and left > 0 and heap[0] < best and best > 0.0:  # at 0 the interval is [0, 0]
-            low = max(low, min(heap[0], resolved))  # every cut's bound holds: keep the best seen
-            a, b = nodes[0, 0], nodes[0, 1]
-            n = _pop(heap, nodes, n)
+        while n > 0 and left > 0 and key[0] < best and best > 0.0:  # at 0 the interval is [0, 0]
+            low = max(low, min(key[0], resolved))  # every cut's bound holds: keep the best seen
+            _, a, b = heap_pop(key, hx, hy, n)
+            n -= 1
             left -= 1
             grow_a, grow_b = cca[a] > 0 and la[a] < max_level, ccb[b] > 0 and lb[b] < max_level
             if not (grow_a or grow_b):
@@ -199,8 +170,10 @@ def narrow_rows(fca, cca, ea, wa, la, fcb, ccb, eb, wb, lb, tri_a, tri_b, R, t, 
                 gap = _gap(ea, ca, eb, cb, R, t, r)
                 best = _witness_distance(wa, ca, wb, cb, R, t, r, best)
                 if gap < best:
-                    heap, nodes, n = _push(heap, nodes, n, gap, ca, cb)
-        cut = heap[0] if n > 0 and heap[0] < best and best > 0.0 else np.inf
+                    if n == len(key):
+                        key, hx, hy = _grown(key, hx, hy)
+                    n = heap_push(key, hx, hy, n, gap, ca, cb)
+        cut = key[0] if n > 0 and key[0] < best and best > 0.0 else np.inf
         low = min(max(low, min(cut, resolved)), best)
         upper[r] = best
         if low > lower[r]:

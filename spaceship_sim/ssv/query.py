@@ -27,6 +27,7 @@ from numba import get_num_threads, njit, prange
 
 from ..geometry.triangles import (distance_triangle_triangle, distance_triangle_triangle_disjoint, intersect_triangle_triangle,
                                   triangle_plane_gap)
+from ..sorting import heap_pop, heap_push
 from .core import _cross, _dot, box_gap, core_frame, framed_rect_distance, normal_gaps
 
 CHUNKS_PER_THREAD = 4
@@ -206,41 +207,6 @@ def _prune_at(best, rel, abs_tol):
     return min(best / (1.0 + rel), best - abs_tol) * (1.0 + PRUNE_ROUNDING)
 
 
-@njit(cache=True, inline=INLINE)
-def _heap_push(key, hx, hy, n, g, x, y):
-    """Push (g, x, y) on the binary min-heap (key, hx, hy)[:n]; returns n + 1."""
-    j = n
-    while j > 0:
-        parent = (j - 1) // 2
-        if key[parent] <= g:
-            break
-        key[j], hx[j], hy[j] = key[parent], hx[parent], hy[parent]
-        j = parent
-    key[j], hx[j], hy[j] = g, x, y
-    return n + 1
-
-
-@njit(cache=True, inline=INLINE)
-def _heap_pop(key, hx, hy, n):
-    """Remove the smallest of the heap (key, hx, hy)[:n]; returns (g, x, y)."""
-    g, x, y = key[0], hx[0], hy[0]
-    n -= 1
-    lk, lx, ly = key[n], hx[n], hy[n]
-    j = 0
-    while True:
-        c = 2 * j + 1
-        if c >= n:
-            break
-        if c + 1 < n and key[c + 1] < key[c]:
-            c += 1
-        if key[c] >= lk:
-            break
-        key[j], hx[j], hy[j] = key[c], hx[c], hy[c]
-        j = c
-    key[j], hx[j], hy[j] = lk, lx, ly
-    return g, x, y
-
-
 @njit(cache=True)
 def _pending(cap):
     """Room for cap pending node pairs: (key, x, y) of the heap and of the stack."""
@@ -308,6 +274,15 @@ def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_cent
             if m <= 0:
                 fresh[i] = fn[i]
     return dist, tri, points
+
+
+@njit(cache=True, inline=INLINE)
+def _put_points(points, i, out):
+    """points[i] = out ((2, 3)), element by element: an array assigned into an array compiles numba's
+    shape-mismatch message (string formatting), seconds on a first start."""
+    for p in range(2):
+        for r in range(3):
+            points[i, p, r] = out[p, r]
 
 
 @njit(cache=True, inline=INLINE)
@@ -379,7 +354,7 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
         d = distance_triangle_triangle(tris[sa], Vb, out)
         if d < best:
             best, tri[i, 0], tri[i, 1] = d, sa, sb
-            points[i] = out
+            _put_points(points, i, out)
     if m > 0 and best <= stop_at:  # the seed answers (touching): the front stays as it was, at its pose
         fn[i] = m
         return best
@@ -399,7 +374,7 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
             elif ns == cap or nh == cap:
                 return -1.0
             elif g > 0.0 and priority:
-                nh = _heap_push(key, hx, hy, nh, g, -x - 1, y)
+                nh = heap_push(key, hx, hy, nh, g, -x - 1, y)
             else:
                 sk[ns], sx[ns], sy[ns] = g, -x - 1, y
                 ns += 1
@@ -411,7 +386,7 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
         # the next pending pair: an overlapping one, else the closest (priority)
         from_heap = ns == 0
         if from_heap:
-            g, x, y = _heap_pop(key, hx, hy, nh)
+            g, x, y = heap_pop(key, hx, hy, nh)
             nh -= 1
         else:
             ns -= 1
@@ -448,12 +423,12 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
                     # waits until no pair overlaps (pending as apart, lower bound > 0)
                     if nh == cap:
                         return -1.0
-                    nh = _heap_push(key, hx, hy, nh, max(triangle_plane_gap(tris[face[x]], Vb), MIN_GAP), x, y)
+                    nh = heap_push(key, hx, hy, nh, max(triangle_plane_gap(tris[face[x]], Vb), MIN_GAP), x, y)
                     break
                 _keep(fx, fy, fl, fn, i, x, y, d)
                 if d < best:
                     best, tri[i, 0], tri[i, 1] = d, face[x], face[y]
-                    points[i] = out
+                    _put_points(points, i, out)
                 break
             split_a = _descend_a(half, radius, child, x, y)
             p = x if split_a else y
@@ -475,7 +450,7 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
                 if nh == cap or ns == cap:
                     return -1.0
                 if g1 > 0.0 and priority:
-                    nh = _heap_push(key, hx, hy, nh, g1, xx, yy)
+                    nh = heap_push(key, hx, hy, nh, g1, xx, yy)
                 else:
                     sk[ns], sx[ns], sy[ns] = g1, xx, yy
                     ns += 1
