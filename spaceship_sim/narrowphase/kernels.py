@@ -64,7 +64,9 @@ from .volumes import contact, dist2 as _dist2, enclosing, moved, overlap, place,
 # The descent's per-row and per-expansion functions are compiled without reference counting
 # (_nrt=False; they allocate nothing, and nor may the volume functions they call): otherwise each
 # call increfs and decrefs its ~20 array arguments, atomic operations that cost more than the
-# ~60 sphere tests of an expansion (measured: the descent twice as fast without).
+# ~60 sphere tests of an expansion (measured: the descent twice as fast without). Arrays are copied
+# element by element, never assigned into an array: that compiles numba's shape-mismatch message
+# (string formatting), seconds on a first start.
 
 # What search_levels' set-up keeps per pair row, as rows of one (ROWS, k) int64 block: the
 # models, root nodes, triangle id offsets, tree depth and deepest sphere level (the cap) of A and B.
@@ -499,7 +501,9 @@ def _visiting_order(pairs, fair, order):
     """order[:] = the round-robin's order of the pair rows (search_levels' fair)."""
     keys, served, n = fair
     if n >= 0:
-        order[:] = argsort_stable(service(pairs, n, keys, served))
+        got = argsort_stable(service(pairs, n, keys, served))
+        for r in range(len(order)):
+            order[r] = got[r]
     else:
         for r in range(len(order)):
             order[r] = r
@@ -607,7 +611,8 @@ def complete_pairs(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, ptr, f
 @njit(cache=True)
 def _grow1(arr, need):
     out = np.empty(max(need, 2 * len(arr)), arr.dtype)
-    out[:len(arr)] = arr
+    for i in range(len(arr)):
+        out[i] = arr[i]
     return out
 
 
@@ -852,7 +857,9 @@ def _test_pairs(VA, VB, cand, sel_a, sel_b, hits, h, first):
 @njit(cache=True)
 def _grow2(arr, need):
     out = np.empty((max(need, 2 * len(arr)), arr.shape[1]), arr.dtype)
-    out[:len(arr)] = arr
+    for i in range(len(arr)):
+        for j in range(arr.shape[1]):
+            out[i, j] = arr[i, j]
     return out
 
 

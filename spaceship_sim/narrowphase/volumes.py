@@ -259,7 +259,7 @@ def _enclosing_spheres(V, first_child, child_count, spheres):
     c = np.empty((1, 3))
     for i in range(len(own)):
         own[i, 3] = enclosing(V, i, c)
-        own[i, :3] = c[0]
+        own[i, 0], own[i, 1], own[i, 2] = c[0, 0], c[0, 1], c[0, 2]  # element by element (kernels.py's note)
     grow = SPHERE_SLACK * own[:, 3].max() if len(own) else 0.0
     centres = np.empty((3, 3))
     for i in range(len(own)):
@@ -274,7 +274,7 @@ def _enclosing_spheres(V, first_child, child_count, spheres):
             for k in range(lo, hi):
                 reach = max(reach, np.sqrt(dist2_to(spheres, k, centres[j, 0], centres[j, 1], centres[j, 2])) + own[k, 3])
             if reach < kids[i, 3]:
-                kids[i, :3], kids[i, 3] = centres[j], reach
+                kids[i, 0], kids[i, 1], kids[i, 2], kids[i, 3] = centres[j, 0], centres[j, 1], centres[j, 2], reach
         kids[i, 3] = kids[i, 3] * (1.0 + SPHERE_SLACK) + grow
     for i in range(len(own)):
         own[i, 3] = own[i, 3] * (1.0 + SPHERE_SLACK) + grow
