@@ -66,7 +66,8 @@ def _grown(key, hx, hy):
     """The heap's arrays at twice their size (the first len(key) entries kept)."""
     n = len(key)
     k2, x2, y2 = np.empty(2 * n), np.empty(2 * n, np.int64), np.empty(2 * n, np.int64)
-    k2[:n], x2[:n], y2[:n] = key, hx, hy
+    for j in range(n):  # element by element: an array assigned into an array compiles numba's shape-mismatch
+        k2[j], x2[j], y2[j] = key[j], hx[j], hy[j]  # message (string formatting), seconds on a first start
     return k2, x2, y2
 
 
