@@ -142,6 +142,7 @@ class App:
         self.crossing, self.crossing_t = None, -float("inf")  # the latest catch drawn, its simulation time [s]
         self.edges: dict = {}  # mesh edges per model, for drawing a caught ship's hull
         self.renderer = Renderer(ctx, *scene_models(world))
+        self.drawn_trees = world.trees  # replaced when the world takes trees built in the background
         self.overlay = Overlay(window, ctx)
         self.model = OverlayModel(target_ms=1e3 * world.target_frame_time)
         self.camera = Camera("chase" if mode == "fly" else "action")
@@ -256,11 +257,12 @@ class App:
         stepping = not self.controls.paused or self.controls.step_requested
         self.controls.step_requested = self.controls.step_requested and not stepping
         stepping = stepping and (self.ready() or not self.hold_until_compiled)
-        self.model.status = "" if self.world.compiled else (
-            f"compiling collision kernels (numba, first start only): {time.perf_counter() - self.warm_start:.0f} s;"
-            + (" the simulation waits for them" if self.hold_until_compiled else
-               " detection uses bounding spheres until then"))
+        self.model.status = self._waiting_status()
         stats = self.world.step() if stepping else None
+        if self.world.trees is not self.drawn_trees:  # trees built in the background are in
+            self.drawn_trees = self.world.trees
+            self.renderer.set_trees(scene_models(self.world)[1])
+            self._sync_controls_from_world()
         if stats is not None:
             self._note_crossing(stats.frame)
         state, narrow = self.world.field.body_state(self.world.state), self.world.last_narrow  # ships, asteroids
@@ -340,8 +342,23 @@ class App:
                                     + (", paused" if self.controls.paused else ""))
 
     def ready(self) -> bool:
-        """Whether the world's kernels are compiled (until then it steps on numpy references)."""
-        return self.warming is None or not self.warming.is_alive()
+        """Whether the world's kernels are compiled and its trees built (until then it steps on numpy
+        references and bounding spheres)."""
+        kernels = self.warming is None or not self.warming.is_alive()
+        return kernels and (self.world.building is None or self.world.building.ready.is_set())
+
+    def _waiting_status(self) -> str:
+        """The overlay's status line while detection waits: for the kernels compiling, for the trees
+        of models seen for the first time building ("" once neither)."""
+        if self.world.compiled:
+            return ""
+        compiling = self.warming is not None and self.warming.is_alive()
+        waits = ["compiling collision kernels (numba, first start only)"] if compiling else []
+        if self.world.building is not None and not self.world.building.ready.is_set():
+            waits.append(self.world.building.status())
+        waiting = "the simulation waits for them" if self.hold_until_compiled else \
+            "detection uses bounding spheres until then"
+        return f"{', '.join(waits) or 'switching to full detection'}: {time.perf_counter() - self.warm_start:.0f} s; {waiting}"
 
     def snapshot(self) -> np.ndarray:
         """The window's current back buffer: (height, width, 3) uint8, top row first."""

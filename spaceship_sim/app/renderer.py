@@ -201,10 +201,10 @@ class Renderer:
         (default: MODEL_COLORS in turn); coarse: per model a Mesh drawn instead when the body's
         bounding sphere is under COARSE_BELOW_PX pixels in radius, or None (default: none);
         faceted: per model whether it is a convex body lit per face (ROCK_VS; default: none is)."""
-        self.ctx, self.models, self.trees = ctx, models, trees
+        self.ctx, self.models = ctx, models
         self.model_colors = np.array(colors or [MODEL_COLORS[m % len(MODEL_COLORS)] for m in range(len(models))],
                                      np.float32)
-        self.exact_level = max(t.depth for t in trees) + 1
+        self.set_trees(trees)
         self.ship_prog = ctx.program(vertex_shader=SHIP_VS, fragment_shader=SHIP_FS)
         self.sphere_prog = ctx.program(vertex_shader=SPHERE_VS, fragment_shader=SPHERE_FS)
         self.ring_prog = ctx.program(vertex_shader=RING_VS, fragment_shader=RING_FS)
@@ -225,7 +225,13 @@ class Renderer:
         self.line_buf = ctx.buffer(reserve=1 << 16, dynamic=True)
         self.line_vao = ctx.vertex_array(self.flat_prog, [(self.line_buf, "3f", "in_pos")])
 
+    def set_trees(self, trees) -> None:
+        """The sphere trees drawn from now on, one per model (same order as the models)."""
+        self.trees = trees
+        self.exact_level = max(t.depth for t in trees) + 1
+
     # --- setup -------------------------------------------------------------------------
+
     def _mesh_vao(self, mesh, faceted: bool = False):
         """Drawn instanced with per-body matrix and colour: shared vertices + index buffer (lit per
         pixel), or for a faceted body three vertices per triangle with its normal and centre."""

@@ -120,7 +120,7 @@ def run_app(args, mode: str) -> int:
     window, ctx = open_window(size, args.headless, caption=f"spaceship-sim {mode}")
     from ..sim.world import World
 
-    world = World.from_config(cfg, user="keyboard" if mode == "fly" else "autopilot", warm=False)
+    world = World.from_config(cfg, user="keyboard" if mode == "fly" else "autopilot", warm=False, background_trees=True)
     recorder = None
     if args.record:
         from ..sim.replay import Recorder

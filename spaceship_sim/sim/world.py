@@ -33,9 +33,9 @@ from ..narrowphase.ocst import OcstBank, OcstTreeView, warm_up_bank
 from ..progress import slow_notice, to_stderr
 from ..registry import EXACT_METHODS, exact_strategy, make_broadphase, make_narrow_phase
 from ..response import respond
-from ..spheretree import load_or_build
 from .frame import SimState, Stages, Timing
 from .stats import FixedCost, FrameStats
+from .tree_builds import first_trees
 
 # the quantile of recent frames that predicts the render time and the narrow phase's overrun: the
 # third highest of the default 8 frames, so lateness in a quarter of recent frames counts in full
@@ -72,7 +72,7 @@ class World:
     state, t, frame, last_narrow = (_Part("sim") for _ in range(4))
 
     def __init__(self, config: Config, models, trees, user: str = "autopilot", warm: bool = True, clock=WALL,
-                 notify=to_stderr, exact_only=None, bank=None):
+                 notify=to_stderr, exact_only=None, bank=None, building=None):
         """models: list[Mesh]; trees: list[SphereTree], one per model (same order), or with `bank`
         an OcstBank of the models (tree_method "ocst": trees built during collisions) its
         OcstTreeViews.
@@ -85,7 +85,9 @@ class World:
         notify: where to say that a step is slow because numba is compiling (None: nowhere).
         exact_only: an exact strategy (narrowphase.exact.ExactDetector built from `models`) that answers
         every pair whose root spheres meet, whatever the budget, in place of the sphere-tree
-        refinement (Hubbard's exact-only baselines: BSP, fcl); None: the sphere trees."""
+        refinement (Hubbard's exact-only baselines: BSP, fcl); None: the sphere trees.
+        building: a tree_builds.TreeBuild making the trees of which `trees` holds stand-ins; the
+        world steps on bounding spheres until it is done too, then takes its trees (step())."""
         self.config, self.models, self.trees, self.user = config, models, trees, user
         # asteroid shapes (convex/field.py) follow the ship models in the tree bank
         self.asteroid_shapes = AsteroidShapes.from_config(config) if config.asteroids.count else None
@@ -93,10 +95,9 @@ class World:
         # octree, the others the sphere trees
         # the exact level's strategy (its trees, its kernels) is made by warm_up, beside the compiling, and
         # joins the narrow phase with the compiled stages: until then detection is by bounding spheres
-        self._exact_level, self.warm_error = None, None
+        self._exact_level, self.warm_error, self.building = None, None, building
         self.stages = Stages(
-            bank=bank if bank is not None else TreeBank.from_trees(
-                list(trees) + (self.asteroid_shapes.trees if self.asteroid_shapes else [])),
+            bank=bank if bank is not None else self._tree_bank(trees),
             narrow=make_narrow_phase(config, models, lambda: self.t),
             exact_only=exact_only, swept=SweptCatch(models) if config.collision.swept else None)
         self.timing = Timing(clock, config.sim.target_frame_time, config.collision.time_critical, *self._predictors())
@@ -107,7 +108,20 @@ class World:
         self.reset()
         if warm:
             self.warm_up(notify)
+            self._trees_in(wait=True)
             self.use_compiled_stages()
+
+    def _tree_bank(self, trees) -> TreeBank:
+        """The bank of the models' trees, the asteroid shapes' after them."""
+        return TreeBank.from_trees(list(trees) + (self.asteroid_shapes.trees if self.asteroid_shapes else []))
+
+    def _trees_in(self, wait: bool = False) -> bool:
+        """Whether every model's trees are in: a background build's are taken here (in the stepping
+        thread) once it is done, or at once, waiting for it, with `wait`."""
+        if self.building is not None and (wait or self.building.ready.is_set()):
+            self.trees, self.building = self.building.take(), None
+            self.bank = self._tree_bank(self.trees)
+        return self.building is None
 
     def warm_up(self, notify=to_stderr) -> None:
         """Compile (or load from numba's cache) every kernel a frame of this config uses, and make the
@@ -221,9 +235,11 @@ class World:
 
     @classmethod
     def from_config(cls, config: Config, user: str = "autopilot", warm: bool = True, clock=WALL,
-                    notify=to_stderr, exact_only: str | None = None) -> "World":
+                    notify=to_stderr, exact_only: str | None = None, background_trees: bool = False) -> "World":
         """Load the models the config names (user's first) and their cached sphere trees;
-        exact_only: a name in registry.EXACT_METHODS answering every pair instead (see __init__)."""
+        exact_only: a name in registry.EXACT_METHODS answering every pair instead (see __init__);
+        background_trees: trees missing from the cache build in a background thread (tree_builds.py)
+        while the world steps on bounding spheres, else before the world is made."""
         names = list(dict.fromkeys([config.ships.user_model, *config.ships.models]))
         models = [load_model(name) for name in names]
         c = config.collision
@@ -234,9 +250,9 @@ class World:
             views = [OcstTreeView(bank, m) for m in range(len(models))]  # what the app draws
             return cls(config, models, views, user=user, warm=warm, clock=clock, notify=notify, exact_only=exact,
                        bank=bank)
-        trees = [load_or_build(m, method=c.tree_method, branching=c.tree_branching, depth=c.tree_depth)
-                 for m in models]
-        return cls(config, models, trees, user=user, warm=warm, clock=clock, notify=notify, exact_only=exact)
+        trees, building = first_trees(models, c, background=background_trees)
+        return cls(config, models, trees, user=user, warm=warm, clock=clock, notify=notify, exact_only=exact,
+                   building=building)
 
     # --- lifecycle --------------------------------------------------------------------
     def reset(self) -> None:
@@ -282,7 +298,7 @@ class World:
             self.end_frame(render_time)
         if self.warm_error is not None:
             raise self.warm_error
-        if not self.compiled and self.kernels_ready.is_set():
+        if not self.compiled and self.kernels_ready.is_set() and self._trees_in():
             self.use_compiled_stages()
         if self.recorder is not None:
             self.recorder.begin_frame(self)

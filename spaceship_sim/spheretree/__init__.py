@@ -5,7 +5,8 @@ registration of `build-trees` (this package's `cli` module) must not pay for."""
 import importlib
 
 _HOMES = {"BUILDER_VERSION": "build", "SphereTreeError": "build", "build_tree": "build", "load_or_build": "build",
-          "tree_key": "build", "tree_path": "build", "SphereTree": "tree"}
+          "tree_key": "build", "tree_path": "build", "SphereTree": "tree", "STAND_IN": "build",
+          "bounding_tree": "build", "is_cached": "build"}
 __all__ = sorted(_HOMES)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .finish import assemble
-from .geometry import MeshQuery
+from .geometry import MeshQuery, min_enclosing_sphere
 from .params import MAX_DEPTH, METHODS, SphereTreeError, _check_params  # noqa: F401 (re-exported)
 from .progress import BuildProgress
 from .tree import SphereTree, seal_problem
@@ -77,6 +77,32 @@ def build_tree(vertices, faces, method: str = "medial", branching: int = 8, dept
     tree = assemble(levels, query, method, key=tree_key(v, f, method, branching, depth, seed), progress=report,
                     chains=method == "medial")
     return dataclasses.replace(tree, build_seconds=time.perf_counter() - t0)
+
+
+STAND_IN = "bounding"  # the method name of `bounding_tree`'s trees
+
+
+def bounding_tree(mesh) -> SphereTree:
+    """A stand-in for a tree still building: the root alone, the smallest sphere around the mesh's
+    vertices, a leaf touching every triangle. Its error 2 r is a true bound (every point of the ball
+    is within its diameter of any surface point in it) and its witness a vertex. Milliseconds where a
+    tree takes seconds: a ship flies on it at once."""
+    v, f = np.asarray(mesh.vertices, np.float64), np.asarray(mesh.faces, np.int32)
+    used = np.unique(f)
+    c, r = min_enclosing_sphere(v[used])
+    return SphereTree(center=c[None], radius=np.array([r]), error=np.array([2.0 * r]), witness=v[used[:1]],
+                      level=np.zeros(1, np.int32), parent=np.full(1, -1, np.int32), first_child=np.full(1, -1, np.int32),
+                      child_count=np.zeros(1, np.int32), leaf_tri_ptr=np.array([0, len(f)], np.int64),
+                      leaf_tri_idx=np.arange(len(f), dtype=np.int32), level_start=np.array([0, 1], np.int64),
+                      vertices=v, faces=f, closed=mesh.closed, method=STAND_IN)
+
+
+def is_cached(mesh, method: str = "medial", branching: int = 8, depth: int = 3, seed: int = 0,
+              cache_dir=None) -> bool:
+    """Whether `load_or_build` finds a cache file for these parameters (it may still rebuild a
+    damaged one)."""
+    key = tree_key(mesh.vertices, mesh.faces, method, branching, depth, seed)
+    return tree_path(mesh, method, key, cache_dir).is_file()
 
 
 def tree_path(mesh, method: str, key: str, cache_dir=None) -> Path:
