@@ -42,6 +42,7 @@ REPAIR_ROUNDS = 2
 # samples per medial builder, scaled with the number of leaves wanted (each leaf should merge
 # a few dozen medial spheres), clamped to keep Qhull and merging fast
 MIN_SAMPLES, MAX_SAMPLES, SAMPLES_PER_LEAF = 1500, 6000, 6
+SMALL_COMPONENT = 64  # _bridge_components: components up to this size query a tree of all the points
 # the repair rounds stop adding samples at this multiple of the samples asked for: on flat open
 # parts (a box without a lid) every sample is an orphan, and more samples there make more orphans
 MAX_REPAIR_GROWTH = 2
@@ -550,6 +551,7 @@ def _bridge_components(c: np.ndarray, e: np.ndarray) -> np.ndarray:
 
     n = len(c)
     added = [np.zeros((0, 2), np.int64)]
+    whole = None  # a tree of all the points, for small components
     while n > 1:
         all_e = np.concatenate([e, *added])
         g = coo_matrix((np.ones(len(all_e)), (all_e[:, 0], all_e[:, 1])), shape=(n, n))
@@ -559,12 +561,29 @@ def _bridge_components(c: np.ndarray, e: np.ndarray) -> np.ndarray:
         new = []
         for k in range(ncomp):
             inside = np.flatnonzero(comp == k)
-            outside = np.flatnonzero(comp != k)
-            d, j = cKDTree(c[outside]).query(c[inside], k=1)
+            if len(inside) <= SMALL_COMPONENT:
+                whole = cKDTree(c) if whole is None else whole
+                d, j = _nearest_outside(whole, c, inside, comp != k)
+            else:
+                outside = np.flatnonzero(comp != k)
+                d, j = cKDTree(c[outside]).query(c[inside], k=1)
+                j = outside[j]
             i = int(np.argmin(d))
-            new.append((inside[i], outside[j[i]]))
+            new.append((inside[i], j[i]))
         added.append(np.array(new, np.int64))
     return np.concatenate(added)
+
+
+def _nearest_outside(whole: cKDTree, c: np.ndarray, inside: np.ndarray, out: np.ndarray):
+    """(distance, index) of the nearest point of c outside a component to each of its points
+    `inside` (out: (n,) bool, outside it): among a point's len(inside) + 1 nearest points of the
+    whole set one at least lies outside (a tree of the outside points, built anew per component,
+    costs more than the query when the component is small)."""
+    d, j = whole.query(c[inside], k=len(inside) + 1)
+    d, j = d.reshape(len(inside), -1), j.reshape(len(inside), -1)
+    first = np.argmax(out[j], axis=1)
+    rows = np.arange(len(inside))
+    return d[rows, first], j[rows, first]
 
 
 # ---------------------------------------------------------------- levels

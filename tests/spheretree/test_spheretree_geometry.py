@@ -10,7 +10,7 @@ from spaceship_sim.spheretree.finish import error_bounds, error_bounds_numpy
 from spaceship_sim.geometry.reference import triangle_distances
 from spaceship_sim.spheretree.geometry import (MeshQuery, closest_on_mesh, min_enclosing_sphere,
                                                triangles_meeting_boxes, winding_number)
-from spaceship_sim.spheretree.medial import _greedy_merge, _ritter, merge_clusters, medial_spheres
+from spaceship_sim.spheretree.medial import _bridge_components, _greedy_merge, _ritter, merge_clusters, medial_spheres
 
 seeds = st.integers(0, 2**32 - 1)
 
@@ -334,3 +334,33 @@ def test_octree_split_matches_the_gathered_numpy_split(seed, n, levels):
         for a, b in zip(got, want):
             assert np.array_equal(a, b)
         cells, _, pair_tri, pair_cell = got
+
+
+def _bridges_ref(c, e):
+    """_bridge_components the plain way: per component a tree of every point outside it."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+    from scipy.spatial import cKDTree
+    added = [np.zeros((0, 2), np.int64)]
+    while True:
+        all_e = np.concatenate([e, *added])
+        ncomp, comp = connected_components(coo_matrix((np.ones(len(all_e)), (all_e[:, 0], all_e[:, 1])),
+                                                      shape=(len(c), len(c))), directed=False)
+        if ncomp == 1:
+            return np.concatenate(added)
+        new = []
+        for k in range(ncomp):
+            inside, outside = np.flatnonzero(comp == k), np.flatnonzero(comp != k)
+            d, j = cKDTree(c[outside]).query(c[inside], k=1)
+            new.append((inside[np.argmin(d)], outside[j[np.argmin(d)]]))
+        added.append(np.array(new, np.int64))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds, n=st.integers(2, 400), edges=st.integers(0, 600))
+def test_bridges_equal_the_plain_construction(seed, n, edges):
+    """Components small and large (a point alone, chains, one giant): the same bridging edges."""
+    rng = np.random.default_rng(seed)
+    c = rng.normal(size=(n, 3)) * rng.uniform(0.01, 10, 3)
+    e = rng.integers(0, n, (edges, 2)).astype(np.int64)
+    assert np.array_equal(_bridge_components(c, e), _bridges_ref(c, e))
