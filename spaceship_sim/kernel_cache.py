@@ -98,6 +98,22 @@ def _classes(caching, root: Path):
             self._checked = Path(cache_path).resolve().is_relative_to(root.resolve())
             self._base = filename_base
 
+        def save(self, key, data):
+            """numba's save, with the data file named by a digest of the key, not by the first number
+            free in the index this process read: two processes that compile two signatures of one
+            kernel at once would take the same number, and one's index could then name the other's
+            machine code (the compile helper of sim/compile_ahead.py runs beside the world's warm-up).
+            Here the last index written may lack the other's entry (a miss: compiled again), never name
+            the wrong file; the data is written before the index names it."""
+            if not self._checked:
+                return super().save(key, data)
+            overloads = self._load_index()
+            name = overloads.get(key) or f"{self._base}.{hashlib.sha256(repr(key).encode()).hexdigest()[:16]}.nbc"
+            self._save_data(name, data)
+            if overloads.get(key) != name:
+                overloads[key] = name
+                self._save_index(overloads)
+
         def _load_index(self):
             if not self._checked:
                 return super()._load_index()
