@@ -49,20 +49,40 @@ def triangle_sphere_pairs(tris: np.ndarray, centers: np.ndarray, radii: np.ndarr
     return t[ok].astype(np.int64), k[ok].astype(np.int64)
 
 
+@njit(cache=True)
+def farthest_corner(pieces, rows, points, cols):
+    """(k,) float64: for each pair k the distance from point cols[k] of points (n, 3) to the farthest
+    corner of triangle rows[k] of pieces (p, 3, 3) — numpy's norm(pieces[rows] - points[cols][:, None],
+    axis=2).max(axis=1) bit for bit (the same sums in the same order), without the (k, 3, 3)
+    temporaries."""
+    out = np.empty(len(rows))
+    for k in range(len(rows)):
+        p, c = rows[k], cols[k]
+        far = 0.0
+        for j in range(3):
+            dx = pieces[p, j, 0] - points[c, 0]
+            dy = pieces[p, j, 1] - points[c, 1]
+            dz = pieces[p, j, 2] - points[c, 2]
+            far = max(far, np.sqrt(dx * dx + dy * dy + dz * dz))
+        out[k] = far
+    return out
+
+
 def _grow_to(radii, idx, needed):
     """Enlarge radii[idx] to at least needed (vectorised max, duplicates allowed)."""
     np.maximum.at(radii, idx, needed * (1 + 4 * _REL_SLACK))
 
 
-# pieces (sub-triangles) per round of enforce_coverage and enforce_chains: at least this many, else
-# this many per triangle and sphere (the shipped models' medial trees peak at 16,000-140,000 pieces,
-# up to 71 per triangle and sphere). Past it (large flat triangles split along every seam between
-# spheres), every piece left is held at once: spheres grow a little more, the work stays in proportion.
-PIECES_MIN, PIECES_PER_ITEM = 20_000, 256
+# pieces (sub-triangles) per round of enforce_coverage and enforce_chains: at least PIECES_MIN, else
+# so many per triangle and sphere (the shipped models' medial trees peak at 140,000 coverage pieces,
+# 71 per triangle and sphere of the level, and 74,000 chain pieces, 36 per triangle and sphere of
+# the tree). Past it (large flat triangles split along every seam between spheres), every piece left
+# is held at once: spheres grow a little more, the work stays in proportion.
+PIECES_MIN, COVERAGE_PIECES_PER_ITEM, CHAIN_PIECES_PER_ITEM = 20_000, 256, 64
 
 
-def _piece_budget(tris: np.ndarray, radii: np.ndarray) -> int:
-    return max(PIECES_MIN, PIECES_PER_ITEM * (len(tris) + len(radii)))
+def _piece_budget(tris: np.ndarray, radii: np.ndarray, per_item: int) -> int:
+    return max(PIECES_MIN, per_item * (len(tris) + len(radii)))
 
 
 def enforce_coverage(tris: np.ndarray, centers: np.ndarray, radii: np.ndarray,
@@ -71,7 +91,7 @@ def enforce_coverage(tris: np.ndarray, centers: np.ndarray, radii: np.ndarray,
 
     tris (m,3,3); centers (n,3); radii (n,) (copied, not modified in place); min_piece [m]: pieces
     smaller than this that still lie in no single sphere (or any piece left once they outnumber
-    `_piece_budget`) make the cheapest sphere grow to hold them.
+    their `_piece_budget`) make the cheapest sphere grow to hold them.
     A piece (sub-triangle) lies in a ball iff its three corners do (balls are convex), so when the
     loop ends every piece, hence every triangle, is covered.
     """
@@ -80,11 +100,11 @@ def enforce_coverage(tris: np.ndarray, centers: np.ndarray, radii: np.ndarray,
     kd = cKDTree(centers)
     pieces = tris.copy()
     pt, ps = triangle_sphere_pairs(tris, centers, radii)  # candidate spheres of each piece
-    budget = _piece_budget(tris, radii)
+    budget = _piece_budget(tris, radii, COVERAGE_PIECES_PER_ITEM)
     for rnd in range(max_rounds + 1):
         if len(pieces) == 0:
             break
-        d = np.linalg.norm(pieces[pt] - centers[ps][:, None, :], axis=2).max(axis=1)  # farthest corner
+        d = farthest_corner(pieces, pt, centers, ps)
         inside = d <= radii[ps] * (1 + _REL_SLACK)
         covered = np.zeros(len(pieces), bool)
         covered[pt[inside]] = True
@@ -149,7 +169,7 @@ def enforce_chains(tris: np.ndarray, centers: np.ndarray, radii: np.ndarray, fir
     radii = radii.astype(np.float64).copy()
     before = radii.copy()
     pieces = tris.copy()
-    budget = _piece_budget(tris, radii)
+    budget = _piece_budget(tris, radii, CHAIN_PIECES_PER_ITEM)
     for rnd in range(max_rounds + 1):
         if not len(pieces):
             break
@@ -159,7 +179,7 @@ def enforce_chains(tris: np.ndarray, centers: np.ndarray, radii: np.ndarray, fir
         pt, pn = np.arange(len(pieces)), np.zeros(len(pieces), np.int64)  # (piece, node holding it)
         for _ in range(depth):
             pt, pn = _children_pairs(pt, pn, first_child, child_count)
-            far = np.linalg.norm(pieces[pt] - centers[pn][:, None, :], axis=2).max(axis=1)
+            far = farthest_corner(pieces, pt, centers, pn)
             inside = far <= radii[pn] * (1 + _REL_SLACK)
             held = np.zeros(len(pieces), bool)
             held[pt[inside]] = True

@@ -52,6 +52,7 @@ def test_coverage_and_chains_split_at_most_their_budget(monkeypatch, size):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the open mesh's warning is tested elsewhere
         tree = build_tree(v, f, method="medial", depth=3)
-    budget = finish._piece_budget(f, tree.radius)
-    assert 0 < peak["coverage"] <= 4 * budget and 0 < peak["chains"] <= 4 * budget
+    coverage = finish._piece_budget(f, tree.radius, finish.COVERAGE_PIECES_PER_ITEM)  # the largest level's
+    chains = finish._piece_budget(f, tree.radius, finish.CHAIN_PIECES_PER_ITEM)
+    assert 0 < peak["coverage"] <= 4 * coverage and 0 < peak["chains"] <= 4 * chains
     assert verify_tree(tree) == []

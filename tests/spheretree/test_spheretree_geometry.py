@@ -6,7 +6,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from spaceship_sim.spheretree.finish import error_bounds, error_bounds_numpy
+from spaceship_sim.spheretree.finish import error_bounds, error_bounds_numpy, farthest_corner
 from spaceship_sim.geometry.reference import triangle_distances
 from spaceship_sim.spheretree.geometry import (MeshQuery, closest_on_mesh, min_enclosing_sphere,
                                                triangles_meeting_boxes, winding_number)
@@ -364,3 +364,14 @@ def test_bridges_equal_the_plain_construction(seed, n, edges):
     c = rng.normal(size=(n, 3)) * rng.uniform(0.01, 10, 3)
     e = rng.integers(0, n, (edges, 2)).astype(np.int64)
     assert np.array_equal(_bridge_components(c, e), _bridges_ref(c, e))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=seeds, scale=st.sampled_from([1e-9, 1.0, 1e4]))
+def test_farthest_corner_is_the_numpy_expression_bit_for_bit(seed, scale):
+    rng = np.random.default_rng(seed)
+    pieces = rng.normal(size=(300, 3, 3)) * scale * rng.uniform(1e-3, 10, (300, 1, 1))
+    points = rng.normal(size=(50, 3)) * scale
+    rows, cols = rng.integers(0, 300, 5000), rng.integers(0, 50, 5000)
+    ref = np.linalg.norm(pieces[rows] - points[cols][:, None, :], axis=2).max(axis=1)
+    assert np.array_equal(farthest_corner(pieces, rows, points, cols), ref)
