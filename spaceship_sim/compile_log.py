@@ -2,7 +2,7 @@
 
 Every compile numba makes fires a "numba:compile" event around it, nested when a kernel compiles the
 kernels it calls: a kernel's own time is its event's span less its callees'. `CompileLog` collects
-them in this process; a process that compiles on another's behalf (the exact level's helper,
+them in this process; a process that compiles on another's behalf (the warm-up's helper,
 sim/compile_ahead.py) appends its records, as JSON lines, to the file named by $SPACESHIP_SIM_COMPILE_LOG
 when it is set (`spaceship-sim bench compile` sets it), so that one report covers every process.
 """

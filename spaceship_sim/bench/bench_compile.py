@@ -9,7 +9,7 @@ pays. Loads from numba's cache fire no event and cost ~0.3 s a kernel at most.
 By default the world's warm-up (World.from_config with warm=True: every kernel a frame of the
 config uses, and the exact level's strategy) runs in a child process on an empty kernel cache (a
 fresh $SPACESHIP_SIM_CACHE_DIR), so the figures are a first start's whatever this machine has cached;
-the exact level's helper process (sim/compile_ahead.py) reports its compiles to the same log.
+the warm-up's helper process (sim/compile_ahead.py) reports its compiles to the same log.
 `--cache current` keeps the cache as it is and shows what is left to compile. "Full detection" is
 the time from the start of that process (Python's start, imports, trees and warm-up) until every
 kernel a frame uses is ready: what `spaceship-sim fly` waits for on a first start before it drops
@@ -116,7 +116,7 @@ def run(args) -> int:
           + ("start (a first start: Python, imports, trees and every kernel of a frame)" if cold else "call"))
     print(f"warm-up {got['wall']:.1f} s, of which compiling {got['total']:.1f} s "
           f"({sum(f[2] for f in got['families'])} signatures"
-          + (f"; {got['helper']:.1f} s of it in the exact level's helper process, meanwhile)" if got["helper"] else ")"))
+          + (f"; {got['helper']:.1f} s of it in the warm-up's helper process, meanwhile)" if got["helper"] else ")"))
     print(f"  {'family':28s} {'kernels':>8s} {'signatures':>11s} {'compile [s]':>12s} {'share':>7s}")
     for name, kernels, signatures, own in got["families"]:
         print(f"  {name:28s} {kernels:8d} {signatures:11d} {own:12.2f} {own / max(got['total'], 1e-9):7.1%}")

@@ -128,31 +128,33 @@ class World:
         exact level's strategy, so that neither the first frame nor the first collision stalls: the
         narrow phase by refining each model against itself, the integrator, broad phase and response
         by two frames of a scratch world (this world's state is left alone), the exact level last. On
-        a cold start with a core to spare, the exact level's strategy and kernels are made in a helper
-        process meanwhile (compile_ahead.py), and loaded from the cache here. A step that takes over a
+        a cold start with a core to spare, a helper process makes the exact level's strategy and
+        compiles its kernels, then the broad phase's and the response's, meanwhile (compile_ahead.py):
+        this warm-up loads them from the cache. A step that takes over a
         second is compiling (first start, empty cache): notify(line) says so; None keeps quiet.
         Touches nothing the stepping thread uses: the switch happens in step(); an error is kept in
         `warm_error` for step() to raise, and raised here."""
         try:
             strategy = self.config.collision.exact_method != "sphere_leaves"
-            helper = self._start_exact_helper() if strategy else None
+            helper = self._start_helper()
             with slow_notice(COMPILING + "narrow phase", notify):
                 self._warm_narrow(None)
             with slow_notice(COMPILING + "dynamics, broad phase and response", notify):
                 self._warm_frames(exact_pending=strategy)
-            if strategy:
-                with slow_notice(COMPILING + "exact level" + (" (in a helper process)" if helper else ""), notify):
-                    failed = helper.join() if helper else None
-                    if failed and notify:
-                        notify(f"the exact level's helper process failed ({failed}); compiling it here")
+            with slow_notice(COMPILING + "exact level" + (" (in a helper process)" if helper else ""),
+                             notify if strategy else None):
+                failed = helper.join() if helper else None
+                if failed and notify:
+                    notify(f"the warm-up's helper process failed ({failed}); compiling its part here")
+                if strategy:
                     self._warm_narrow(self.exact_level())
         except Exception as e:
             self.warm_error = e
             raise
         self.kernels_ready.set()
 
-    def _start_exact_helper(self):
-        """compile_ahead's helper for the exact level, on a cold start with a core to spare (else None)."""
+    def _start_helper(self):
+        """compile_ahead's helper process, on a cold start with a core to spare (else None)."""
         if compile_ahead.cached(search_levels) or not compile_ahead.spare_core():
             return None
         return compile_ahead.start((self.config, self.models))
@@ -201,8 +203,7 @@ class World:
         needs a first frame of the broad phase). exact_pending: the exact level's strategy is not
         made yet, so the scratch world stops at the sphere leaves (a config with a strategy never
         runs the compiled sample)."""
-        respond(np.zeros((2, 3)), np.ones(2), np.array([[0, 1]]), np.array([[1.0, 0.0, 0.0]]), 1.0,
-                np.array([[1.0, 0.0, 0.0]]), 1.0)  # a collision in the scratch frames is not certain
+        warm_response()  # a collision in the scratch frames is not certain
         cfg = self.config
         if exact_pending:
             cfg = dataclasses.replace(cfg, collision=dataclasses.replace(cfg.collision, exact_method="sphere_leaves",
@@ -341,14 +342,24 @@ class World:
         return self.bank.max_level
 
 
-def exact_level_helper() -> None:
-    """The helper process of compile_ahead.py: the world's (config, models) on stdin; makes the
-    config's exact-level strategy (its trees cached on the way) and warms it (warm_strategy), so
-    that numba's cache holds its kernels for the world to load. Its compiles are recorded where
-    compile_log.shared_log says."""
+def warm_up_helper() -> None:
+    """The helper process of compile_ahead.py: the world's (config, models) on stdin. Makes the
+    config's exact-level strategy (its trees cached on the way) and warms it (warm_strategy), then
+    the broad phase (which warms itself when first made) and the response, so that numba's cache
+    holds their kernels for the world's warm-up to load: the exact level first, as the world's
+    warm-up needs it last. Its compiles are recorded where compile_log.shared_log says."""
     config, models = compile_ahead.payload()
-    with shared_log("exact-level helper") or contextlib.nullcontext():
-        warm_strategy(exact_strategy(config, models), models)
+    with shared_log("warm-up helper") or contextlib.nullcontext():
+        if config.collision.exact_method != "sphere_leaves":
+            warm_strategy(exact_strategy(config, models), models)
+        make_broadphase(config.collision.broadphase, np.ones(4), min_resolution=config.sim.min_temporal_resolution)
+        warm_response()
+
+
+def warm_response() -> None:
+    """The response's kernels, on a pair whose normal and centre line meet."""
+    respond(np.zeros((2, 3)), np.ones(2), np.array([[0, 1]]), np.array([[1.0, 0.0, 0.0]]), 1.0,
+            np.array([[1.0, 0.0, 0.0]]), 1.0)
 
 
 def warm_strategy(strategy, models) -> None:
