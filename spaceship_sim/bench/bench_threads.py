@@ -75,22 +75,21 @@ def _layer() -> str:
 
 def make_queries(args) -> dict:
     """{query: {form: call()}}: every form of a query does the same work (answers equal)."""
-    from ..bench.bench_narrowphase import make_poses, resolve_model
+    from ..bench.bench_narrowphase import load_tree, make_poses, resolve_model
     from ..config import Config
     from ..dynamics import Integrator
     from ..narrowphase import TreeBank
     from ..threads import ThreadChoice
     from .bench_dynamics import bench_state
-    from ..spheretree import load_or_build
     from ..ssv.exact import SSVExact
 
     model = resolve_model(args.model)
-    bank = TreeBank.from_trees([load_or_build(model.mesh, method="medial")])
+    bank = TreeBank.from_trees([load_tree(model, "medial", 3)])  # cached where bench narrowphase caches it
     args.poses_kind = "deep"
     T = make_poses("deep", args, bank.trees[0], bank, None)[0]
     z, Ta, Tb = np.zeros(len(T) // 2, np.int64), T[0::2], T[1::2]
-    ssv = {form: SSVExact([model.mesh], threads=None if form != "serial" else 1, adaptive_threads=form == "adaptive")
-           for form in FORMS}
+    ssv = {form: SSVExact([model.mesh], cache_dir=model.cache_dir, threads=None if form != "serial" else 1,
+                          adaptive_threads=form == "adaptive") for form in FORMS}
     queries = {
         f"ssv collide, first contact ({len(z)} poses)": {f: (lambda s=s: s.collide(z, z, Ta, Tb, False, False))
                                                           for f, s in ssv.items()},
