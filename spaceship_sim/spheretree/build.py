@@ -84,17 +84,18 @@ STAND_IN = "bounding"  # the method name of `bounding_tree`'s trees
 
 def bounding_tree(mesh) -> SphereTree:
     """A stand-in for a tree still building: the root alone, the smallest sphere around the mesh's
-    vertices, a leaf touching every triangle. Its error 2 r is a true bound (every point of the ball
-    is within its diameter of any surface point in it) and its witness a vertex. Milliseconds where a
-    tree takes seconds: a ship flies on it at once."""
+    vertices. Its error 2 r is a true bound (every point of the ball is within its diameter of any
+    surface point in it) and its witness a vertex. Milliseconds where a tree takes seconds: a ship
+    flies on it at once, on bounding spheres (sim/tree_builds.py), so the leaf lists no triangle: a
+    warm-up refining it against itself then costs nothing, whatever the mesh."""
     v, f = np.asarray(mesh.vertices, np.float64), np.asarray(mesh.faces, np.int32)
     used = np.unique(f)
     c, r = min_enclosing_sphere(v[used])
+    none = np.full(1, -1, np.int32)
     return SphereTree(center=c[None], radius=np.array([r]), error=np.array([2.0 * r]), witness=v[used[:1]],
-                      level=np.zeros(1, np.int32), parent=np.full(1, -1, np.int32), first_child=np.full(1, -1, np.int32),
-                      child_count=np.zeros(1, np.int32), leaf_tri_ptr=np.array([0, len(f)], np.int64),
-                      leaf_tri_idx=np.arange(len(f), dtype=np.int32), level_start=np.array([0, 1], np.int64),
-                      vertices=v, faces=f, closed=mesh.closed, method=STAND_IN)
+                      level=np.zeros(1, np.int32), parent=none, first_child=none, child_count=np.zeros(1, np.int32),
+                      leaf_tri_ptr=np.zeros(2, np.int64), leaf_tri_idx=np.zeros(0, np.int32),
+                      level_start=np.array([0, 1], np.int64), vertices=v, faces=f, closed=mesh.closed, method=STAND_IN)
 
 
 def is_cached(mesh, method: str = "medial", branching: int = 8, depth: int = 3, seed: int = 0,

@@ -77,3 +77,22 @@ def test_waiting_for_background_trees_gives_the_state_of_building_first(fresh_mo
             world.end_frame(0.01)
         hashes.append(world.state_hash())
     assert hashes[0] == hashes[1]
+
+
+def test_the_stand_in_holds_the_mesh_and_bounds_its_error(fresh_model):
+    import trimesh
+
+    from spaceship_sim.meshes import load_model
+    from spaceship_sim.narrowphase.bank import check_tree
+    from spaceship_sim.spheretree import bounding_tree
+    mesh = load_model("lump")
+    tree = bounding_tree(mesh)
+    check_tree(tree)
+    c, r = tree.center[0], tree.radius[0]
+    assert np.all(np.linalg.norm(mesh.vertices - c, axis=1) <= r * (1 + 1e-12))
+    rng = np.random.default_rng(0)
+    d = rng.normal(size=(2000, 3))
+    p = c + r * d / np.linalg.norm(d, axis=1, keepdims=True) * rng.random((2000, 1)) ** (1 / 3)
+    tm = trimesh.Trimesh(mesh.vertices, mesh.faces, process=False)
+    dist = trimesh.proximity.closest_point(tm, p)[1] * ~tm.contains(p)
+    assert dist.max() <= tree.error[0] and np.linalg.norm(tree.witness[0] - c) <= r
