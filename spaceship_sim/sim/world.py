@@ -128,9 +128,9 @@ class World:
         exact level's strategy, so that neither the first frame nor the first collision stalls: the
         narrow phase by refining each model against itself, the integrator, broad phase and response
         by two frames of a scratch world (this world's state is left alone), the exact level last. On
-        a cold start with a core to spare, a helper process makes the exact level's strategy and
-        compiles its kernels, then the broad phase's and the response's, meanwhile (compile_ahead.py):
-        this warm-up loads them from the cache. A step that takes over a
+        a cold start with a core to spare, a helper process compiles the broad phase's and the
+        response's kernels, then makes the exact level's strategy and compiles its kernels, meanwhile
+        (compile_ahead.py): this warm-up loads them from the cache. A step that takes over a
         second is compiling (first start, empty cache): notify(line) says so; None keeps quiet.
         Touches nothing the stepping thread uses: the switch happens in step(); an error is kept in
         `warm_error` for step() to raise, and raised here."""
@@ -343,17 +343,18 @@ class World:
 
 
 def warm_up_helper() -> None:
-    """The helper process of compile_ahead.py: the world's (config, models) on stdin. Makes the
-    config's exact-level strategy (its trees cached on the way) and warms it (warm_strategy), then
-    the broad phase (which warms itself when first made) and the response, so that numba's cache
-    holds their kernels for the world's warm-up to load: the exact level first, as the world's
-    warm-up needs it last. Its compiles are recorded where compile_log.shared_log says."""
+    """The helper process of compile_ahead.py: the world's (config, models) on stdin. Compiles the
+    broad phase's kernels (it warms itself when first made) and the response's, then makes the
+    config's exact-level strategy (its trees cached on the way) and warms it (warm_strategy), so
+    that numba's cache holds them for the world's warm-up to load, in the order that warm-up
+    reaches them: the frames after the narrow phase, the exact level last. Its compiles are
+    recorded where compile_log.shared_log says."""
     config, models = compile_ahead.payload()
     with shared_log("warm-up helper") or contextlib.nullcontext():
-        if config.collision.exact_method != "sphere_leaves":
-            warm_strategy(exact_strategy(config, models), models)
         make_broadphase(config.collision.broadphase, np.ones(4), min_resolution=config.sim.min_temporal_resolution)
         warm_response()
+        if config.collision.exact_method != "sphere_leaves":
+            warm_strategy(exact_strategy(config, models), models)
 
 
 def warm_response() -> None:
