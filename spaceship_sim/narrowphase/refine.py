@@ -138,12 +138,22 @@ class FrameNarrowResult:
     _tris: tuple = field(repr=False)
     time_in_batches: float = 0.0
     bound_pairs: np.ndarray | None = None
-    lower: np.ndarray | None = None
-    upper: np.ndarray | None = None
+    # how the separation intervals are made, on first use (a verdict-only caller never pays for them):
+    # answer -> (lower, upper); None: from the verdict alone (sphere trees know more: intervals.py)
+    interval_source: object = field(default=None, repr=False)
 
-    def __post_init__(self):
-        if self.lower is None:  # what any strategy's verdict knows (sphere trees know more: intervals.py)
-            self.lower, self.upper = verdict_interval(self)
+    @cached_property
+    def interval(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper), made on first use and then kept (tightening narrows them in place)."""
+        return (self.interval_source or verdict_interval)(self)
+
+    @property
+    def lower(self) -> np.ndarray:
+        return self.interval[0]
+
+    @property
+    def upper(self) -> np.ndarray:
+        return self.interval[1]
 
     # per-pair lists are built only when asked for: most frames never look at them
     @cached_property
@@ -799,8 +809,8 @@ class _Search(SearchArrays):
         summary = summarize_stacks(self.VA, self.VB, *self.packed, self.hits[0], max(self.A.max_level, self.B.max_level)
                                    + 1, pairs, self.fair_args)
         answer = frame_answer(pairs, summary, self.hits, self.clock() - start, self.busy, self.fair)
-        if self.prebuilt:
-            answer.lower, answer.upper = verdict_bounds(answer, self.A, self.B, self.frame[1])
+        if self.prebuilt:  # the root spheres' gap and witnesses too, when the intervals are first read
+            answer.interval_source = functools.partial(verdict_bounds, A=self.A, B=self.B, T=self.frame[1])
         return answer
 
     def tighten(self, answer, start, deadline, detector=None, triangle_tests=True) -> None:

@@ -23,6 +23,8 @@ more pairs than the scratch holds gets a larger scratch and `_detect_forced` alo
 """
 from __future__ import annotations
 
+import functools
+
 from typing import NamedTuple
 
 import numpy as np
@@ -216,7 +218,7 @@ class CompiledSample:
         """The Python side of the kernel's pipeline._detect: the narrow phase's answer."""
         d, stats = detected, s.stats
         narrow = frame_answer(d.rows, d.summary, (d.hit_ptr, NO_IDS, NO_IDS), d.time_used, d.busy, s.stages.fair)
-        narrow.lower, narrow.upper = verdict_bounds(narrow, s.stages.bank, s.stages.bank, self.T)
+        narrow.interval_source = functools.partial(verdict_bounds, A=s.stages.bank, B=s.stages.bank, T=self.T.copy())
         stats.t_narrow = stats.t_narrow + d.narrow_end - d.narrow_start
         stats.t_response = stats.t_response + d.response_end - d.response_start
         stats.add_tally(narrow, 0.0, d.moved, d.tally)
