@@ -150,9 +150,11 @@ class CollisionConfig:
                            "colliding sphere-tree leaves; the default with [asteroids], which the others do not "
                            "cover) or another exact strategy of the registry ('bsp', 'faceoctree', 'fcl', ...) [-]",
                            choices=EXACT_LEVELS)
-    distance_intervals: str = _f("tighten", "'tighten': after the verdicts, the rest of each budget narrows the "
-                                 "separation intervals [lower, upper] of the widest pairs; 'verdict': the verdicts "
-                                 "take the whole budget [-]", choices=("tighten", "verdict"))
+    distance_intervals: str = _f("verdict", "'verdict': the verdicts take the whole budget (each pair's separation "
+                                 "interval [lower, upper] is what they know); 'tighten': half of a finite budget "
+                                 "narrows the widest intervals after the verdicts (narrower, at some frames' cost "
+                                 "on a tight frame: bench hubbard --intervals-ab) [-]",
+                                 choices=("verdict", "tighten"))
     swept: bool = _f(False, "catch ships crossing between samples: candidate pairs moving farther than their "
                             "thickness in a sample get the face octree's swept-space test [-]")
     restitution: float = _f(1.0, "coefficient of restitution of collision response [-]", lo=0.0, hi=1.0)

@@ -39,6 +39,7 @@ from ..sorting import heap_pop, heap_push
 from .volumes import moved
 
 HEAP_START = 256  # node pairs a row's heap holds before it grows
+TRIANGLES_PER_POP = 8  # triangle pairs measured that count as one node pair of a call's `pops`
 EMPTY = np.int64(0)  # an empty heap's size, typed: a literal 0 would compile heap_push twice
 
 
@@ -72,14 +73,17 @@ def _grown(key, hx, hy):
 
 
 @njit(cache=True)
-def _leaf_distance(tri_a, tri_b, ea, a, eb, b, R, t, r, best, work):
+def _leaf_distance(tri_a, tri_b, ea, a, eb, b, R, t, r, best, work, limit):
     """min(best, the least distance between leaf a's triangles and leaf b's), B's moved into A's
     frame, over the surface the leaves' spheres hold: a triangle `best` or more from the other
     leaf's sphere, or a triangle pair whose bounding spheres are, holds no point of the leaves'
-    parts nearer than best, and is not measured. work: _Work scratch."""
+    parts nearer than best, and is not measured. work: _Work scratch. Stops after `limit` triangle
+    pairs. Returns (least distance measured, or best; triangle pairs measured; whether every pair
+    that needed measuring was)."""
     tpa, tia, tva, tca, tra = tri_a
     tpb, tib, tvb, tcb, trb = tri_b
     sel_a, tris_b, sel_b, va, out = work
+    measured = 0
     b0, b1, b2 = moved(R, t, r, eb, b)
     na = 0
     for i in range(tpa[a], tpa[a + 1]):
@@ -104,10 +108,13 @@ def _leaf_distance(tri_a, tri_b, ea, a, eb, b, R, t, r, best, work):
                 continue
             for v in range(3):  # element by element: a slice copy compiles a second signature
                 va[v, 0], va[v, 1], va[v, 2] = tva[f, v, 0], tva[f, v, 1], tva[f, v, 2]
+            if measured >= limit:
+                return best, measured, False
             best = min(best, distance_triangle_triangle(va, tris_b[j], out))
+            measured += 1
             if best == 0.0:
-                return 0.0
-    return best
+                return 0.0, measured, True
+    return best, measured, True
 
 
 @njit(cache=True)
@@ -130,7 +137,8 @@ def _most_per_leaf(tri_ptr):
 def narrow_rows(fca, cca, ea, wa, la, fcb, ccb, eb, wb, lb, tri_a, tri_b, R, t, rows, root_a, root_b, pops,
                 max_level, lower, upper):
     """Narrow lower[r] and upper[r] of each pair row r in `rows` by a branch-and-bound of at most
-    `pops` node pairs (module docstring), in place; returns how many of the rows closed (lower ==
+    `pops` node pairs (module docstring; every TRIANGLES_PER_POP triangle pairs measured count as
+    one more, so that a row's work, leaves included, is bounded by `pops`), in place; returns how many of the rows closed (lower ==
     upper). fca, cca, ea, wa, la: A's first_child, child_count, (N, 8) enclosing spheres, (N, 3)
     witnesses (surface points of each node's part; (0, 3): none) and each node's level (B's alike);
     tri_a, tri_b: (tri_ptr, tri_idx, tri_verts, tri_center, tri_radius) of each bank; R, t: B's pose
@@ -159,8 +167,11 @@ def narrow_rows(fca, cca, ea, wa, la, fcb, ccb, eb, wb, lb, tri_a, tri_b, R, t, 
                     # two leaves above the cap (the exact level lies past the leaves): the pair's own
                     # distance where under best, else best (still a lower bound for it: the
                     # triangle pairs left unmeasured are best or more apart)
-                    best = _leaf_distance(tri_a, tri_b, ea, a, eb, b, R, t, r, best, work)
-                    resolved = min(resolved, best)
+                    best, measured, whole = _leaf_distance(tri_a, tri_b, ea, a, eb, b, R, t, r, best, work,
+                                                           max(left, 1) * TRIANGLES_PER_POP)
+                    # a pair cut short keeps its gap as its lower bound (its distance may be below best)
+                    resolved = min(resolved, best if whole else _gap(ea, a, eb, b, R, t, r))
+                    left -= measured // TRIANGLES_PER_POP  # the work a call may do is bounded, leaves' too
                 else:  # at the level cap: its gap is what the spheres know
                     resolved = min(resolved, _gap(ea, a, eb, b, R, t, r))
                 continue

@@ -55,8 +55,8 @@ def test_hubbard_bench_writes_runs_histograms_accuracy_and_render_sweep(tmp_path
     assert [float(r["render_ms"]) for r in sweep] == [0.0, 40.0]
     # a 40 ms render alone is over the 33.3 ms target: no mode can hold it
     assert float(sweep[1]["time_critical_within_target"]) == 0.0 == float(sweep[1]["exact_only_within_target"])
-    assert {"time_critical_verdict_within_target", "time_critical_width_median_m",
-            "time_critical_verdict_width_median_m"} <= set(sweep[0])  # --intervals-ab's mode
+    assert {"time_critical_tighten_within_target", "time_critical_width_median_m",
+            "time_critical_tighten_width_median_m"} <= set(sweep[0])  # --intervals-ab's mode
     for png in ("render_sweep.png", "accuracy.png", "profiles.png", "speedup.png", "separation.png"):
         assert (out / png).stat().st_size > 10_000
 
