@@ -12,6 +12,13 @@ form 100x slower under load costs a handful of batches in a long run, not one in
 re-measure that finds the other faster is repeated at once, so the choice follows within a few
 batches when the load goes. The answers never depend on it: every
 parallel kernel gives the same result on any number of threads.
+
+numba's threading layer matters as much. Measured with `bench threads --cpu-load 0,2 --repeats 100`
+on a 2-core machine (2026-11-29), parallel / serial per query with both cores taken by two busy
+processes: OpenMP 37x (SSV first contact), 2.2x (all contacts), 0.95x (distance); TBB 0.99x, 1.00x,
+1.00x, the integrator 0.44x; workqueue 1.00x, 0.72x, 0.54x but it cannot run two parallel kernels at
+once (the background tree builds and warm-up do). Quiet, TBB and OpenMP split the batch alike (0.52-
+0.65x, the integrator 0.23-0.31x). So the package depends on TBB, which numba prefers when present.
 """
 from __future__ import annotations
 
