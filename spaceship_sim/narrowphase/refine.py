@@ -148,6 +148,11 @@ class FrameNarrowResult:
         return (self.interval_source or verdict_interval)(self)
 
     @property
+    def interval_known(self) -> bool:
+        """Whether the intervals have been made (read, or narrowed by the tightening)."""
+        return "interval" in vars(self)
+
+    @property
     def lower(self) -> np.ndarray:
         return self.interval[0]
 

@@ -64,7 +64,9 @@ class FrameStats:
     # measures it while time allows); NaN (empty in frames.csv) when none was measured
     distance_min: float = float("nan")
     # separation intervals' widths (upper - lower) over the frame's candidate pairs with a finite upper
-    # bound [m] (narrowphase/intervals.py): median and 90th percentile; NaN (empty) when there is none
+    # bound [m] (narrowphase/intervals.py), where the narrow phase made them (distance_intervals =
+    # "tighten"; a verdict-only frame does not pay for them): median and 90th percentile; NaN (empty)
+    # when there is none
     interval_width_median: float = float("nan")
     interval_width_p90: float = float("nan")
     interval_widths: np.ndarray = field(default_factory=lambda: NO_BOUNDS, repr=False)  # not in frames.csv
@@ -124,7 +126,8 @@ class FrameStats:
             self.sep_bound_median = ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
         if nearest < math.inf:
             self.distance_min = nearest if math.isnan(self.distance_min) else min(self.distance_min, nearest)
-        self.add_intervals(narrow.upper - narrow.lower)
+        if narrow.interval_known:  # made by the narrow phase (tightening): tallied; else not forced here
+            self.add_intervals(narrow.upper - narrow.lower)
 
     def add_intervals(self, widths: np.ndarray) -> None:
         """Take in a sample's interval widths [m] (infinite ones, pairs with no upper bound, left out)."""

@@ -168,7 +168,7 @@ def test_run_record_then_replay_print_the_same_state_hash_and_write_the_same_rep
 
     config = tmp_path / "lamps.toml"
     config.write_text('[arena]\nsize = 20.0\n[ships]\ncount = 5\nmodels = ["lamp"]\nuser_model = "lamp"\n'
-                      'initial_speed = 6.0\n[sim]\nseed = 3\n')
+                      'initial_speed = 6.0\n[sim]\nseed = 3\n[collision]\ndistance_intervals = "tighten"\n')
     rec = tmp_path / "run.rec.gz"
     common = ["--out", str(tmp_path / "a"), "--no-progress"]
     assert main(["run", "--config", str(config), "--frames", "40", "--render-ms", "20", "--record", str(rec),

@@ -55,3 +55,12 @@ def test_quantiles_memory_is_bounded_by_the_bins_not_the_values():
     # 1..1.5 spans log(1.5) / log(1.001 / 0.999) = 203 bins of relative width 0.2%
     assert len(q.bins) <= 204 and q.count == 100_000
     assert math.isnan(Quantiles().quantile(0.5))
+
+
+def test_interval_widths_tallied_per_frame_infinite_ones_left_out():
+    s = FrameStats()
+    s.add_intervals(np.array([0.1, np.inf, 0.3]))
+    s.add_intervals(np.array([0.5]))
+    assert s.interval_width_median == pytest.approx(0.3) and s.interval_width_p90 == pytest.approx(0.46)
+    row = FrameStats().row(max_level=2)
+    assert row["interval_width_median"] == "" and "interval_widths" not in row
