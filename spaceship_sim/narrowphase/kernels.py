@@ -167,8 +167,11 @@ def _reaches_children(eb, b, ea, a0, R, t, r):
 @njit(cache=True, _nrt=False)
 def _expand(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
     """Lazy expansion of node pair (a0, b0) from child-pair index j (_scan_children, lazy):
-    returns (new top, whether a child pair overlapped); nothing is written when none does."""
-    return _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, TRUE)
+    returns (new top, whether a child pair overlapped); nothing is written when none does. `lazy`
+    is passed as a literal, not a typed constant: numba then compiles _scan_children once per value
+    with the other branch folded away (measured: fcl / sphere level 2 on deep poses 11.3 -> 15.6x
+    on the lamp, 5.2 -> 7.6x on the fighter; the second compile is worth it)."""
+    return _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, True)
 
 
 @njit(cache=True, _nrt=False)
@@ -176,7 +179,7 @@ def _push_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level
     """Push every overlapping child pair of node pair (a0, b0) from index j on (_scan_children):
     the whole expansion (j = 0), or a continuation's rest, as the exact level needs it. Returns
     the new top."""
-    return _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, FALSE)[0]
+    return _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, False)[0]
 
 
 # On-collide trees (ocst.py) build a node's children one octant at a time, as pairs need them. A
