@@ -18,7 +18,10 @@ on a 2-core machine (2026-11-29), parallel / serial per query with both cores ta
 processes: OpenMP 37x (SSV first contact), 2.2x (all contacts), 0.95x (distance); TBB 0.99x, 1.00x,
 1.00x, the integrator 0.44x; workqueue 1.00x, 0.72x, 0.54x but it cannot run two parallel kernels at
 once (the background tree builds and warm-up do). Quiet, TBB and OpenMP split the batch alike (0.52-
-0.65x, the integrator 0.23-0.31x). So the package depends on TBB, which numba prefers when present.
+0.65x, the integrator 0.23-0.31x). TBB would be the layer to pick, but with TBB the windowed app
+hung, pinned to one core beside a busy process (tests/app stopped at its first window test; with
+OpenMP all 39 passed in 155 s). So the package keeps numba's default (OpenMP here), and this
+choice is what keeps OpenMP's 37x off the frame: adaptive / serial 1.06x median at load 2.
 """
 from __future__ import annotations
 
