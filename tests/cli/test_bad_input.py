@@ -378,7 +378,12 @@ def test_case_ids_are_unique():
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_is_refused_in_one_line(case, results):
-    r = results[case.id]
+    assert_refused_in_one_line(case, results[case.id])
+
+
+def assert_refused_in_one_line(case, r) -> None:
+    """run_case's result `r`: exit 2, one line naming the case's file and field and saying what it
+    says, and nothing written or changed."""
     lines = r["stderr"].splitlines()
     assert r["returncode"] == 2 and len(lines) == 1, r["stderr"][-3000:]
     where = case.where.replace("{tmp}", str(r["folder"]))

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from test_bad_input import CL, DEFAULT, FLY, LAMPS, REPLAY, RUN, Case, edit, flag, ply, recording, run_case, snapshot
+from test_bad_input import (CL, DEFAULT, FLY, LAMPS, REPLAY, RUN, Case, assert_refused_in_one_line, edit, flag, ply,
+                            recording, run_case, snapshot)
 
 from spaceship_sim import files
 from spaceship_sim.cli.main import main
@@ -116,13 +117,7 @@ def results(tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_hostile_input_is_refused_in_one_line(case, results):
-    r = results[case.id]
-    lines = r["stderr"].splitlines()
-    assert r["returncode"] == 2 and len(lines) == 1, r["stderr"][-3000:]
-    where = case.where.replace("{tmp}", str(r["folder"]))
-    head = f"error: {where}: {case.key}: " if case.key else f"error: {where}: "
-    assert lines[0].startswith(head) and case.says in lines[0][len(head):], lines[0][:400]
-    assert not r["changed"], sorted(r["folder"].rglob("*"))
+    assert_refused_in_one_line(case, results[case.id])
 
 
 # ---------------------------------------------------------------- FIFOs and symlinks
