@@ -16,6 +16,10 @@ from .cell import worker_name
 from .cluster import COMMAND_LINE
 
 SSV = "ssv"
+# relative build time per triangle, for scheduling only: the longest tasks start first, so that no
+# worker is left with a long build while the others idle (measured on generated 5k-triangle meshes:
+# medial 1.1-1.8 s, octree 0.3-0.5 s, SSV 0.1 s)
+BUILD_WEIGHT = {"medial": 10.0, "octree": 3.0, SSV: 1.0}
 
 
 def mesh_files(folder: Path) -> list[Path]:
@@ -66,13 +70,18 @@ def build_all(client, jobs: list[dict], progress: bool = True, workers=None) -> 
         return [build_one(**j) for j in tqdm(jobs, desc="trees", unit="tree", disable=not progress)]
     from distributed import as_completed
 
-    futures = [client.submit(build_one, **j, pure=False, workers=workers) for j in jobs]
+    futures = [client.submit(build_one, **j, pure=False, workers=workers, priority=_expected_cost(j)) for j in jobs]
     try:
         for _ in tqdm(as_completed(futures), total=len(futures), desc="trees", unit="tree", disable=not progress):
             pass
         return client.gather(futures)
     finally:
         client.cancel([f for f in futures if not f.done()])
+
+
+def _expected_cost(job: dict) -> int:
+    """A task priority: larger for builds expected to take longer (method weight × file size)."""
+    return int(BUILD_WEIGHT.get(job["method"], 1.0) * Path(job["path"]).stat().st_size // 1024)
 
 
 def methods_of(method: str) -> list[str]:
