@@ -79,20 +79,29 @@ def local_cluster(n: int):
     worker's numba gets its share of the cores, so that n workers do not oversubscribe them."""
     from distributed import LocalCluster
 
-    threads = str(max(1, (os.cpu_count() or 1) // n))
-    cluster = LocalCluster(n_workers=0, threads_per_worker=1, processes=True,
-                           dashboard_address=":0", silence_logs=logging.ERROR)  # any free port
+    # numba reads its thread count once, at import, which a worker process does before the nanny's
+    # `env` applies (and the environment outranks dask's pre-spawn config): the workers must be
+    # spawned from an environment that holds it. Restored on leaving.
+    saved = os.environ.get("NUMBA_NUM_THREADS")
+    os.environ["NUMBA_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // n))
     try:
-        for i in range(n):
-            (name, spec), = cluster.new_worker_spec().items()
-            options = {**spec["options"], "env": {"NUMBA_NUM_THREADS": threads}}
-            if i == 0:
-                options["resources"] = {TIMING: 1}
-            cluster.worker_spec[name] = {**spec, "options": options}
-        cluster.scale(n)
-        yield cluster
+        cluster = LocalCluster(n_workers=0, threads_per_worker=1, processes=True,
+                               dashboard_address=":0", silence_logs=logging.ERROR)  # any free port
+        try:
+            for i in range(n):
+                (name, spec), = cluster.new_worker_spec().items()
+                if i == 0:
+                    spec = {**spec, "options": {**spec["options"], "resources": {TIMING: 1}}}
+                cluster.worker_spec[name] = spec
+            cluster.scale(n)
+            yield cluster
+        finally:
+            cluster.close()
     finally:
-        cluster.close()
+        if saved is None:
+            os.environ.pop("NUMBA_NUM_THREADS", None)
+        else:
+            os.environ["NUMBA_NUM_THREADS"] = saved
 
 
 def _connect(scheduler: str):

@@ -42,6 +42,24 @@ def test_a_sweep_on_the_cluster_gives_the_table_of_the_cells_run_serially(client
     assert all(r["host"] and r["cpu"] and r["load_1m"] >= 0 and r["numba_threads"] >= 1 for r in rows)
 
 
+def test_each_local_worker_runs_numba_on_its_share_of_the_cores(client):
+    def numba_threads():
+        import numba
+        return numba.config.NUMBA_NUM_THREADS, numba.get_num_threads()
+
+    share = max(1, (os.cpu_count() or 1) // 2)
+    assert set(client.run(numba_threads).values()) == {(share, share)}
+
+
+def test_a_closed_local_cluster_leaves_this_process_environment_as_it_was(monkeypatch):
+    from spaceship_sim.sweep.cluster import open_client
+
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "7")  # not the share of the cores the worker gets
+    with open_client(None, 1, quiet=True) as one:
+        assert set(one.run(lambda: os.environ["NUMBA_NUM_THREADS"]).values()) == {str(os.cpu_count() or 1)}
+    assert os.environ["NUMBA_NUM_THREADS"] == "7"
+
+
 def test_a_rerun_skips_every_finished_cell_and_runs_only_the_missing_one(client, serial, tmp_path, capsys):
     spec, reference = serial
     store = CellStore(tmp_path)
