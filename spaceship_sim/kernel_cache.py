@@ -68,14 +68,13 @@ def install() -> None:
 
     if getattr(caching, "_spaceship_sim_installed", False):
         return
-    locator, checked = _classes(caching, kernel_dir())
-    caching.CacheImpl._locator_classes.insert(0, locator)
-    caching.IndexDataCacheFile = checked
+    caching.CacheImpl._locator_classes.insert(0, _locator_class(caching, kernel_dir()))
+    caching.IndexDataCacheFile = checked_cache_file(caching, kernel_dir())
     caching._spaceship_sim_installed = True
 
 
-def _classes(caching, root: Path):
-    """(locator, cache file class) over numba's: only sources inside this package, only under root."""
+def _locator_class(caching, root: Path):
+    """numba's cache locator for this package's sources only, with their files under root."""
 
     class KernelLocator(caching.UserProvidedCacheLocator):
         def __init__(self, py_func, py_file):
@@ -88,6 +87,12 @@ def _classes(caching, root: Path):
                 return None
             # numba's own checks (the source exists, the folder is writable), not CACHE_DIR's
             return super(caching.UserProvidedCacheLocator, cls).from_function(py_func, py_file)
+
+    return KernelLocator
+
+
+def checked_cache_file(caching, root: Path):
+    """numba's cache file class, sealing (and checking) every file under root."""
 
     class CheckedCacheFile(caching.IndexDataCacheFile):
         """numba's index + data files, each sealed with a checksum when under root; a file that
@@ -165,7 +170,7 @@ def _classes(caching, root: Path):
             print(f"{path}: damaged compiled-kernel cache ({problem}); dropped it, compiling this kernel again",
                   file=sys.stderr, flush=True)
 
-    return KernelLocator, CheckedCacheFile
+    return CheckedCacheFile
 
 
 def damage(blob: bytes) -> str | None:

@@ -1,11 +1,11 @@
 """Two processes saving two signatures of one kernel at once: each index names its own machine code."""
 from numba.core import caching
 
-from spaceship_sim.kernel_cache import _classes
+from spaceship_sim.kernel_cache import checked_cache_file
 
 
 def test_a_stale_index_written_last_never_names_the_other_signatures_code(tmp_path):
-    checked = _classes(caching, tmp_path)[1]
+    checked = checked_cache_file(caching, tmp_path)
     folder = tmp_path / "mod"
     folder.mkdir()
     first, second = (checked(str(folder), "mod.kernel-10.py311", ("stamp", 1)) for _ in range(2))
