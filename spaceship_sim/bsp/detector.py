@@ -7,7 +7,7 @@ Answers are exact triangle–triangle tests; distance is not computed (nan).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -17,30 +17,29 @@ from .build import BSPTree, build_bsp
 from .kernels import bsp_collide_pairs
 
 
+class BSPArrays(NamedTuple):
+    """M models' BSP trees concatenated (global node and triangle ids; children global), as the
+    pair kernel takes them."""
+
+    plane: np.ndarray       # (N, 4) float64, as in BSPTree
+    front: np.ndarray       # (N,) int64, global child ids (-1 at leaves)
+    back: np.ndarray        # (N,) int64
+    tri_ptr: np.ndarray     # (N+1,) int64, CSR of tri_idx per node
+    tri_idx: np.ndarray     # (K,) int64, global triangle ids
+    tri_verts: np.ndarray   # (F, 3, 3) float64, every model's triangles, body frames [m]
+    tri_center: np.ndarray  # (F, 3) float64, centroid of each triangle [m]
+    tri_radius: np.ndarray  # (F,) float64, radius about it enclosing the triangle [m]
+    root: np.ndarray        # (M,) int64, root node of each model
+    tri_offset: np.ndarray  # (M+1,) int64, model m's triangles are tri_offset[m]:tri_offset[m+1]
+    box: np.ndarray         # (M, 2, 3) float64 [m], bounding box (lo, hi) of each model, body frame
+    eps: np.ndarray         # (M,) float64 [m], each tree's side tolerance
+
+
 @dataclass(frozen=True, eq=False)
 class BSPBank:
-    """M models' BSP trees concatenated (global node and triangle ids; children global).
+    """M models' BSP trees: their arrays concatenated (BSPArrays) and the BSPTrees themselves."""
 
-    plane (N, 4), front (N,), back (N,), tri_ptr (N+1,), tri_idx (K,) : as in BSPTree, global
-    tri_verts  : (F, 3, 3) float64, body frames [m]
-    tri_center : (F, 3), tri_radius : (F,) float64, centroid and enclosing radius of each triangle [m]
-    root       : (M,) int64 root node of each model;  tri_offset : (M+1,) int64
-    box        : (M, 2, 3) float64 [m] bounding box (lo, hi) of each model, body frame;  eps : (M,) float64 [m]
-    trees      : the M BSPTrees
-    """
-
-    plane: np.ndarray
-    front: np.ndarray
-    back: np.ndarray
-    tri_ptr: np.ndarray
-    tri_idx: np.ndarray
-    tri_verts: np.ndarray
-    tri_center: np.ndarray
-    tri_radius: np.ndarray
-    root: np.ndarray
-    tri_offset: np.ndarray
-    box: np.ndarray
-    eps: np.ndarray
+    arrays: BSPArrays
     trees: tuple
 
     @classmethod
@@ -58,13 +57,15 @@ class BSPBank:
         ptr = np.concatenate([[0], np.cumsum(np.concatenate([np.diff(t.tri_ptr) for t in trees]))]).astype(np.int64)
         verts = np.ascontiguousarray(np.concatenate(tris))
         center = verts.mean(1)
-        return cls(plane=np.ascontiguousarray(np.concatenate([t.plane for t in trees])), front=child("front"),
-                   back=child("back"), tri_ptr=ptr,
-                   tri_idx=np.concatenate([t.tri_idx + o for t, o in zip(trees, tri_offset)]).astype(np.int64),
-                   tri_verts=verts, tri_center=center,
-                   tri_radius=np.linalg.norm(verts - center[:, None], axis=2).max(1), root=root[:-1], tri_offset=tri_offset,
-                   box=np.array([[t.reshape(-1, 3).min(0), t.reshape(-1, 3).max(0)] for t in tris]),
-                   eps=np.array([t.eps for t in trees]), trees=trees)
+        arrays = BSPArrays(
+            plane=np.ascontiguousarray(np.concatenate([t.plane for t in trees])), front=child("front"),
+            back=child("back"), tri_ptr=ptr,
+            tri_idx=np.concatenate([t.tri_idx + o for t, o in zip(trees, tri_offset)]).astype(np.int64),
+            tri_verts=verts, tri_center=center, tri_radius=np.linalg.norm(verts - center[:, None], axis=2).max(1),
+            root=root[:-1], tri_offset=tri_offset,
+            box=np.array([[t.reshape(-1, 3).min(0), t.reshape(-1, 3).max(0)] for t in tris]),
+            eps=np.array([t.eps for t in trees]))
+        return cls(arrays=arrays, trees=trees)
 
 
 class BSPExact:
@@ -79,15 +80,13 @@ class BSPExact:
         if not (len(ma) == len(mb) == len(Ta) == len(Tb)):
             raise ValueError(f"ma, mb, Ta, Tb must have one row per pair, got {len(ma)}, {len(mb)}, {len(Ta)}, "
                              f"{len(Tb)}")
-        bank = self.bank
+        bank = self.bank.arrays
         n_tris = np.diff(bank.tri_offset)
         swap = n_tris[ma] < n_tris[mb]  # the tree belongs to the model with more triangles
         tree_m, query_m = np.where(swap, mb, ma), np.where(swap, ma, mb)
         Tt, Tq = np.where(swap[:, None, None], Tb, Ta), np.where(swap[:, None, None], Ta, Tb)
         R, t = relative_poses(np.ascontiguousarray(Tt), np.ascontiguousarray(Tq))
-        ptr, h_tree, h_query = bsp_collide_pairs(bank.plane, bank.front, bank.back, bank.tri_ptr, bank.tri_idx,
-                                                 bank.tri_verts, bank.tri_center, bank.tri_radius, bank.root, bank.tri_offset, bank.box, bank.eps,
-                                                 tree_m, query_m, R, t, not all_contacts)
+        ptr, h_tree, h_query = bsp_collide_pairs(bank, tree_m, query_m, R, t, not all_contacts)
         rows = np.repeat(np.arange(len(ma)), np.diff(ptr))
         flip = swap[rows]
         hit_a, hit_b = np.where(flip, h_query, h_tree), np.where(flip, h_tree, h_query)
@@ -95,4 +94,4 @@ class BSPExact:
                            distance=np.full(len(ma), np.nan))
 
 
-__all__ = ["BSPBank", "BSPExact", "BSPTree", "build_bsp"]
+__all__ = ["BSPArrays", "BSPBank", "BSPExact", "BSPTree", "build_bsp"]
