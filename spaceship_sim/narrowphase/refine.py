@@ -78,6 +78,11 @@ EXACT_FIRST_COST = 1.5e-4
 # make the same decisions whatever ran before it on another.
 _UNIT_COST = weakref.WeakKeyDictionary()
 EXACT_PROBE_AFTER = 4
+# ... and its time per row of the distance query that closes the interval of a pair found apart
+# (_apart_distances): a row never starts where that would end past the deadline (a crowd.toml row,
+# two freighters side by side, takes ~3 ms on a 2-core runner; the prior holds until the first row ran)
+_DISTANCE_COST = weakref.WeakKeyDictionary()
+DISTANCE_ROW_COST = 3e-4
 MAX_BATCH = 1 << 16     # pairs per kernel call at most (bounds the scratch arrays)
 FINISH_COST = 6e-8      # [s] per held node pair: time kept back from the deadline for the final
                         # summary (bounds, contacts), measured ~50 ns per pair on a 2-core runner
@@ -346,7 +351,7 @@ class _Frontier:
 
 
 def _run_batches(kernel, n: int, deadline: float, n_forced: int, clock, probe: int = PROBE,
-                 first_cost: float = 0.0):
+                 first_cost: float = 0.0, cost: CostModel | None = None):
     """Call kernel(s, e) over active rows 0..n in batches until done or past the deadline; the
     first n_forced rows run whatever the clock says. A small probe batch measures the time per
     row; each later batch is sized to use a third of the time left, so the deadline is approached
@@ -355,9 +360,13 @@ def _run_batches(kernel, n: int, deadline: float, n_forced: int, clock, probe: i
     measured time per row; first_cost [s] before any is measured) would end past the deadline.
     kernel(s, e) -> (end, piece): it may stop early, at row end < e, when the rest would not
     finish in time (then the batches stop too), and `piece` covers rows s..end.
+    cost: a model of the time per row remembered across calls, which then prices the first probe
+    (unless its probe is due) and learns from the rows run (one clock read more, only when some ran).
     Returns (rows processed, [piece], wall seconds inside kernel(): an instrument for reports,
     read from the wall clock, never from `clock`, so that it changes nothing a test's clock
     sees)."""
+    if cost is not None:
+        first_cost = 0.0 if cost.probe_due else cost.predict(probe)
     pieces, done, busy = [], 0, 0.0
     batch = probe if math.isfinite(deadline) else MAX_BATCH
     t_start = clock()
@@ -376,6 +385,10 @@ def _run_batches(kernel, n: int, deadline: float, n_forced: int, clock, probe: i
         done = end
         if end < e:
             break
+    if cost is not None and done:
+        cost.observe(clock() - t_start, done)
+    elif cost is not None and n > n_forced:
+        cost.refused()
     return done, pieces, busy
 
 
@@ -894,6 +907,14 @@ def _cost_model(detector, clock) -> CostModel:
     return per_clock[clock]
 
 
+def _distance_cost(detector, clock) -> CostModel:
+    """The exact strategy's remembered time per apart row's distance query on `clock`."""
+    per_clock = _DISTANCE_COST.setdefault(detector, weakref.WeakKeyDictionary())
+    if clock not in per_clock:
+        per_clock[clock] = CostModel(DISTANCE_ROW_COST, probe_after=EXACT_PROBE_AFTER)
+    return per_clock[clock]
+
+
 def frame_answer(pairs, summary: tuple, hits: tuple, time_used: float, busy: float, fair) -> FrameNarrowResult:
     """The FrameNarrowResult of a search's summary (kernels.summarize_stacks's arrays) and hits
     (CSR of intersecting triangle pairs); the levels reached recorded in `fair` (or None)."""
@@ -919,7 +940,8 @@ def _apart_distances(detector, ma, mb, Ta, Tb, rows, deadline, clock) -> np.ndar
         r = rows[s:e]
         return e, (detector.distance(ma[r], mb[r], Ta[r], Tb[r]).distance,)
 
-    done, pieces, busy = _run_batches(kernel, len(rows), deadline, 0, clock, probe=EXACT_PROBE)
+    done, pieces, busy = _run_batches(kernel, len(rows), deadline, 0, clock, probe=EXACT_PROBE,
+                                      cost=_distance_cost(detector, clock))
     if pieces:
         out[:done] = np.concatenate([p[0] for p in pieces])
     return out, busy

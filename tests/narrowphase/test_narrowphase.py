@@ -378,6 +378,30 @@ def test_batches_stop_before_one_that_would_overrun(n_forced, first_cost):
     assert done == (0 if first_cost > 4.5 and not n_forced else 4)
 
 
+def test_a_remembered_row_cost_keeps_rows_from_starting_past_the_deadline_and_probes_to_recover():
+    """With a cost model, _run_batches starts no row it prices past the deadline (the model learned
+    from earlier calls), counts the refusal, and after EXACT_PROBE_AFTER refusals runs one row as a
+    probe (an overrun of one row's cost at most), whose measurement lets a cheaper rate back in."""
+    from spaceship_sim.cost import CostModel
+
+    clock, row_cost = TickClock(1e-9), [3.0]
+
+    def kernel(s, e):
+        clock.spend(row_cost[0] * (e - s))
+        return e, (np.zeros(e - s + 1, np.int64),)
+
+    cost = CostModel(1.0, probe_after=refine.EXACT_PROBE_AFTER)
+    done = [refine._run_batches(kernel, 5, clock() + 10.0, 0, clock, probe=1, cost=cost)[0]]
+    assert done == [3] and cost.rate() == pytest.approx(3.0, rel=1e-6)  # a 4th row would end past 10 s
+    row_cost[0] = 0.5  # the rows got cheaper; the model does not know yet
+    for _ in range(refine.EXACT_PROBE_AFTER + 1):
+        start = clock()
+        done.append(refine._run_batches(kernel, 5, start + 2.0, 0, clock, probe=1, cost=cost)[0])
+        assert clock.now <= start + 2.0 + row_cost[0] + 1e-6
+    assert done[1:] == [0] * refine.EXACT_PROBE_AFTER + [3]  # refused, then the probe and rows at its rate
+    assert refine._run_batches(kernel, 5, clock() + 2.0, 0, clock, probe=1, cost=cost)[0] == 3
+
+
 def test_min_level_past_the_leaves_forces_exact(trees):
     rng = np.random.default_rng(8)
     bank, model_id, T, pairs = random_scene(trees, rng, 10, ["torus", "ico"])
