@@ -35,6 +35,17 @@ from .cost import CostModel
 MAX_EXPLORE_EVERY = 4096
 
 
+@contextmanager
+def numba_threads(n: int):
+    """numba's thread count for this thread's parallel kernels set to n in the block, restored after."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield n
+    finally:
+        numba.set_num_threads(before)
+
+
 class ThreadChoice:
     """Serial or `most` threads (numba's pool size by default), per batch, from measured throughput;
     adaptive=False: always `most` (a benchmark timing one thread count)."""
@@ -69,14 +80,12 @@ class ThreadChoice:
         and learn its wall time (an instrument: it decides speed, never an answer)."""
         n = self.choose()
         self.batches += 1
-        before = numba.get_num_threads()
-        numba.set_num_threads(n)
         t0 = time.perf_counter()
         try:
-            yield n
+            with numba_threads(n):
+                yield n
         finally:
             elapsed = time.perf_counter() - t0
-            numba.set_num_threads(before)
             if n != self.best and self.best is not None and elapsed / units < self.cost[self.best].rate():
                 self.next_explore = self.batches  # the other was faster this time: confirm it at once
             self.cost[n].observe(elapsed, units)

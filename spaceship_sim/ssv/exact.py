@@ -20,7 +20,7 @@ from numba import njit
 
 from ..narrowphase.exact import ExactAnswer
 from ..progress import slow_notice, to_stderr
-from ..threads import ThreadChoice
+from ..threads import ThreadChoice, numba_threads
 from ..geometry.poses import relative_poses
 from .query import chunks, collide_pairs, distance_pairs
 from .tree import SSVBank, build_ssv, load_or_build_ssv
@@ -108,11 +108,13 @@ class SSVExact:
     @contextmanager
     def _pool(self, rows: int):
         """The chunk bounds for a batch of `rows` pairs, under numba's thread count for it (restored
-        after). A small batch is one chunk, which one thread works: switching numba's thread count
-        there (twice) would cost more than the other threads' idle wake-up (a one-pair call, as a
-        coherent query makes each frame, took ~25 us more)."""
+        after). A small batch is one chunk on one thread: on the whole pool, the kernel would wait
+        at its end for every thread, and beside a busy process the idle one may first wait a time
+        slice for its core (a one-row crowd.toml distance query: 2.8 ms on one thread, 5-12 ms
+        median on two with one busy process beside)."""
         if rows < PARALLEL_MIN_ROWS:
-            yield np.array([0, rows], np.int64)
+            with numba_threads(1):
+                yield np.array([0, rows], np.int64)
             return
         with self.threads.threads_for(rows):
             yield chunks(rows)
