@@ -446,23 +446,16 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget)
     the rows that may go on to the exact level (at their leaves, not apart).
     """
     fca, cca, ea, fcb, ccb, eb, cells = banks[:7]
-    rows, pose, state, known, plan, batch, order = scratch_views(scratch, k, width)
+    views = scratch_views(scratch, k, width)
+    rows, pose, state, known, plan, batch, order = views
     R, t = pose[2], pose[3]
     sa, sb, sl, height, level, apart, blocked = state
     cap = rows[CAP]
     xb = np.empty((2, 3))
     n = 0
     if plan[0] < 0:  # set-up and forced pass
-        bad = _start_rows(banks[7:], frame, rows, pose)
-        if bad:
-            plan[0] = bad
+        if _start_search(VA, VB, banks, frame, views, fair):
             return n, False, 0
-        level[:] = 0
-        blocked[:] = False
-        known[0][:] = False
-        known[1][:] = np.nan
-        _visiting_order(frame[2], fair, order)
-        _start_stacks(VA, VB, rows[ROOT_A], rows[ROOT_B], R, t, sa, sb, sl, height, apart)
         first = 0
         for r in range(k):
             target = min(cap[r], forced)
@@ -497,6 +490,26 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget)
         i += 1
     plan[0], plan[1], plan[2] = L, i, found
     return n, True, count_leaves(rows, level, apart)
+
+
+@njit(cache=True)
+def _start_search(VA, VB, banks, frame, views, fair):
+    """search_levels' set-up: the rows (_start_rows), the search's arrays reset, the visiting order
+    and the root pairs stacked. Returns 0, or, on bad input, plan[0] = BAD_PAIRS or BAD_MODELS
+    (nothing else done) and that value."""
+    rows, pose, state, known, plan, _, order = views
+    bad = _start_rows(banks[7:], frame, rows, pose)
+    if bad:
+        plan[0] = bad
+        return bad
+    sa, sb, sl, height, level, apart, blocked = state
+    level[:] = 0
+    blocked[:] = False
+    known[0][:] = False
+    known[1][:] = np.nan
+    _visiting_order(frame[2], fair, order)
+    _start_stacks(VA, VB, rows[ROOT_A], rows[ROOT_B], pose[2], pose[3], sa, sb, sl, height, apart)
+    return 0
 
 
 @njit(cache=True)
@@ -903,20 +916,36 @@ def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
     (_expand) — so the first contact added gives the normal.
     """
     rows, pose, state, known = scratch_views(scratch, k, width)[:4]
-    Ta, _, R, t = pose
     sa, sb, sl, height, level, apart, _ = state
-    tested = known[0]
     colliding, certain = np.empty(k, np.bool_), np.empty(k, np.bool_)
     for i in range(k):
-        colliding[i], certain[i] = not apart[i], apart[i] or tested[i]
+        colliding[i], certain[i] = not apart[i], apart[i] or known[0][i]
     bound, distance = np.full(k, np.inf), known[1].copy()
     point, normal = np.full((k, 3), np.nan), np.zeros((k, 3))
     hist = np.zeros(n_levels, np.int64)
-    root_a, root_b = rows[ROOT_A].copy(), rows[ROOT_B].copy()
     bound_pair = np.full((k, 2), -1, np.int64)
+    _summarize_rows(VA, VB, pose, state, known[0], rows, hit_ptr, (bound, distance, point, normal, hist, bound_pair))
+    ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), TRUE)
+    keys, served, n = fair
+    if n >= 0:
+        keys, served = record_service(pairs, level, n, keys, served)
+    return (colliding, certain, bound, distance, point, normal, level.copy(), rows[ROOT_A].copy(),
+            rows[ROOT_B].copy(), rows[TRI_A].copy(), rows[TRI_B].copy(), bound_pair, hist, ptr, fa, fb, keys, served)
+
+
+@njit(cache=True)
+def _summarize_rows(VA, VB, pose, state, tested, rows, hit_ptr, out):
+    """summarize_stacks' per-row answers, in place: out = (bound, distance, point, normal, hist,
+    bound_pair) as it returns them, distance holding what the exact level measured, the others
+    their values for rows apart. One call for all rows: a call per row passes (and, compiled with
+    reference counting, increfs) every array again."""
+    Ta, _, R, t = pose
+    sa, sb, sl, height, level, apart, _ = state
+    bound, distance, point, normal, hist, bound_pair = out
+    root_a, root_b = rows[ROOT_A], rows[ROOT_B]
     xb = np.empty((2, 3))
     acc = np.empty(6)
-    for i in range(k):
+    for i in range(len(height)):
         if apart[i]:
             continue
         hist[level[i]] += 1
@@ -932,7 +961,7 @@ def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
                 best, best_j = sep, j
         bound_pair[i, 0], bound_pair[i, 1] = sa[i, best_j] - root_a[i], entry_node_b(sb[i, best_j]) - root_b[i]
         for j in range(height[i]):
-            if j == 1:  # the bottom entry names the root pair (docstring): its direction is the normal
+            if j == 1:  # the bottom entry names the root pair (summarize_stacks): its direction is the normal
                 n0, n1, n2 = acc[3], acc[4], acc[5]
             contact(VA, sa[i, j], VB, entry_node_b(sb[i, j]), R, t, i, xb, acc)
         if height[i] == 1:
@@ -951,12 +980,6 @@ def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
                 point[i, c] += Ta[i, c, m] * acc[m]
             normal[i, c] = (Ta[i, c, 0] * n0 + Ta[i, c, 1] * n1 + Ta[i, c, 2] * n2) / length
         bound[i] = 0.0 if hit_ptr[i + 1] > hit_ptr[i] else best
-    ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), TRUE)
-    keys, served, n = fair
-    if n >= 0:
-        keys, served = record_service(pairs, level, n, keys, served)
-    return (colliding, certain, bound, distance, point, normal, level.copy(), root_a, root_b, rows[TRI_A].copy(),
-            rows[TRI_B].copy(), bound_pair, hist, ptr, fa, fb, keys, served)
 
 
 @njit(cache=True)
