@@ -299,10 +299,20 @@ def run_modes(cfg, args, render_ms: float, out: Path | None = None, clock=WALL) 
         folder = out / mode if out is not None else None
         log, _ = run_frames(c, args.frames, render_ms / 1e3, False,
                             lambda w: report.FrameLog(folder, args.frames, args.warmup, w.max_level, render_ms / 1e3),
-                            progress=out is not None, clock=clock)
+                            progress=out is not None, clock=clock,
+                            on_frame=_verdict_widths if tc and intervals == "verdict" else None)
         results[mode] = log.commit(title=f"{Path(args.config).name}: {mode.replace('_', '-')}, render {render_ms:g} ms",
                                    config=args.config, render_ms=render_ms, time_critical=tc, clock=args.clock)
     return results
+
+
+def _verdict_widths(world) -> None:
+    """Tally the separation intervals of a verdict-only frame's last sample into its stats, after
+    the frame was timed: the frame does not make them (what a verdict-only caller is spared), yet
+    the A/B comparison wants their widths."""
+    narrow = world.last_narrow
+    if not narrow.interval_known:
+        world.last_stats.add_intervals(narrow.upper - narrow.lower)
 
 
 def render_sweep(cfg, args, renders_ms: list[float], out: Path, clock=WALL) -> None:

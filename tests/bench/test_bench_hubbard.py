@@ -4,6 +4,7 @@ render sweep, --cpu-load, and exact-only worlds.
 The runs read a TickClock (time = clock reads), so which levels the time-critical run reaches,
 and so its trajectories, are the same on any machine, however slow or loaded."""
 import csv
+import math
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,9 @@ def test_hubbard_bench_writes_runs_histograms_accuracy_and_render_sweep(tmp_path
     assert float(sweep[1]["time_critical_within_target"]) == 0.0 == float(sweep[1]["exact_only_within_target"])
     assert {"time_critical_tighten_within_target", "time_critical_width_median_m",
             "time_critical_tighten_width_median_m"} <= set(sweep[0])  # --intervals-ab's mode
+    # both modes' widths measured (verdict-only's made after each frame was timed): tightening never widens
+    verdict, tighten = (float(sweep[0][f"time_critical{m}_width_median_m"]) for m in ("", "_tighten"))
+    assert 0.0 <= tighten <= verdict < math.inf
     for png in ("render_sweep.png", "accuracy.png", "profiles.png", "speedup.png", "separation.png"):
         assert (out / png).stat().st_size > 10_000
 
