@@ -48,6 +48,8 @@ pair. Hence height <= 1 + 2 x (deepest target level).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -78,6 +80,39 @@ Z = np.int64(0)
 TRUE, FALSE = np.bool_(True), np.bool_(False)
 
 
+class Tree(NamedTuple):
+    """One bank's arrays as the descent reads them: the A or the B side of every pair row (refine.py
+    makes them). Kernels unpack it once at their top: a field read inside a hot loop was measured
+    slower."""
+
+    nodes: tuple              # the volume's node arrays (volumes.py)
+    first_child: np.ndarray   # (N,) int64, global id of each node's first child
+    child_count: np.ndarray   # (N,) int64
+    spheres: np.ndarray       # (N, 8) the bank's `spheres` (volumes.enclosing_spheres), for _scan_children
+    cells: tuple              # the on-collide trees' octree cells (_needs_children); zeros for a prebuilt bank
+
+
+class Poses(NamedTuple):
+    """The pair rows' poses (scratch_views)."""
+
+    Ta: np.ndarray  # (k, 4, 4) A's body->world transform
+    Tb: np.ndarray  # (k, 4, 4) B's
+    R: np.ndarray   # (k, 3, 3) B's rotation in A's frame
+    t: np.ndarray   # (k, 3) B's origin in A's frame
+
+
+class SearchState(NamedTuple):
+    """The pair rows' depth-first search (descend_stacks): stacks (k, width) int64, the rest (k,)."""
+
+    sa: np.ndarray       # stacked entries: A's global node id
+    sb: np.ndarray       # ... B's, or a continuation (< 0)
+    sl: np.ndarray       # ... their level
+    height: np.ndarray   # int64, entries on each row's stack
+    level: np.ndarray    # int64, the level each row reached
+    apart: np.ndarray    # bool, found apart
+    blocked: np.ndarray  # bool, stopped on a node not built yet (ocst.py)
+
+
 @njit(cache=True, _nrt=False)
 def cont_node_b(x):
     """B's node of the parent pair of a continuation entry whose sb is x (< 0)."""
@@ -104,21 +139,25 @@ def stack_pairs_b(sb):
 
 
 @njit(cache=True, _nrt=False)
-def _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, lazy):
+def _scan_children(A, B, R, t, r, a0, b0, j, level, stack, top, xb, lazy):
     """Test the child pairs of node pair (a0, b0) from index j on (B's children outer, A's inner,
     in node order; a leaf stands in for its own children) and write the overlapping ones at
-    (sa, sb, sl)[top:], at `level`. Returns (new top, whether one overlapped).
+    stack = (sa, sb, sl)[top:], one row's entries, at `level`. Returns (new top, whether one
+    overlapped).
 
     lazy (_expand, the descent): stop at the first overlapping pair; write a continuation for the
     child pairs after it — kept even when none is left, so that the stack holds every pair the
     witness descends from — and the overlapping pair above it (module docstring). Otherwise
     (_push_children, the exact level) every overlapping pair is written. (Testing first the child
     pairs whose centres face the other node was measured slower: ordering cost more tests than it
-    saved.) A child of B whose enclosing sphere misses the sphere around A's children (ea, eb: the
-    banks' `spheres`, volumes.enclosing_spheres) is skipped with one test in place of one per A
+    saved.) A child of B whose enclosing sphere misses the sphere around A's children (the trees'
+    `spheres`, volumes.enclosing_spheres) is skipped with one test in place of one per A
     child: on deep poses that halves the tests, and the answers are the same (measured: level 2 on
     the freighter 0.31 -> 0.27 us a pair, the fighter 0.47 -> 0.38; also testing A's children
     against B's children's sphere first, into a bit mask, cost more than it saved)."""
+    VA, fca, cca, ea, _ = A
+    VB, fcb, ccb, eb, _ = B
+    sa, sb, sl = stack
     a_first, na, b_first, nb = a0, 1, b0, 1
     if cca[a0] > 0:
         a_first, na = fca[a0], cca[a0]
@@ -165,27 +204,27 @@ def _reaches_children(eb, b, ea, a0, R, t, r):
 
 
 @njit(cache=True, _nrt=False)
-def _expand(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
+def _expand(A, B, R, t, r, a0, b0, j, level, stack, top, xb):
     """Lazy expansion of node pair (a0, b0) from child-pair index j (_scan_children, lazy):
     returns (new top, whether a child pair overlapped); nothing is written when none does. `lazy`
     is passed as a literal, not a typed constant: numba then compiles _scan_children once per value
     with the other branch folded away (measured: fcl / sphere level 2 on deep poses 11.3 -> 15.6x
     on the lamp, 5.2 -> 7.6x on the fighter; the second compile is worth it)."""
-    return _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, True)
+    return _scan_children(A, B, R, t, r, a0, b0, j, level, stack, top, xb, True)
 
 
 @njit(cache=True, _nrt=False)
-def _push_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb):
+def _push_children(A, B, R, t, r, a0, b0, j, level, stack, top, xb):
     """Push every overlapping child pair of node pair (a0, b0) from index j on (_scan_children):
     the whole expansion (j = 0), or a continuation's rest, as the exact level needs it. Returns
     the new top."""
-    return _scan_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a0, b0, j, level, sa, sb, sl, top, xb, False)[0]
+    return _scan_children(A, B, R, t, r, a0, b0, j, level, stack, top, xb, False)[0]
 
 
 # On-collide trees (ocst.py) build a node's children one octant at a time, as pairs need them. A
-# pair's `cells` = (cells_a, cells_b), per bank (cell centre (N, 3), cell radius (N,), pending (N,),
-# want (N,)): the sphere circumscribing each resident node's octree cell (a root's: its bounding
-# cube's), the octants (bit j = 4x + 2y + z) of each node not built yet, and those a pair asked for.
+# Tree's `cells` = (cell centre (N, 3), cell radius (N,), pending (N,), want (N,)): the sphere
+# circumscribing each resident node's octree cell (a root's: its bounding cube's), the octants
+# (bit j = 4x + 2y + z) of each node not built yet, and those a pair asked for.
 # A prebuilt bank's pending bits are all 0 (refine.py passes zeros), so none of this runs for it.
 OCTANT_SLACK = 1e-9  # an octant's cell sphere is grown by this, relative, to hold its cell whatever the rounding
 
@@ -208,14 +247,15 @@ def _potential_child(cells, fc, cc, n, j):
 
 
 @njit(cache=True, _nrt=False)
-def _needs_children(cells, fca, cca, a, fcb, ccb, b, R, t, r):
+def _needs_children(A, B, a, b, R, t, r):
     """Whether expanding node pair (a, b) must wait for children not built yet: a pending octant
     of either node whose cell sphere overlaps one of the other node's potential children
     (_potential_child). Those octants are ORed into the banks' want bits (ocst.py builds them).
     Cell spheres suffice: a point where the ships meet lies in a cell of each at every level, so
     the pair of cells holding it always overlaps; an octant that overlaps nothing of the other
     node cannot hold such a point, and the child pairs it would make are never needed."""
-    la, lb = cells
+    _, fca, cca, _, la = A
+    _, fcb, ccb, _, lb = B
     pa, pb = la[2][a], lb[2][b]
     if pa == 0 and pb == 0:
         return False
@@ -242,13 +282,13 @@ def _needs_children(cells, fca, cca, a, fcb, ccb, b, R, t, r):
 
 
 @njit(cache=True)
-def _start_rows(banks, frame, rows, pose):
+def _start_rows(models, frame, rows, pose):
     """A frame's pair rows set up from its own arrays, so that Python gathers nothing per row:
-    banks (node_offset_a, tri_offset_a, depth_a, node_offset_b, tri_offset_b, depth_b), frame
+    models (node_offset_a, tri_offset_a, depth_a, node_offset_b, tri_offset_b, depth_b), frame
     (model_id, T, pairs, max_level) as refine_frame's; fills rows (ROWS, k) int64 and pose (Ta,
     Tb, R, t) (search_levels). Returns 0, or BAD_PAIRS / BAD_MODELS (and fills nothing) when a
     pair names a body outside 0..n-1 or a body's model is not in both banks."""
-    node_a, tri_a, depth_a, node_b, tri_b, depth_b = banks
+    node_a, tri_a, depth_a, node_b, tri_b, depth_b = models
     model_id, T, pairs, max_level = frame
     Ta, Tb, R, t = pose
     n, n_models = len(model_id), min(len(node_a), len(node_b)) - 1
@@ -272,9 +312,12 @@ def _start_rows(banks, frame, rows, pose):
 
 
 @njit(cache=True)
-def _start_stacks(VA, VB, root_a, root_b, R, t, sa, sb, sl, height, apart):
-    """Per pair row r, the stack (descend_stacks) holding the root pair (root_a[r], root_b[r]) at
-    level 0 when their volumes overlap, empty (apart[r]) when not."""
+def _start_stacks(VA, VB, rows, pose, state):
+    """Per pair row r, the stack (descend_stacks) holding its root pair (rows[ROOT_A, r],
+    rows[ROOT_B, r]) at level 0 when their volumes overlap, empty (apart[r]) when not."""
+    _, _, R, t = pose
+    sa, sb, sl, height, _, apart, _ = state
+    root_a, root_b = rows[ROOT_A], rows[ROOT_B]
     xb = np.empty((2, 3))
     for r in range(len(root_a)):
         sa[r, 0], sb[r, 0], sl[r, 0] = root_a[r], root_b[r], 0
@@ -284,8 +327,8 @@ def _start_stacks(VA, VB, root_a, root_b, R, t, sa, sb, sl, height, apart):
 
 
 @njit(cache=True)
-def _stack_capacity(cca, ccb, ptr, s, e, levels):
-    """(capacity, kids) of a depth-first stack for rows s..e: a stack holds a row's unexpanded
+def _stack_capacity(cca, ccb, ptr, levels):
+    """(capacity, kids) of a depth-first stack for the rows of CSR ptr: a stack holds a row's unexpanded
     input entries plus at most one sibling group per level below them, and a group is at most
     kids = (most children of a node of A) x (of B) pairs."""
     kids = np.int64(1)
@@ -294,7 +337,7 @@ def _stack_capacity(cca, ccb, ptr, s, e, levels):
             kids = max(kids, np.int64(c[i]))
     kids = kids * kids
     most = np.int64(0)
-    for i in range(s, e):
+    for i in range(len(ptr) - 1):
         most = max(most, ptr[i + 1] - ptr[i])
     return most + levels * kids, kids
 
@@ -319,10 +362,9 @@ def stack_width(bank_a, bank_b, depth: int) -> int:
 
 
 @njit(cache=True)
-def descend_stacks(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, s, e, target, sa, sb, sl, height, level,
-                   apart, blocked):
-    """Depth-first search, in place, for pair rows rows[s:e], of one colliding node pair at
-    level target[i].
+def descend_stacks(A, B, pose, rows, target, state):
+    """Depth-first search, in place, for pair rows `rows`, of one colliding node pair at level
+    target[i] (trees A, B: Tree; pose: Poses; state: SearchState).
 
     Row r's state is its stack (sa, sb, sl)[r, :height[r]] of colliding node pairs not yet
     expanded and of continuations (child pairs not yet tested, module docstring), levels <=
@@ -346,36 +388,36 @@ def descend_stacks(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, s, e, 
     resumes it where it stopped. (A continuation's parent pair was expanded, so every octant it
     needs is built.)
     """
+    R, t = pose[2], pose[3]
     xb = np.empty((2, 3))
-    for i in range(s, e):
-        _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows[i], target[i], sa, sb, sl, height, level,
-                     apart, blocked, xb)
+    for i in range(len(rows)):
+        _descend_row(A, B, R, t, rows[i], target[i], state, xb)
 
 
 @njit(cache=True, _nrt=False)
-def _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, target, sa, sb, sl, height, level, apart,
-                 blocked, xb):
+def _descend_row(A, B, R, t, r, target, state, xb):
     """descend_stacks for pair row r toward level `target`."""
-    A, B, L = sa[r], sb[r], sl[r]
+    sa, sb, sl, height, level, apart, blocked = state
+    stack = sa[r], sb[r], sl[r]  # the row's entries
+    sa_r, sb_r, sl_r = stack
     top = height[r]
-    deep = max(level[r], L[top - 1]) if top > 0 and B[top - 1] >= 0 else level[r]
+    deep = max(level[r], sl_r[top - 1]) if top > 0 and sb_r[top - 1] >= 0 else level[r]
     blocked[r] = False
     while top > 0:
-        b = B[top - 1]
+        b = sb_r[top - 1]
         if b < 0:  # a continuation: resume its scan in its place
             top -= 1
-            top, hit = _expand(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, A[top], cont_node_b(b), cont_index(b),
-                               L[top], A, B, L, top, xb)
-        elif L[top - 1] >= target:
+            top, hit = _expand(A, B, R, t, r, sa_r[top], cont_node_b(b), cont_index(b), sl_r[top], stack, top, xb)
+        elif sl_r[top - 1] >= target:
             break
-        elif _needs_children(cells, fca, cca, A[top - 1], fcb, ccb, b, R, t, r):
+        elif _needs_children(A, B, sa_r[top - 1], b, R, t, r):
             blocked[r] = True
             break
         else:
             top -= 1
-            top, hit = _expand(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, A[top], b, Z, L[top] + 1, A, B, L, top, xb)
+            top, hit = _expand(A, B, R, t, r, sa_r[top], b, Z, sl_r[top] + 1, stack, top, xb)
         if hit:
-            deep = max(deep, L[top - 1])
+            deep = max(deep, sl_r[top - 1])
     height[r] = top
     if blocked[r]:
         level[r] = deep
@@ -404,29 +446,29 @@ def scratch_views(scratch, k, width):
     batch = ints[(ROWS + 2) * k:(ROWS + 4) * k].reshape(2, k)
     order = ints[(ROWS + 4) * k:(ROWS + 5) * k]
     plan = ints[(ROWS + 5) * k:(ROWS + 5) * k + 3]
-    pose = (floats[:16 * k].reshape(k, 4, 4), floats[16 * k:32 * k].reshape(k, 4, 4),
-            floats[32 * k:41 * k].reshape(k, 3, 3), floats[41 * k:44 * k].reshape(k, 3))
-    state = (stacks[0, :k * width].reshape(k, width), stacks[1, :k * width].reshape(k, width),
-             stacks[2, :k * width].reshape(k, width), height, level, flags[:k], flags[2 * k:3 * k])
+    pose = Poses(floats[:16 * k].reshape(k, 4, 4), floats[16 * k:32 * k].reshape(k, 4, 4),
+                 floats[32 * k:41 * k].reshape(k, 3, 3), floats[41 * k:44 * k].reshape(k, 3))
+    state = SearchState(stacks[0, :k * width].reshape(k, width), stacks[1, :k * width].reshape(k, width),
+                        stacks[2, :k * width].reshape(k, width), height, level, flags[:k], flags[2 * k:3 * k])
     return rows, pose, state, (flags[k:2 * k], floats[44 * k:45 * k]), plan, batch, order
 
 
 @njit(cache=True)
-def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget):
+def search_levels(A, B, models, frame, scratch, k, width, fair, forced, budget):
     """Hubbard's sphere levels for all k pair rows of a frame, in place, in as few calls as the
     clock allows. nopython code cannot read a clock, so the Python caller turns the time left into
     a work budget (rows to deepen) between calls; one call sets the search up and runs the forced
     levels, where a kernel call per stage and per level used to cost more than the search itself
     (refine._Search.levels).
 
-    banks : (fca, cca, ea, fcb, ccb, eb, cells, node_offset_a, tri_offset_a, depth_a, node_offset_b, ...),
-            the banks' topology, enclosing spheres and per-model tables
+    A, B  : the banks' trees (Tree)
+    models: (node_offset_a, tri_offset_a, depth_a, node_offset_b, ...), the banks' per-model tables
     frame : (model_id (n,), T (n, 4, 4), pairs (k, 2), max_level) as refine_frame's
     scratch, k, width: the search's arrays for k pair rows, stacks `width` deep (scratch_views),
             in place:
-      rows  : (ROWS, k) int64 and pose (Ta, Tb (k, 4, 4), R (k, 3, 3), t (k, 3)): filled by the first
-              call (_start_rows), B's pose in A's frame as relative_poses gives it
-      state : (sa, sb, sl, height, level, apart, blocked) as descend_stacks's, set by the first call
+      rows  : (ROWS, k) int64 and pose (Poses): filled by the first call (_start_rows), B's pose in
+              A's frame as relative_poses gives it
+      state : SearchState, descend_stacks's, set by the first call
       known : (tested (k,) bool, distance (k,) float64), what the exact level learns: reset by the
               first call (kernels.summarize_stacks)
       plan  : (3,) int64 in/out: the level L being deepened (-1 before the first call; BAD_PAIRS or
@@ -445,24 +487,24 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget)
     Returns (rows deepened, more, leaves): more is False when no row can go deeper; leaves counts
     the rows that may go on to the exact level (at their leaves, not apart).
     """
-    fca, cca, ea, fcb, ccb, eb, cells = banks[:7]
     views = scratch_views(scratch, k, width)
     rows, pose, state, known, plan, batch, order = views
     R, t = pose[2], pose[3]
-    sa, sb, sl, height, level, apart, blocked = state
+    level, apart = state[4], state[5]
     cap = rows[CAP]
     xb = np.empty((2, 3))
     n = 0
+    # the forced pass and the round-robin stay here, each calling _descend_row: split into two
+    # functions, each with one call, LLVM inlined it in both and the descent ran 2x slower
     if plan[0] < 0:  # set-up and forced pass
-        if _start_search(VA, VB, banks, frame, views, fair):
+        if _start_search(A[0], B[0], models, frame, views, fair):
             return n, False, 0
         first = 0
         for r in range(k):
             target = min(cap[r], forced)
             first = max(first, target)
             if not apart[r] and target > 0:
-                _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, target, sa, sb, sl, height, level,
-                             apart, blocked, xb)
+                _descend_row(A, B, R, t, r, target, state, xb)
                 batch[0, n], batch[1, n] = r, target
                 n += 1
         plan[0], plan[1], plan[2] = first, 0, 0
@@ -481,8 +523,7 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget)
             continue
         if new_level or done == budget:
             break
-        _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, L + 1, sa, sb, sl, height, level, apart,
-                     blocked, xb)
+        _descend_row(A, B, R, t, r, L + 1, state, xb)
         batch[0, n], batch[1, n] = r, L + 1
         n += 1
         done += 1
@@ -493,22 +534,21 @@ def search_levels(VA, VB, banks, frame, scratch, k, width, fair, forced, budget)
 
 
 @njit(cache=True)
-def _start_search(VA, VB, banks, frame, views, fair):
+def _start_search(VA, VB, models, frame, views, fair):
     """search_levels' set-up: the rows (_start_rows), the search's arrays reset, the visiting order
     and the root pairs stacked. Returns 0, or, on bad input, plan[0] = BAD_PAIRS or BAD_MODELS
     (nothing else done) and that value."""
     rows, pose, state, known, plan, _, order = views
-    bad = _start_rows(banks[7:], frame, rows, pose)
+    bad = _start_rows(models, frame, rows, pose)
     if bad:
         plan[0] = bad
         return bad
-    sa, sb, sl, height, level, apart, blocked = state
-    level[:] = 0
-    blocked[:] = False
+    state[4][:] = 0  # level
+    state[6][:] = False  # blocked
     known[0][:] = False
     known[1][:] = np.nan
     _visiting_order(frame[2], fair, order)
-    _start_stacks(VA, VB, rows[ROOT_A], rows[ROOT_B], pose[2], pose[3], sa, sb, sl, height, apart)
+    _start_stacks(VA, VB, rows, pose, state)
     return 0
 
 
@@ -586,41 +626,44 @@ def csr_by_pose_row(rows, ptr, fa, fb, k):
 
 
 @njit(cache=True)
-def complete_pairs(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, ptr, fa, fb, s, e):
-    """Every colliding leaf pair below the stacks of active rows s..e (see descend_stacks;
-    continuations resumed to their end): the breadth-first frontier at the leaves, which the
-    exact level's triangle tests need whole.
-    Returns CSR (out_ptr (e-s+1,), out_a, out_b) int64 and blocked (e-s,) bool: the row met
-    pairs that need octants not built yet (_needs_children); they are output with its leaf
+def complete_pairs(A, B, pose, rows, ptr, fa, fb):
+    """Every colliding leaf pair below the stacks of pair rows `rows` (trees A, B: Tree; pose:
+    Poses; each row's entries (fa, fb)[ptr[i]:ptr[i+1]], see descend_stacks; continuations resumed
+    to their end): the breadth-first frontier at the leaves, which the exact level's triangle tests
+    need whole.
+    Returns CSR (out_ptr (len(rows)+1,), out_a, out_b) int64 and blocked (len(rows),) bool: the row
+    met pairs that need octants not built yet (_needs_children); they are output with its leaf
     pairs, so that the output, once they are built, is the row's stack to resume from."""
-    size, _ = _stack_capacity(cca, ccb, ptr, s, e, np.int64(64))  # tree depth < 64
+    cca, ccb = A[2], B[2]
+    R, t = pose[2], pose[3]
+    k = len(rows)
+    size, _ = _stack_capacity(cca, ccb, ptr, np.int64(64))  # tree depth < 64
     sa, sb, sl = np.empty(size, np.int64), np.empty(size, np.int64), np.zeros(size, np.int64)
-    out_ptr = np.zeros(e - s + 1, np.int64)
-    out_a, out_b = np.empty(ptr[e] - ptr[s] + 16, np.int64), np.empty(ptr[e] - ptr[s] + 16, np.int64)
-    blocked = np.zeros(e - s, np.bool_)
+    stack = sa, sb, sl
+    out_ptr = np.zeros(k + 1, np.int64)
+    out_a, out_b = np.empty(ptr[k] - ptr[0] + 16, np.int64), np.empty(ptr[k] - ptr[0] + 16, np.int64)
+    blocked = np.zeros(k, np.bool_)
     xb = np.empty((2, 3))
     n = 0
-    for i in range(s, e):
+    for i in range(k):
         r = rows[i]
         top = _load_stack(ptr, i, fa, fb, sa, sb)
         while top > 0:
             top -= 1
             a, b = sa[top], sb[top]
             if b < 0:  # a continuation: the rest of its parent's child pairs
-                top = _push_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a, cont_node_b(b), cont_index(b),
-                                     sl[top], sa, sb, sl, top, xb)
+                top = _push_children(A, B, R, t, r, a, cont_node_b(b), cont_index(b), sl[top], stack, top, xb)
                 continue
-            unbuilt = _needs_children(cells, fca, cca, a, fcb, ccb, b, R, t, r)
+            unbuilt = _needs_children(A, B, a, b, R, t, r)
             if unbuilt or (cca[a] == 0 and ccb[b] == 0):
-                blocked[i - s] |= unbuilt
+                blocked[i] |= unbuilt
                 if n == len(out_a):
                     out_a, out_b = _grow1(out_a, n + 1), _grow1(out_b, n + 1)
                 out_a[n], out_b[n] = a, b
                 n += 1
             else:
-                top = _push_children(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, r, a, b, Z, sl[top], sa, sb, sl, top,
-                                     xb)
-        out_ptr[i - s + 1] = n
+                top = _push_children(A, B, R, t, r, a, b, Z, sl[top], stack, top, xb)
+        out_ptr[i + 1] = n
     return out_ptr, out_a[:n], out_b[:n], blocked
 
 
@@ -814,8 +857,7 @@ def _first_hit_in_leaf_pair(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb,
 
 
 @njit(cache=True)
-def first_contacts(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, target, sa, sb, sl, height, level, apart,
-                   blocked, tpa, tia, tva, tca, tra, tpb, tib, tvb, tcb, trb, hit, tries):
+def first_contacts(A, B, pose, rows, target, state, tpa, tia, tva, tca, tra, tpb, tib, tvb, tcb, trb, hit, tries):
     """Depth-first to one intersecting triangle pair, for pair rows rows[i] at their leaves
     (target[i]: the leaf level). The triangles of the witness, the colliding leaf pair on top of
     the stack, are tested; where they meet nothing it is popped and the stack descended to the
@@ -827,6 +869,8 @@ def first_contacts(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, target
     last one left on top. Leaf pairs share triangles, so a row found apart this way tests
     some triangle pairs more than once (exact_pairs over the whole frontier tests each once), but
     a contact costs the leaf pairs tried before it, not the frontier."""
+    VA, VB, R, t = A[0], B[0], pose[2], pose[3]
+    sa, sb, sl, height, _, apart, blocked = state
     scratch = _triangle_scratch(tva, tvb)
     GB, lo, hi = np.empty((len(tvb), 3, 3)), np.empty((len(tvb), 3)), np.empty((len(tvb), 3))
     xb = np.empty((2, 3))
@@ -837,8 +881,7 @@ def first_contacts(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, rows, target
         while height[r] > 0 and hit[r, 0] < 0:
             top = height[r] - 1
             if sb[r, top] < 0 or sl[r, top] < goal:  # no witness on top: descend to the next one
-                _descend_row(VA, fca, cca, ea, VB, fcb, ccb, eb, R, t, cells, r, goal, sa, sb, sl, height, level,
-                             apart, blocked, xb)
+                _descend_row(A, B, R, t, r, goal, state, xb)
                 if blocked[r]:
                     break
                 continue
@@ -880,12 +923,12 @@ def _grow2(arr, need):
 
 
 @njit(cache=True)
-def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
+def summarize_stacks(A, B, scratch, k, width, hit_ptr, n_levels, pairs, fair):
     """The frame's answer per pair row i from its stack, sa[i, :height[i]] and sb[i, :height[i]]
-    (scratch, k, width, fair as search_levels', pairs as its frame's), as the answer's own new arrays: each one handed
-    to Python costs ~1 µs back to back, and cutting views out of a few flat ones in numpy cost more
-    (measured ~2.5x, in a frame after a render, where every Python-level call runs from cold
-    caches). The stack's colliding node pairs are its entries' pairs (entry_node_b): the witness, and per level above it the
+    (A, B, scratch, k, width, fair as search_levels', pairs as its frame's), as the answer's own
+    new arrays: each one handed to Python costs ~1 µs back to back, and cutting views out of a few
+    flat ones in numpy cost more (measured ~2.5x, in a frame after a render, where every
+    Python-level call runs from cold caches). The stack's colliding node pairs are its entries' pairs (entry_node_b): the witness, and per level above it the
     pair its continuation comes from — the witness's ancestors, root pair included, each kept
     by its continuation (_expand) — not every overlapping sibling met on the way, as before lazy
     testing: those stay untested. So the bound is the min over fewer pairs (looser, still valid),
@@ -924,7 +967,8 @@ def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
     point, normal = np.full((k, 3), np.nan), np.zeros((k, 3))
     hist = np.zeros(n_levels, np.int64)
     bound_pair = np.full((k, 2), -1, np.int64)
-    _summarize_rows(VA, VB, pose, state, known[0], rows, hit_ptr, (bound, distance, point, normal, hist, bound_pair))
+    out = bound, distance, point, normal, hist, bound_pair
+    _summarize_rows(A[0], B[0], pose, state, known[0], rows, hit_ptr, out)
     ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), TRUE)
     keys, served, n = fair
     if n >= 0:

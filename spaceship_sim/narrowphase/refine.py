@@ -53,10 +53,10 @@ from ..cost import CostModel
 from .bank import TreeBank, bank_of
 from .fairness import NOT_FAIR
 from .intervals import NO_LEVEL_CAP, bank_parts, narrow_rows, row_poses, tri_parts, verdict_bounds
-from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, complete_pairs,
-                      count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, first_contacts, scratch_views,
-                      search_levels, stack_width, stacks_csr, summarize_stacks, SCRATCH_FLAGS, SCRATCH_FLOATS,
-                      SCRATCH_INTS)
+from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, Tree,
+                      complete_pairs, count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, first_contacts,
+                      scratch_views, search_levels, stack_width, stacks_csr, summarize_stacks, SCRATCH_FLAGS,
+                      SCRATCH_FLOATS, SCRATCH_INTS)
 from .ocst import BuildRounds, resume_blocked, resume_stacks
 from .volumes import volume_of
 
@@ -482,12 +482,12 @@ class Scratch:
                 self._made.clear()
             got = self._made[key] = self._views(k, width, A, B, prebuilt)
         if not prebuilt:  # an on-collide bank grows its arrays: read afresh each call
-            got = dataclasses.replace(got, **bank_args(A, B, got.R, got.t)._asdict(), A=A, B=B)
+            got = dataclasses.replace(got, **bank_args(A, B)._asdict(), A=A, B=B)
         return got
 
     def _views(self, k: int, width: int, A, B, prebuilt: bool) -> "SearchArrays":
         rows, pose, state, known, plan, batch, _ = scratch_views(self.flat, k, width)
-        return SearchArrays(A, B, *bank_args(A, B, pose[2], pose[3]), prebuilt, rows, rows[MA], rows[MB], rows[DEPTH],
+        return SearchArrays(A, B, *bank_args(A, B), prebuilt, rows, rows[MA], rows[MB], rows[DEPTH],
                             rows[CAP], plan, batch, *pose, *known, *state, pose, state, known, _no_hits(k),
                             (self.flat, k, width))
 
@@ -499,10 +499,8 @@ class SearchArrays:
 
     A: object                   # bank of the rows' A ships (TreeBank or ocst.OcstBank)
     B: object                   # bank of the rows' B ships
-    VA: tuple                   # A's node arrays (volumes.py), as kernels.search_levels takes them
-    VB: tuple                   # B's node arrays
-    banks: tuple                # both banks' trees and offsets, kernels.search_levels's `banks`
-    tree_args: tuple            # kernels.descend_stacks's tree arguments (nodes, relative poses, cells)
+    trees: tuple                # (A's, B's) kernels.Tree: what the descent reads of the banks
+    models: tuple               # the banks' per-model tables, kernels.search_levels's `models`
     prebuilt: bool              # both banks prebuilt: no node is ever unbuilt
     rows: np.ndarray            # (ROWS, k) int64: per row its models, depth, cap, roots (kernels.py)
     ma: np.ndarray              # (k,) int64, model of A
@@ -524,8 +522,8 @@ class SearchArrays:
     level: np.ndarray           # (k,) int64, the level each row reached
     apart: np.ndarray           # (k,) bool, found apart (certain)
     blocked: np.ndarray         # (k,) bool, on a node not built yet (ocst.py)
-    pose: tuple                 # (Ta, Tb, R, t)
-    state: tuple                # (sa, sb, sl, height, level, apart, blocked): descend_stacks's
+    pose: tuple                 # kernels.Poses (Ta, Tb, R, t)
+    state: tuple                # kernels.SearchState (sa, sb, sl, height, level, apart, blocked): descend_stacks's
     known: tuple                # (tested, distance)
     hits: tuple                 # CSR (ptr (k+1,), hit_a, hit_b) of intersecting triangle pairs, global ids
     packed: tuple               # (scratch arrays, k, width): search_levels's and summarize_stacks's
@@ -540,20 +538,19 @@ def _no_hits(k: int) -> tuple:
 class BankArgs(NamedTuple):
     """The banks' part of a search's arguments."""
 
-    VA: tuple         # A's node arrays (kernels.search_levels's VA)
-    VB: tuple         # B's node arrays
-    banks: tuple      # kernels.search_levels's `banks`
-    tree_args: tuple  # kernels.descend_stacks's tree arguments
+    trees: tuple   # (A's, B's) kernels.Tree
+    models: tuple  # kernels.search_levels's `models`
 
 
-def bank_args(A, B, R, t) -> BankArgs:
-    """The banks' part of a search's arguments, with the rows' relative poses R, t (None where no
-    descent runs)."""
-    cells = cells_of(A), cells_of(B)
-    VA, VB = A.nodes, B.nodes
-    ta, tb = (A.first_child, A.child_count, A.spheres), (B.first_child, B.child_count, B.spheres)
-    return BankArgs(VA, VB, (*ta, *tb, cells, A.node_offset, A.tri_offset, A.depth, B.node_offset, B.tri_offset,
-                             B.depth), (VA, *ta, VB, *tb, R, t, cells))
+def bank_args(A, B) -> BankArgs:
+    """The banks' part of a search's arguments."""
+    return BankArgs((tree_of(A), tree_of(B)), (A.node_offset, A.tri_offset, A.depth, B.node_offset, B.tri_offset,
+                                               B.depth))
+
+
+def tree_of(bank) -> Tree:
+    """What the descent kernels read of a bank (kernels.Tree)."""
+    return Tree(bank.nodes, bank.first_child, bank.child_count, bank.spheres, cells_of(bank))
 
 
 class _ScratchPool:
@@ -654,7 +651,7 @@ class _Search(SearchArrays):
 
         def search(budget):
             t0 = time.perf_counter()  # wall clock: an instrument (time_in_batches), never a decision
-            n, more, leaves = search_levels(self.VA, self.VB, self.banks, self.frame, *self.packed, self.fair_args,
+            n, more, leaves = search_levels(*self.trees, self.models, self.frame, *self.packed, self.fair_args,
                                             forced, budget)
             if not self.prebuilt and resume_stacks(self.A, self.B, batch[0, :n], batch[1, :n], self.sa, self.sb,
                                               self.height, self.blocked, self._descend):
@@ -669,7 +666,7 @@ class _Search(SearchArrays):
 
     def _descend(self, rows, targets) -> None:
         """Deepen `rows` toward targets (per row), in place (ocst.resume_stacks's resume)."""
-        descend_stacks(*self.tree_args, rows, 0, len(rows), targets, *self.state)
+        descend_stacks(*self.trees, self.pose, rows, targets, self.state)
 
     def stacks(self, rows, top_only=False) -> _Frontier:
         return _Frontier(rows, *stacks_csr(self.sa, self.sb, self.sl, self.height, rows, top_only))
@@ -769,7 +766,8 @@ class _Search(SearchArrays):
         before = [a[rows] for a in self.state] if rounds is not None else None  # copies: fancy indexing
         todo = rows
         while len(todo):
-            first_contacts(*self.tree_args, todo, self.depth[todo], *self.state, *self._triangle_arrays(), hit, tries)
+            first_contacts(*self.trees, self.pose, todo, self.depth[todo], self.state, *self._triangle_arrays(), hit,
+                           tries)
             todo = todo[self.blocked[todo]]
             # every row given, not only the blocked: all stacks are touched before a build may evict
             # (ocst._make_room), and the last round, none blocked, touches the nodes the stacks hold
@@ -797,16 +795,16 @@ class _Search(SearchArrays):
 
     def _triangles(self, front, first):
         tpa, tia, tva, tca, tra, tpb, tib, tvb, tcb, trb = self._triangle_arrays()
-        return exact_pairs(self.VA, tpa, tia, tva, tca, tra, self.VB, tpb, tib, tvb, tcb, trb, self.R, self.t,
+        return exact_pairs(self.A.nodes, tpa, tia, tva, tca, tra, self.B.nodes, tpb, tib, tvb, tcb, trb, self.R, self.t,
                            front.rows, front.ptr, front.fa, front.fb, 0, len(front.rows), first)
 
     def _all_leaves(self, rows) -> _Frontier:
         """The whole leaf frontier below each row's stack."""
         def resume(idx, ptr, fa, fb):
-            return complete_pairs(*self.tree_args, rows[idx], ptr, fa, fb, 0, len(idx))
+            return complete_pairs(*self.trees, self.pose, rows[idx], ptr, fa, fb)
 
         front = self.stacks(rows)
-        piece = complete_pairs(*self.tree_args, rows, front.ptr, front.fa, front.fb, 0, len(rows))
+        piece = complete_pairs(*self.trees, self.pose, rows, front.ptr, front.fa, front.fb)
         return _join(rows, [resume_blocked(self.A, self.B, piece, resume)])
 
     def _detector_hits(self, detector, front, take, all_contacts):
@@ -824,7 +822,7 @@ class _Search(SearchArrays):
         the separation, and together (the witness and its ancestors) they give the contact point;
         the normal is the root pair's; the witness is the pair reported and drawn
         (kernels.summarize_stacks)."""
-        summary = summarize_stacks(self.VA, self.VB, *self.packed, self.hits[0], max(self.A.max_level, self.B.max_level)
+        summary = summarize_stacks(*self.trees, *self.packed, self.hits[0], max(self.A.max_level, self.B.max_level)
                                    + 1, pairs, self.fair_args)
         answer = frame_answer(pairs, summary, self.hits, self.clock() - start, self.busy, self.fair)
         if self.prebuilt:  # the root spheres' gap and witnesses too, when the intervals are first read

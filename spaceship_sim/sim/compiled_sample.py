@@ -50,9 +50,9 @@ BAD_BOUND = -1  # _advance's status when the acceleration bound is negative or N
 class NarrowArgs(NamedTuple):
     """The refinement's settings and the bank's arrays, as the kernels take them."""
 
-    VA: tuple             # the bank's node arrays (kernels.search_levels's VA and VB)
-    VB: tuple
-    banks: tuple          # kernels.search_levels's `banks`
+    A: tuple              # the bank's kernels.Tree (kernels.search_levels's A and B)
+    B: tuple
+    models: tuple         # kernels.search_levels's `models`
     max_level: int        # the deepest level a row may reach (refine.NO_LIMIT: none)
     levels: int           # the bank's levels, exact level included (summarize_stacks's histogram)
     min_level: int        # every colliding pair is refined at least this deep
@@ -147,8 +147,8 @@ class CompiledSample:
         deepest = bank.max_level - 1
         max_level = NO_LIMIT if narrow.max_level is None else max(int(narrow.max_level), 0)
         self.width = stack_width(bank, bank, deepest if narrow.max_level is None else min(deepest, max_level))
-        args = bank_args(bank, bank, None, None)
-        self.narrow_args = NarrowArgs(args.VA, args.VB, args.banks, max_level, bank.max_level + 1,
+        args = bank_args(bank, bank)
+        self.narrow_args = NarrowArgs(*args.trees, args.models, max_level, bank.max_level + 1,
                                       int(narrow.min_level), bool(narrow.triangle_tests))
         self.scratch = Scratch(64, 64 * self.width)
         self.T = np.empty((0, 4, 4))
@@ -248,7 +248,7 @@ def _no_detection(narrow, scratch, width, fair):
     """_detect_forced's answer for no pairs, read off no clock: what _sample returns where it did not run."""
     rows = np.zeros((0, 2), np.int64)
     hit_ptr = np.zeros(1, np.int64)
-    summary = summarize_stacks(narrow.VA, narrow.VB, scratch, 0, width, hit_ptr, narrow.levels, rows, fair)
+    summary = summarize_stacks(narrow.A, narrow.B, scratch, 0, width, hit_ptr, narrow.levels, rows, fair)
     tally = tally_verdicts_kernel(summary[0], summary[1], summary[2], rows, np.zeros(0), summary[3])
     return Detected(0.0, 0.0, 0.0, 0.0, rows, summary, hit_ptr, 0.0, 0.0, 0, tally)
 
@@ -296,7 +296,7 @@ def _detect_forced(clk, pos, vel, dirty, pairs, detection):
     the clock `clk` where pipeline._detect and the refinement do, moving the ships `pos`, `vel` and
     marking `dirty` those the response moved (detection: Detection). Returns Detected."""
     quat, inv_mass, model_id, radius, T, narrow, scratch, width, fair, response = detection
-    VA, VB, banks, max_level, levels, min_level, triangle_tests = narrow
+    A, B, models, max_level, levels, min_level, triangle_tests = narrow
     narrow_start = read_clock(clk)
     read_clock(clk)  # the deadline: that read plus a zero budget
     poses_kernel(quat, pos, T)
@@ -307,7 +307,7 @@ def _detect_forced(clk, pos, vel, dirty, pairs, detection):
     plan[0] = -1
     read_clock(clk)
     w0 = read_wall()
-    n, more, leaves = search_levels(VA, VB, banks, (model_id.astype(np.int64), T, rows, max_level), scratch, k, width,
+    n, more, leaves = search_levels(A, B, models, (model_id.astype(np.int64), T, rows, max_level), scratch, k, width,
                                     fair, min_level, 0)
     busy = read_wall() - w0 if n else 0.0
     if n:
@@ -319,7 +319,7 @@ def _detect_forced(clk, pos, vel, dirty, pairs, detection):
         read_clock(clk)
         read_clock(clk)
     hit_ptr = np.zeros(k + 1, np.int64)
-    summary = summarize_stacks(VA, VB, scratch, k, width, hit_ptr, levels, rows, fair)
+    summary = summarize_stacks(A, B, scratch, k, width, hit_ptr, levels, rows, fair)
     time_used = read_clock(clk) - start
     narrow_end = read_clock(clk)
     response_start = read_clock(clk)

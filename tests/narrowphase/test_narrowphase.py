@@ -9,8 +9,8 @@ from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.clock import TickClock
 from spaceship_sim.narrowphase import TreeBank, TreeError, collide_pair, refine, refine_frame, refine_roots
-from spaceship_sim.narrowphase.kernels import complete_pairs, min_distance_all_pairs
-from spaceship_sim.narrowphase.refine import cells_of
+from spaceship_sim.narrowphase.kernels import Poses, complete_pairs, min_distance_all_pairs
+from spaceship_sim.narrowphase.refine import tree_of
 from spaceship_sim.narrowphase.reference import brute_force_pair, frontiers_ref, world_triangles
 
 from narrow_helpers import hand_octree, random_pose, random_rotation
@@ -503,13 +503,13 @@ def test_complete_kernel_gives_the_breadth_first_leaf_frontier(trees, seed):
     ta, tb = trees["torus_hand3"], trees["torus"]
     bank = TreeBank.from_trees([ta, tb])
     depth = max(ta.depth, tb.depth)
-    poses = [relative_pose(*pose_pair(rng, ta, tb, spread=0.7)) for _ in range(3)]
+    Ta, Tb = np.stack([pose_pair(rng, ta, tb, spread=0.7) for _ in range(3)], 1)
+    poses = [relative_pose(a, b) for a, b in zip(Ta, Tb)]
     R, t = np.stack([p[0] for p in poses]), np.stack([p[1] for p in poses])
     rows, ptr = np.arange(3), np.arange(4, dtype=np.int64)
     roots_a, roots_b = np.zeros(3, np.int64), np.full(3, ta.n_nodes, np.int64)  # B's nodes follow A's
-    V = bank.volume
-    tree = (V.arrays(bank), bank.first_child, bank.child_count, bank.spheres)
-    out_ptr, oa, ob, _ = complete_pairs(*tree, *tree, R, t, (cells_of(bank),) * 2, rows, ptr, roots_a, roots_b, 0, 3)
+    tree = tree_of(bank)
+    out_ptr, oa, ob, _ = complete_pairs(tree, tree, Poses(Ta, Tb, R, t), rows, ptr, roots_a, roots_b)
     for row in range(3):
         fronts = frontiers_ref(ta, tb, R[row], t[row], depth)
         if len(fronts) <= depth:  # apart above the leaves: the kernel starts from overlapping roots
