@@ -3,17 +3,18 @@
 A pair's state is a CSR list of colliding node pairs (global node ids of a TreeBank): row i's
 pairs are fa[ptr[i]:ptr[i+1]], fb[ptr[i]:ptr[i+1]]. Each pair row r has the relative pose of
 ship B in ship A's body frame, R[r] (3, 3) and t[r] (3,): x_A = R[r] @ x_B + t[r]; every test
-runs in A's frame (rigid motions keep radii and distances). Kernels handle rows s..e of the
-active list (`rows[i]` is the pose row of active row i) so the Python caller can watch the clock
-between batches.
+runs in A's frame (rigid motions keep radii and distances). Kernels handle the pair rows they are
+given (`rows[i]` is the pose row of active row i), a batch at a time, so the Python caller can
+watch the clock between batches.
 
 The kernels own the trees' topology (first_child, child_count), the stacks and the triangles; the
-geometry of a node is the bounding volume's (volumes.py): the kernels take node-array tuples (VA,
-VB) and call volumes.place, overlap, ..., which numba resolves by the tuples' class, so one loop
-serves every volume type (compiled once per type). Beside the topology each tree side passes its
-bank's `spheres` (ea, eb): a sphere around each node's volume and one around its children's, made
-with the volume's `enclosing`, which rule out child pairs before their volumes are tested
-(_scan_children).
+geometry of a node is the bounding volume's (volumes.py): the kernels take each bank's arrays
+grouped (Tree for the descent, Leaves for the exact level, beside the rows' Poses and the search's
+SearchState), whose node-array tuples they pass to volumes.place, overlap, ..., which numba
+resolves by the tuples' class, so one loop serves every volume type (compiled once per type).
+Beside the topology each Tree holds its bank's `spheres`: a sphere around each node's volume and
+one around its children's, made with the volume's `enclosing`, which rule out child pairs before
+their volumes are tested (_scan_children).
 
 Depth-first stacks and lazy sibling testing. A pair row's sphere-level state is a stack of entries
 (sa, sb, sl)[r, :height[r]], top last (descend_stacks). An entry is one of two kinds:
@@ -90,6 +91,18 @@ class Tree(NamedTuple):
     child_count: np.ndarray   # (N,) int64
     spheres: np.ndarray       # (N, 8) the bank's `spheres` (volumes.enclosing_spheres), for _scan_children
     cells: tuple              # the on-collide trees' octree cells (_needs_children); zeros for a prebuilt bank
+
+
+class Leaves(NamedTuple):
+    """One bank's leaves as the exact level reads them (refine.py makes them at each use: an on-collide
+    bank reallocates tri_idx as it builds)."""
+
+    nodes: tuple             # the volume's node arrays (volumes.py): a sphere around each leaf's volume
+    tri_ptr: np.ndarray      # (N+1,) int64, CSR: node i's triangles are tri_idx[tri_ptr[i]:tri_ptr[i+1]]
+    tri_idx: np.ndarray      # (K,) int64, global triangle ids
+    tri_verts: np.ndarray    # (F, 3, 3) float64, body frame
+    tri_center: np.ndarray   # (F, 3) float64
+    tri_radius: np.ndarray   # (F,) float64, around tri_center
 
 
 class Poses(NamedTuple):
@@ -679,11 +692,12 @@ def _grow1(arr, need):
 # every iteration (measured: 10x slower). Outputs are sized by a counting pass or a known bound.
 
 @njit(cache=True)
-def _gather(tp, ti, tc, tr, leaf, other_centers, other, other_radius, mark, stamp, sel, n):
+def _gather(tris, leaf, other_centers, other, other_radius, mark, stamp, sel, n):
     """Append to sel[n:] (sized for every triangle) the unmarked triangles of `leaf` whose
     bounding spheres meet the sphere (other_centers[other], other_radius) — a triangle outside
-    it cannot meet anything the other leaf holds — and mark them. `tc` holds centres already in
-    A's frame. Returns the new n."""
+    it cannot meet anything the other leaf holds — and mark them. tris = (tri_ptr, tri_idx,
+    centres, radii), the centres already in A's frame. Returns the new n."""
+    tp, ti, tc, tr = tris
     for q in range(tp[leaf], tp[leaf + 1]):
         tri = ti[q]
         if mark[tri] == stamp:
@@ -749,22 +763,22 @@ def _sweep(lo_a, hi_a, lo_b, hi_b):
 
 
 @njit(cache=True)
-def exact_pairs(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, rows, ptr, fa, fb, s, e,
-                first):
-    """Exact level for active rows s..e whose node pairs are colliding leaves: every triangle
-    pair (one of A's, one of B's, global bank ids) that intersects, each reported once
-    (_test_leaf_pairs over each row's leaf pairs at once). With `first`, only the first
-    intersecting pair of a row is wanted (a yes/no answer, like a boolean collide). Returns
-    (out_ptr (e-s+1,) int64, hit_a, hit_b (h,) int64).
+def exact_pairs(A, B, pose, rows, ptr, fa, fb, first):
+    """Exact level for pair rows `rows` whose node pairs (fa, fb)[ptr[i]:ptr[i+1]] are colliding
+    leaves (A, B: Leaves; pose: Poses): every triangle pair (one of A's, one of B's, global bank
+    ids) that intersects, each reported once (_test_leaf_pairs over each row's leaf pairs at once).
+    With `first`, only the first intersecting pair of a row is wanted (a yes/no answer, like a
+    boolean collide). Returns (out_ptr (len(rows)+1,) int64, hit_a, hit_b (h,) int64).
     """
-    out_ptr = np.zeros(e - s + 1, np.int64)
+    R, t = pose[2], pose[3]
+    out_ptr = np.zeros(len(rows) + 1, np.int64)
     hits = np.empty((64, 2), np.int64)
-    scratch = _triangle_scratch(tva, tvb)
+    scratch = _triangle_scratch(A[3], B[3])
     h = 0
-    for i in range(s, e):
-        hits, h = _test_leaf_pairs(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, rows[i], fa, fb,
-                                   ptr[i], ptr[i + 1], i + 1, scratch, hits, h, first)
-        out_ptr[i - s + 1] = h
+    for i in range(len(rows)):
+        j0, j1 = ptr[i], ptr[i + 1]
+        hits, h = _test_leaf_pairs(A, B, R, t, rows[i], fa[j0:j1], fb[j0:j1], i + 1, scratch, hits, h, first)
+        out_ptr[i + 1] = h
     return out_ptr, hits[:h, 0].copy(), hits[:h, 1].copy()
 
 
@@ -779,21 +793,20 @@ def _triangle_scratch(tva, tvb):
 
 
 @njit(cache=True)
-def _test_leaf_pairs(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, r, fa, fb, j0, j1, stamp,
-                     scratch, hits, h, first):
-    """The intersecting triangle pairs below pair row r's colliding leaf pairs (fa[j], fb[j]),
-    j0 <= j < j1, appended to hits from h (global bank ids; only the first with `first`).
+def _test_leaf_pairs(A, B, R, t, r, fa, fb, stamp, scratch, hits, h, first):
+    """The intersecting triangle pairs below pair row r's colliding leaf pairs (fa[j], fb[j]) of
+    leaves A, B (Leaves), appended to hits from h (global bank ids; only the first with `first`).
 
     Gather the triangles of the leaves that can reach the sphere around the other leaf (volumes.py
     `enclosing`; each triangle once), move B's into A's frame, pair them by sweep and prune of
     their boxes, and test the pairs whose boxes overlap (every triangle pair once, where walking
     the leaf pairs would repeat many). `stamp` must differ from every earlier call's on the same
     scratch (_triangle_scratch). Returns (hits, possibly grown, and the new h)."""
+    tva, tvb = A[3], B[3]
     sel_a, sel_b = scratch[3], scratch[4]
     na = nb = 0
-    for j in range(j0, j1):
-        na, nb = _gather_pair(VA, tpa, tia, tca, tra, VB, tpb, tib, tcb, trb, R, t, r, fa[j], fb[j], stamp, scratch,
-                              na, nb)
+    for j in range(len(fa)):
+        na, nb = _gather_pair(A, B, R, t, r, fa[j], fb[j], stamp, scratch, na, nb)
     GA = np.empty((na, 3, 3))  # the gathered triangles, in A's frame
     GB = np.empty((nb, 3, 3))
     for u in range(na):
@@ -813,31 +826,34 @@ def _test_leaf_pairs(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R
 
 
 @njit(cache=True)
-def _gather_pair(VA, tpa, tia, tca, tra, VB, tpb, tib, tcb, trb, R, t, r, a, b, stamp, scratch, na, nb):
-    """Append to the selections of `scratch` (_triangle_scratch) the triangles of leaf a that can
-    reach the sphere around leaf b and those of b that can reach a's, each once per stamp.
-    Returns the new counts (na, nb)."""
+def _gather_pair(A, B, R, t, r, a, b, stamp, scratch, na, nb):
+    """Append to the selections of `scratch` (_triangle_scratch) the triangles of leaf a (of A:
+    Leaves) that can reach the sphere around leaf b (of B) and those of b that can reach a's, each
+    once per stamp. Returns the new counts (na, nb)."""
+    VA, tpa, tia, _, tca, tra = A
+    VB, tpb, tib, _, tcb, trb = B
     Z, One = np.int64(0), np.int64(1)
     mark_a, mark_b, moved, sel_a, sel_b, tcb_a, xa, xb = scratch
     rb = enclosing(VB, b, xb)
     _to_a(R, t, r, xb, Z, xb, One)
-    na = _gather(tpa, tia, tca, tra, a, xb, One, rb, mark_a, stamp, sel_a, na)
+    na = _gather((tpa, tia, tca, tra), a, xb, One, rb, mark_a, stamp, sel_a, na)
     for q in range(tpb[b], tpb[b + 1]):
         if moved[tib[q]] != stamp:
             _to_a(R, t, r, tcb, tib[q], tcb_a, tib[q])
             moved[tib[q]] = stamp
     ra = enclosing(VA, a, xa)
-    return na, _gather(tpb, tib, tcb_a, trb, b, xa, Z, ra, mark_b, stamp, sel_b, nb)
+    return na, _gather((tpb, tib, tcb_a, trb), b, xa, Z, ra, mark_b, stamp, sel_b, nb)
 
 
 @njit(cache=True)
-def _first_hit_in_leaf_pair(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb, R, t, r, a, b, stamp, scratch,
-                            GB, lo, hi):
+def _first_hit_in_leaf_pair(A, B, R, t, r, a, b, stamp, scratch, boxes):
     """The first intersecting triangle pair (A's, B's global ids) below one colliding leaf pair
-    (a, b) of pair row r, or (-1, -1): _test_leaf_pairs for a single pair, without its sweep and
-    allocations (a leaf's few triangles pair up directly). GB (F_B, 3, 3), lo, hi (F_B, 3): scratch
-    for B's gathered triangles in A's frame and their boxes."""
-    na, nb = _gather_pair(VA, tpa, tia, tca, tra, VB, tpb, tib, tcb, trb, R, t, r, a, b, stamp, scratch, 0, 0)
+    (a, b) of pair row r (A, B: Leaves), or (-1, -1): _test_leaf_pairs for a single pair, without
+    its sweep and allocations (a leaf's few triangles pair up directly). boxes = (GB (F_B, 3, 3),
+    lo, hi (F_B, 3)): scratch for B's gathered triangles in A's frame and their boxes."""
+    tva, tvb = A[3], B[3]
+    GB, lo, hi = boxes
+    na, nb = _gather_pair(A, B, R, t, r, a, b, stamp, scratch, 0, 0)
     sel_a, sel_b = scratch[3], scratch[4]
     for v in range(nb):
         Tv = tvb[sel_b[v]]
@@ -857,9 +873,9 @@ def _first_hit_in_leaf_pair(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb,
 
 
 @njit(cache=True)
-def first_contacts(A, B, pose, rows, target, state, tpa, tia, tva, tca, tra, tpb, tib, tvb, tcb, trb, hit, tries):
+def first_contacts(A, B, pose, rows, target, state, leaves_a, leaves_b, hit, tries):
     """Depth-first to one intersecting triangle pair, for pair rows rows[i] at their leaves
-    (target[i]: the leaf level). The triangles of the witness, the colliding leaf pair on top of
+    (target[i]: the leaf level; A, B: Tree; leaves_a, leaves_b: Leaves of the same banks). The triangles of the witness, the colliding leaf pair on top of
     the stack, are tested; where they meet nothing it is popped and the stack descended to the
     next colliding leaf pair (_descend_row), until a contact — hit[r] = (A's, B's triangle,
     global ids), hit (k, 2) int64, -1 before — or the stack's end: every colliding leaf pair was
@@ -869,10 +885,11 @@ def first_contacts(A, B, pose, rows, target, state, tpa, tia, tva, tca, tra, tpb
     last one left on top. Leaf pairs share triangles, so a row found apart this way tests
     some triangle pairs more than once (exact_pairs over the whole frontier tests each once), but
     a contact costs the leaf pairs tried before it, not the frontier."""
-    VA, VB, R, t = A[0], B[0], pose[2], pose[3]
+    R, t = pose[2], pose[3]
     sa, sb, sl, height, _, apart, blocked = state
-    scratch = _triangle_scratch(tva, tvb)
-    GB, lo, hi = np.empty((len(tvb), 3, 3)), np.empty((len(tvb), 3)), np.empty((len(tvb), 3))
+    tvb = leaves_b[3]
+    scratch = _triangle_scratch(leaves_a[3], tvb)
+    boxes = np.empty((len(tvb), 3, 3)), np.empty((len(tvb), 3)), np.empty((len(tvb), 3))
     xb = np.empty((2, 3))
     stamp = 0
     for i in range(len(rows)):
@@ -889,8 +906,8 @@ def first_contacts(A, B, pose, rows, target, state, tpa, tia, tva, tca, tra, tpb
                 break
             left -= 1
             stamp += 1
-            hit[r, 0], hit[r, 1] = _first_hit_in_leaf_pair(VA, tpa, tia, tva, tca, tra, VB, tpb, tib, tvb, tcb, trb,
-                                                           R, t, r, sa[r, top], sb[r, top], stamp, scratch, GB, lo, hi)
+            hit[r, 0], hit[r, 1] = _first_hit_in_leaf_pair(leaves_a, leaves_b, R, t, r, sa[r, top], sb[r, top], stamp,
+                                                           scratch, boxes)
             if hit[r, 0] < 0:
                 if left == 0:
                     break  # out of tries: the witness stays on top, the caller tests the whole frontier

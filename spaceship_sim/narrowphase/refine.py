@@ -53,7 +53,7 @@ from ..cost import CostModel
 from .bank import TreeBank, bank_of
 from .fairness import NOT_FAIR
 from .intervals import NO_LEVEL_CAP, bank_parts, narrow_rows, row_poses, tri_parts, verdict_bounds
-from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, Tree,
+from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, Leaves, Tree,
                       complete_pairs, count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, first_contacts,
                       scratch_views, search_levels, stack_width, stacks_csr, summarize_stacks, SCRATCH_FLAGS,
                       SCRATCH_FLOATS, SCRATCH_INTS)
@@ -553,6 +553,11 @@ def tree_of(bank) -> Tree:
     return Tree(bank.nodes, bank.first_child, bank.child_count, bank.spheres, cells_of(bank))
 
 
+def leaves_of(bank) -> Leaves:
+    """What the exact-level kernels read of a bank (kernels.Leaves)."""
+    return Leaves(bank.nodes, bank.tri_ptr, bank.tri_idx, bank.tri_verts, bank.tri_center, bank.tri_radius)
+
+
 class _ScratchPool:
     """Scratch (Scratch) that no other call holds: take(k, width) one that fits (a nested or
     concurrent call gets another), give_back when done."""
@@ -766,8 +771,7 @@ class _Search(SearchArrays):
         before = [a[rows] for a in self.state] if rounds is not None else None  # copies: fancy indexing
         todo = rows
         while len(todo):
-            first_contacts(*self.trees, self.pose, todo, self.depth[todo], self.state, *self._triangle_arrays(), hit,
-                           tries)
+            first_contacts(*self.trees, self.pose, todo, self.depth[todo], self.state, *self._leaves(), hit, tries)
             todo = todo[self.blocked[todo]]
             # every row given, not only the blocked: all stacks are touched before a build may evict
             # (ocst._make_room), and the last round, none blocked, touches the nodes the stacks hold
@@ -787,16 +791,12 @@ class _Search(SearchArrays):
         return s + len(rows), (_merge_hits(hits, rest, self._triangles(self._all_leaves(rows[rest]), True))
                                if len(rest) else hits)
 
-    def _triangle_arrays(self):
-        """A's and B's triangle arrays (read at each use: an on-collide bank reallocates tri_idx)."""
-        A, B = self.A, self.B
-        return (A.tri_ptr, A.tri_idx, A.tri_verts, A.tri_center, A.tri_radius,
-                B.tri_ptr, B.tri_idx, B.tri_verts, B.tri_center, B.tri_radius)
+    def _leaves(self) -> tuple:
+        """A's and B's kernels.Leaves (read at each use: an on-collide bank reallocates tri_idx)."""
+        return leaves_of(self.A), leaves_of(self.B)
 
     def _triangles(self, front, first):
-        tpa, tia, tva, tca, tra, tpb, tib, tvb, tcb, trb = self._triangle_arrays()
-        return exact_pairs(self.A.nodes, tpa, tia, tva, tca, tra, self.B.nodes, tpb, tib, tvb, tcb, trb, self.R, self.t,
-                           front.rows, front.ptr, front.fa, front.fb, 0, len(front.rows), first)
+        return exact_pairs(*self._leaves(), self.pose, front.rows, front.ptr, front.fa, front.fb, first)
 
     def _all_leaves(self, rows) -> _Frontier:
         """The whole leaf frontier below each row's stack."""

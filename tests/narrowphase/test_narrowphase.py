@@ -268,8 +268,8 @@ def test_exact_rows_start_only_when_predicted_to_finish(trees, monkeypatch, budg
     clock = TickClock(1e-9)
     real = refine.exact_pairs
 
-    def costly(*args):  # exact_pairs(VA, tpa, ..., VB, tpb, ..., rows, ptr, fa, fb, s, e, first)
-        tpa, tpb, rows, fa, fb = args[1], args[7], args[14], args[16], args[17]
+    def costly(*args):  # exact_pairs(leaves_a, leaves_b, pose, rows, ptr, fa, fb, first)
+        tpa, tpb, fa, fb = args[0].tri_ptr, args[1].tri_ptr, args[5], args[6]
         units = refine.CALL_UNITS + np.sum(tpa[fa + 1] - tpa[fa] + tpb[fb + 1] - tpb[fb])
         clock.spend(refine.EXACT_UNIT_COST * units)
         return real(*args)
