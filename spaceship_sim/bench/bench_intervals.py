@@ -63,14 +63,13 @@ def run(args) -> int:
 def level_rows(bank, T, R: float) -> dict:
     """{level: {"verdict", "spheres", "width"}}: medians over the poses, over R (module docstring)."""
     from ..narrowphase import refine_frame
-    from ..narrowphase.intervals import NO_LEVEL_CAP, bank_parts, narrow_rows, tri_parts
+    from ..narrowphase.intervals import NO_LEVEL_CAP, bank_parts, narrow_rows
 
     Ta, Tb = T[0::2], T[1::2]
     k = len(Ta)
     Rr, t = relative_poses(np.ascontiguousarray(Ta), np.ascontiguousarray(Tb))
     roots = np.zeros(k, np.int64)
-    parts = (*bank_parts(bank), *bank_parts(bank), tri_parts(bank), tri_parts(bank), Rr, t, np.arange(k), roots,
-             roots, UNLIMITED)
+    parts = (bank_parts(bank), bank_parts(bank), Rr, t, np.arange(k), roots, roots, UNLIMITED)
 
     def capped(level):
         lower, upper = np.zeros(k), np.full(k, np.inf)

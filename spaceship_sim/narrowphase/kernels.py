@@ -94,8 +94,7 @@ class Tree(NamedTuple):
 
 
 class Leaves(NamedTuple):
-    """One bank's leaves as the exact level reads them (refine.py makes them at each use: an on-collide
-    bank reallocates tri_idx as it builds)."""
+    """One bank's leaves as the exact level reads them (leaves_of)."""
 
     nodes: tuple             # the volume's node arrays (volumes.py): a sphere around each leaf's volume
     tri_ptr: np.ndarray      # (N+1,) int64, CSR: node i's triangles are tri_idx[tri_ptr[i]:tri_ptr[i+1]]
@@ -363,6 +362,11 @@ def _load_stack(ptr, i, fa, fb, sa, sb):
         sa[top], sb[top] = fa[j], fb[j]
         top += 1
     return top
+
+
+def leaves_of(bank) -> Leaves:
+    """The bank's Leaves, made at each use: an on-collide bank (ocst.py) reallocates tri_idx as it builds."""
+    return Leaves(bank.nodes, bank.tri_ptr, bank.tri_idx, bank.tri_verts, bank.tri_center, bank.tri_radius)
 
 
 def stack_width(bank_a, bank_b, depth: int) -> int:

@@ -52,10 +52,10 @@ from ..clock import WALL
 from ..cost import CostModel
 from .bank import TreeBank, bank_of
 from .fairness import NOT_FAIR
-from .intervals import NO_LEVEL_CAP, bank_parts, narrow_rows, row_poses, tri_parts, verdict_bounds
-from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, Leaves, Tree,
+from .intervals import NO_LEVEL_CAP, bank_parts, narrow_rows, row_poses, verdict_bounds
+from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, Tree,
                       complete_pairs, count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, first_contacts,
-                      scratch_views, search_levels, stack_width, stacks_csr, summarize_stacks, SCRATCH_FLAGS,
+                      leaves_of, scratch_views, search_levels, stack_width, stacks_csr, summarize_stacks, SCRATCH_FLAGS,
                       SCRATCH_FLOATS, SCRATCH_INTS)
 from .ocst import BuildRounds, resume_blocked, resume_stacks
 from .volumes import volume_of
@@ -553,11 +553,6 @@ def tree_of(bank) -> Tree:
     return Tree(bank.nodes, bank.first_child, bank.child_count, bank.spheres, cells_of(bank))
 
 
-def leaves_of(bank) -> Leaves:
-    """What the exact-level kernels read of a bank (kernels.Leaves)."""
-    return Leaves(bank.nodes, bank.tri_ptr, bank.tri_idx, bank.tri_verts, bank.tri_center, bank.tri_radius)
-
-
 class _ScratchPool:
     """Scratch (Scratch) that no other call holds: take(k, width) one that fits (a nested or
     concurrent call gets another), give_back when done."""
@@ -849,7 +844,7 @@ class _Search(SearchArrays):
             answer.distance[todo[known]] = lower[todo[known]] = upper[todo[known]] = found[known]
         root_a, root_b = answer._spheres[3], answer._spheres[4]
         R, t = row_poses(self.frame[1], pairs)
-        parts = (*bank_parts(self.A), *bank_parts(self.B), tri_parts(self.A), tri_parts(self.B), R, t)
+        parts = (bank_parts(self.A), bank_parts(self.B), R, t)
         size = self.A.spheres[root_a, 3] + self.B.spheres[root_b, 3]
         pops = TIGHTEN_POPS
         while True:

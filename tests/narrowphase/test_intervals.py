@@ -12,7 +12,7 @@ from spaceship_sim.clock import TickClock
 from spaceship_sim.geometry.poses import relative_poses
 from spaceship_sim.meshes import load_model
 from spaceship_sim.narrowphase import TreeBank, refine_frame
-from spaceship_sim.narrowphase.intervals import NO_LEVEL_CAP, bank_parts, narrow_rows, tri_parts
+from spaceship_sim.narrowphase.intervals import NO_LEVEL_CAP, bank_parts, narrow_rows
 from spaceship_sim.narrowphase.kernels import min_distance_all_pairs
 from spaceship_sim.spheretree import build_tree, load_or_build
 
@@ -44,9 +44,8 @@ def narrowed(bank, ma, mb, R, t, pops, lower=None, upper=None, max_level=NO_LEVE
     k = len(ma)
     lower = np.zeros(k) if lower is None else lower.copy()
     upper = np.full(k, np.inf) if upper is None else upper.copy()
-    narrow_rows(*bank_parts(bank), *bank_parts(bank), tri_parts(bank), tri_parts(bank), R, t, np.arange(k),
-                bank.node_offset[ma].astype(np.int64), bank.node_offset[mb].astype(np.int64), pops, max_level, lower,
-                upper)
+    narrow_rows(bank_parts(bank), bank_parts(bank), R, t, np.arange(k), bank.node_offset[ma].astype(np.int64),
+                bank.node_offset[mb].astype(np.int64), pops, max_level, lower, upper)
     return lower, upper
 
 
