@@ -7,7 +7,7 @@ overwrites its vertices and the next call sees the new shape.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -17,6 +17,34 @@ from .kernels import ALL_HITS, CANDIDATES, FIRST_HIT, face_octree, test_candidat
 
 MAX_DEPTH = 4    # octree levels below the overlap region [-]
 LEAF_PAIRS = 16  # a cell with at most this many (face of A) x (face of B) pairs is not split [-]
+
+
+class PackedMeshes(NamedTuple):
+    """Every model's mesh side by side, as the kernels take them."""
+
+    V: np.ndarray     # (N, 3) float64 vertices of every model, body frames [m]
+    F: np.ndarray     # (M, 3) int64 faces, vertex ids local to their model
+    voff: np.ndarray  # (n_models + 1,) int64: model m's vertices are V[voff[m]:voff[m + 1]]
+    foff: np.ndarray  # (n_models + 1,) int64: its faces F[foff[m]:foff[m + 1]]
+
+
+class PairPoses(NamedTuple):
+    """A batch's k pairs, as the kernels take them: B's pose in A's frame, x_A = R[r] @ x_B + t[r]."""
+
+    ma: np.ndarray  # (k,) int64, A's model
+    mb: np.ndarray  # (k,) int64, B's model
+    R: np.ndarray   # (k, 3, 3) float64, at the start (the only pose when not swept)
+    t: np.ndarray   # (k, 3) float64 [m]
+    R1: np.ndarray  # (k, 3, 3) float64, at the end of a swept step
+    t1: np.ndarray  # (k, 3) float64 [m]
+
+
+class OctreeSettings(NamedTuple):
+    """How far the kernels split the region, and what they return."""
+
+    max_depth: int   # octree levels below the region
+    leaf_pairs: int  # a cell with at most this many face pairs is a leaf
+    mode: int        # kernels.CANDIDATES, ALL_HITS or FIRST_HIT
 
 
 class FaceOctreeExact:
@@ -34,20 +62,21 @@ class FaceOctreeExact:
         if max_depth < 0 or leaf_pairs < 0:
             raise ValueError(f"max_depth and leaf_pairs must be >= 0, got {max_depth}, {leaf_pairs}")
         meshes = list(meshes)
-        self.V = np.concatenate([np.asarray(m.vertices, np.float64) for m in meshes])
-        self.F = np.concatenate([np.asarray(m.faces, np.int64) for m in meshes])
-        self.voff = np.concatenate([[0], np.cumsum([len(m.vertices) for m in meshes])]).astype(np.int64)
-        self.foff = np.concatenate([[0], np.cumsum([len(m.faces) for m in meshes])]).astype(np.int64)
+        self.meshes = PackedMeshes(
+            V=np.concatenate([np.asarray(m.vertices, np.float64) for m in meshes]),
+            F=np.concatenate([np.asarray(m.faces, np.int64) for m in meshes]),
+            voff=np.concatenate([[0], np.cumsum([len(m.vertices) for m in meshes])]).astype(np.int64),
+            foff=np.concatenate([[0], np.cumsum([len(m.faces) for m in meshes])]).astype(np.int64))
         self.max_depth, self.leaf_pairs, self.parallel = int(max_depth), int(leaf_pairs), bool(parallel)
 
     def set_vertices(self, model: int, vertices: np.ndarray) -> None:
         """Model `model`'s vertices (nv, 3) float64, body frame [m], from now on (a deformed shape
         with the same faces)."""
-        s, e = self.voff[model], self.voff[model + 1]
+        s, e = self.meshes.voff[model], self.meshes.voff[model + 1]
         vertices = np.asarray(vertices, np.float64)
         if vertices.shape != (e - s, 3) or not np.isfinite(vertices).all():
             raise ValueError(f"model {model} needs finite ({e - s}, 3) vertices, got shape {vertices.shape}")
-        self.V[s:e] = vertices
+        self.meshes.V[s:e] = vertices
 
     def collide(self, ma, mb, Ta, Tb, all_contacts=True) -> ExactAnswer:
         """ExactDetector.collide: ma, mb (k,) int model ids; Ta, Tb (k, 4, 4) body->world."""
@@ -64,8 +93,11 @@ class FaceOctreeExact:
     def candidates(self, ma, mb, Ta, Tb):
         """Steps 1-3 only: CSR (ptr (k+1,), ca, cb) of candidate face pairs (local ids)."""
         ma, mb, R, t = self._pairs(ma, mb, Ta, Tb)
-        return face_octree(self.V, self.F, self.voff, self.foff, ma, mb, R, t, R, t, False, self.max_depth,
-                           self.leaf_pairs, CANDIDATES)
+        return face_octree(self.meshes, PairPoses(ma, mb, R, t, R, t), False, self._settings(CANDIDATES))
+
+    def _settings(self, mode: int) -> OctreeSettings:
+        """The kernels' settings for a call returning `mode` (kernels.CANDIDATES, ...)."""
+        return OctreeSettings(self.max_depth, self.leaf_pairs, mode)
 
     def _pairs(self, ma, mb, Ta, Tb):
         ma, mb = np.asarray(ma, np.int64).reshape(-1), np.asarray(mb, np.int64).reshape(-1)
@@ -73,7 +105,7 @@ class FaceOctreeExact:
         if not (len(ma) == len(mb) == len(Ta) == len(Tb)):
             raise ValueError(f"ma, mb, Ta, Tb must have one row per pair, got {len(ma)}, {len(mb)}, {len(Ta)}, "
                              f"{len(Tb)}")
-        n_models = len(self.voff) - 1
+        n_models = len(self.meshes.voff) - 1
         if len(ma) and (min(ma.min(), mb.min()) < 0 or max(ma.max(), mb.max()) >= n_models):
             raise ValueError(f"model ids outside 0..{n_models - 1}")
         R, t = relative_poses(Ta, Tb)
@@ -83,17 +115,18 @@ class FaceOctreeExact:
         ma, mb, R, t = self._pairs(ma, mb, Ta, Tb)
         swept = Ta1 is not None
         R1, t1 = self._pairs(ma, mb, Ta1, Tb1)[2:] if swept else (R, t)
-        args = (self.V, self.F, self.voff, self.foff, ma, mb, R, t, R1, t1, swept)
+        poses = PairPoses(ma, mb, R, t, R1, t1)
         if self.parallel:  # steps 1-3 serial, step 4 over all candidates in a prange
-            ptr, fa, fb = face_octree(*args, self.max_depth, self.leaf_pairs, CANDIDATES)
+            ptr, fa, fb = face_octree(self.meshes, poses, swept, self._settings(CANDIDATES))
             row = np.repeat(np.arange(len(ma)), np.diff(ptr))
-            hit = test_candidates_parallel(*args, row, fa, fb)
+            hit = test_candidates_parallel(self.meshes, poses, swept, row, fa, fb)
             if not all_contacts:  # each pair's first hit in candidate order
                 _, at = np.unique(row[hit], return_index=True)
                 hit = np.isin(np.arange(len(hit)), np.flatnonzero(hit)[at])
             fa, fb, row = fa[hit], fb[hit], row[hit]
         else:
-            ptr, fa, fb = face_octree(*args, self.max_depth, self.leaf_pairs, ALL_HITS if all_contacts else FIRST_HIT)
+            mode = ALL_HITS if all_contacts else FIRST_HIT
+            ptr, fa, fb = face_octree(self.meshes, poses, swept, self._settings(mode))
             row = np.repeat(np.arange(len(ma)), np.diff(ptr))
         counts = np.bincount(row, minlength=len(ma))
         tri_ptr = np.zeros(len(ma) + 1, np.int64)
