@@ -123,6 +123,8 @@ class OverlayModel:
         self.level_hist = [int(x) for x in stats.level_hist]
         self.sep_bound_min = stats.sep_bound_min
         self.interval_width = (stats.interval_width_median, stats.interval_width_p90)
+        if math.isnan(self.interval_width[0]) and narrow is not None and len(narrow.pairs):
+            self.interval_width = interval_widths(narrow)  # verdict-only frames: the table's intervals
         self.accuracy.add(stats)
         if self.frames_timed % MEDIAN_EVERY == 0 or math.isnan(self.median_sep_bound):
             self.median_sep_bound = self.accuracy.bound_m.quantile(0.5)
@@ -153,10 +155,19 @@ class OverlayModel:
                 {k: np.array(v, np.float64) for k, v in self.series.items()})
 
 
+def interval_widths(narrow) -> tuple[float, float]:
+    """Median and p90 width [m] of a narrow-phase result's finite separation intervals (nan: none)."""
+    widths = narrow.upper - narrow.lower
+    widths = widths[np.isfinite(widths)]
+    if not len(widths):
+        return math.nan, math.nan
+    return float(np.quantile(widths, 0.5)), float(np.quantile(widths, 0.9))
+
+
 def interval_line(median: float, p90: float) -> str:
     """The overlay's line on the frame's separation intervals."""
     if math.isnan(median):
-        return "separation intervals: - (no candidate pair)"
+        return "separation intervals: - (no pair with a finite interval)"
     return f"separation intervals: width median {median:.3f} m, p90 {p90:.3f} m"
 
 

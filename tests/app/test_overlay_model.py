@@ -65,6 +65,12 @@ def test_model_shows_the_latest_finished_frame(frames, narrow):
     assert (model.candidate_pairs, model.colliding_pairs) == (last.candidate_pairs, last.colliding_pairs)
     xs, ys = model.arrays()
     assert xs.shape == ys["frame"].shape == (min(5, len(frames)),)
+    # a verdict-only frame tallies no interval: the line shows the intervals of the pairs in the table
+    widths = narrow.upper - narrow.lower
+    if math.isnan(last.interval_width_median) and len(widths):
+        assert model.interval_width == (pytest.approx(np.quantile(widths, 0.5)), pytest.approx(np.quantile(widths, 0.9)))
+    elif math.isnan(last.interval_width_median):
+        assert all(math.isnan(w) for w in model.interval_width)
 
 
 @settings(max_examples=30, deadline=None)
@@ -185,4 +191,4 @@ def test_the_interval_line_gives_the_frames_median_and_p90_width():
     from spaceship_sim.app.overlay_model import interval_line
 
     assert interval_line(0.1234, 0.5) == "separation intervals: width median 0.123 m, p90 0.500 m"
-    assert interval_line(math.nan, math.nan) == "separation intervals: - (no candidate pair)"
+    assert interval_line(math.nan, math.nan) == "separation intervals: - (no pair with a finite interval)"
