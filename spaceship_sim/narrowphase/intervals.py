@@ -46,7 +46,8 @@ EMPTY = np.int64(0)  # an empty heap's size, typed: a literal 0 would compile he
 
 
 class BankParts(NamedTuple):
-    """What narrow_rows reads of one bank (bank_parts)."""
+    """What narrow_rows reads of one bank (bank_parts; a plain tuple to the kernels, kernels.py says
+    why)."""
 
     first_child: np.ndarray  # (N,) int64
     child_count: np.ndarray  # (N,) int64
@@ -153,10 +154,10 @@ def _most_per_leaf(tri_ptr):
 def narrow_rows(A, B, R, t, rows, root_a, root_b, pops, max_level, lower, upper):
     """Narrow lower[r] and upper[r] of each pair row r in `rows` by a branch-and-bound of at most
     `pops` node pairs (module docstring; every TRIANGLES_PER_POP triangle pairs measured count as
-    one more, so that a row's work, leaves included, is bounded by `pops`), in place; returns how many of the rows closed (lower ==
-    upper). A, B: the banks' BankParts; R, t: B's pose in A's frame per row; root_a, root_b: each
-    row's root nodes. max_level: no node of that level is
-    split and no leaf of it has its triangles measured (what the spheres down to it know: a pair that
+    one more, so that a row's work, leaves included, is bounded by `pops`), in place; returns how
+    many of the rows closed (lower == upper). A, B: the banks' BankParts; R, t: B's pose in A's
+    frame per row; root_a, root_b: each row's root nodes. max_level: no node of that level is split
+    and no leaf of it has its triangles measured (what the spheres down to it know: a pair that
     cannot go deeper counts with its gap and its witnesses' distance; a cap past the leaves, e.g.
     NO_LEVEL_CAP, lets every pair go on to its leaves' triangles)."""
     fca, cca, ea, wa, la, leaves_a = A
@@ -214,12 +215,12 @@ NO_LEVEL_CAP = 1 << 30
 _LEVELS = weakref.WeakKeyDictionary()  # bank -> (N,) int64, each node's level (made once per bank)
 
 
-def bank_parts(bank) -> BankParts:
-    """What narrow_rows needs of one bank."""
+def bank_parts(bank) -> tuple:
+    """What narrow_rows needs of one bank: its BankParts, as a plain tuple."""
     if bank not in _LEVELS:
         _LEVELS[bank] = node_levels(bank.first_child, bank.child_count, bank.node_offset)
-    return BankParts(bank.first_child, bank.child_count, bank.spheres, getattr(bank.nodes, "witness", NO_WITNESS),
-                     _LEVELS[bank], leaves_of(bank))
+    return tuple(BankParts(bank.first_child, bank.child_count, bank.spheres,
+                           getattr(bank.nodes, "witness", NO_WITNESS), _LEVELS[bank], leaves_of(bank)))
 
 
 @njit(cache=True)

@@ -9,9 +9,10 @@ watch the clock between batches.
 
 The kernels own the trees' topology (first_child, child_count), the stacks and the triangles; the
 geometry of a node is the bounding volume's (volumes.py): the kernels take each bank's arrays
-grouped (Tree for the descent, Leaves for the exact level, beside the rows' Poses and the search's
-SearchState), whose node-array tuples they pass to volumes.place, overlap, ..., which numba
-resolves by the tuples' class, so one loop serves every volume type (compiled once per type).
+grouped (a Tree for the descent, Leaves for the exact level, beside the rows' poses and the
+search's state, scratch_views), whose node-array tuples they pass to volumes.place, overlap, ...,
+which numba resolves by the tuples' class, so one loop serves every volume type (compiled once per
+type).
 Beside the topology each Tree holds its bank's `spheres`: a sphere around each node's volume and
 one around its children's, made with the volume's `enclosing`, which rule out child pairs before
 their volumes are tested (_scan_children).
@@ -81,10 +82,15 @@ Z = np.int64(0)
 TRUE, FALSE = np.bool_(True), np.bool_(False)
 
 
+# A group of arrays crosses from Python as a plain tuple, its fields named by a NamedTuple class
+# below (Tree, Leaves) where it is made: numba types a named tuple argument by its slow path, ~1 us
+# more a call (measured: a search_levels call 20% slower on ten pair rows), where a plain one hits
+# its type cache. Kernels unpack a group once at their top: a field read inside a hot loop was
+# measured slower.
+
 class Tree(NamedTuple):
-    """One bank's arrays as the descent reads them: the A or the B side of every pair row (refine.py
-    makes them). Kernels unpack it once at their top: a field read inside a hot loop was measured
-    slower."""
+    """One bank's arrays as the descent reads them: the A or the B side of every pair row
+    (refine.tree_of)."""
 
     nodes: tuple              # the volume's node arrays (volumes.py)
     first_child: np.ndarray   # (N,) int64, global id of each node's first child
@@ -102,27 +108,6 @@ class Leaves(NamedTuple):
     tri_verts: np.ndarray    # (F, 3, 3) float64, body frame
     tri_center: np.ndarray   # (F, 3) float64
     tri_radius: np.ndarray   # (F,) float64, around tri_center
-
-
-class Poses(NamedTuple):
-    """The pair rows' poses (scratch_views)."""
-
-    Ta: np.ndarray  # (k, 4, 4) A's body->world transform
-    Tb: np.ndarray  # (k, 4, 4) B's
-    R: np.ndarray   # (k, 3, 3) B's rotation in A's frame
-    t: np.ndarray   # (k, 3) B's origin in A's frame
-
-
-class SearchState(NamedTuple):
-    """The pair rows' depth-first search (descend_stacks): stacks (k, width) int64, the rest (k,)."""
-
-    sa: np.ndarray       # stacked entries: A's global node id
-    sb: np.ndarray       # ... B's, or a continuation (< 0)
-    sl: np.ndarray       # ... their level
-    height: np.ndarray   # int64, entries on each row's stack
-    level: np.ndarray    # int64, the level each row reached
-    apart: np.ndarray    # bool, found apart
-    blocked: np.ndarray  # bool, stopped on a node not built yet (ocst.py)
 
 
 @njit(cache=True, _nrt=False)
@@ -340,9 +325,9 @@ def _start_stacks(VA, VB, rows, pose, state):
 
 @njit(cache=True)
 def _stack_capacity(cca, ccb, ptr, levels):
-    """(capacity, kids) of a depth-first stack for the rows of CSR ptr: a stack holds a row's unexpanded
-    input entries plus at most one sibling group per level below them, and a group is at most
-    kids = (most children of a node of A) x (of B) pairs."""
+    """(capacity, kids) of a depth-first stack for the rows of CSR ptr: a stack holds a row's
+    unexpanded input entries plus at most one sibling group per level below them, and a group is
+    at most kids = (most children of a node of A) x (of B) pairs."""
     kids = np.int64(1)
     for c in (cca, ccb):
         for i in range(len(c)):
@@ -364,9 +349,10 @@ def _load_stack(ptr, i, fa, fb, sa, sb):
     return top
 
 
-def leaves_of(bank) -> Leaves:
-    """The bank's Leaves, made at each use: an on-collide bank (ocst.py) reallocates tri_idx as it builds."""
-    return Leaves(bank.nodes, bank.tri_ptr, bank.tri_idx, bank.tri_verts, bank.tri_center, bank.tri_radius)
+def leaves_of(bank) -> tuple:
+    """The bank's Leaves (a plain tuple, see Tree), made at each use: an on-collide bank (ocst.py)
+    reallocates tri_idx as it builds."""
+    return tuple(Leaves(bank.nodes, bank.tri_ptr, bank.tri_idx, bank.tri_verts, bank.tri_center, bank.tri_radius))
 
 
 def stack_width(bank_a, bank_b, depth: int) -> int:
@@ -381,7 +367,7 @@ def stack_width(bank_a, bank_b, depth: int) -> int:
 @njit(cache=True)
 def descend_stacks(A, B, pose, rows, target, state):
     """Depth-first search, in place, for pair rows `rows`, of one colliding node pair at level
-    target[i] (trees A, B: Tree; pose: Poses; state: SearchState).
+    target[i] (A, B: the banks' Trees; pose, state: scratch_views').
 
     Row r's state is its stack (sa, sb, sl)[r, :height[r]] of colliding node pairs not yet
     expanded and of continuations (child pairs not yet tested, module docstring), levels <=
@@ -463,10 +449,10 @@ def scratch_views(scratch, k, width):
     batch = ints[(ROWS + 2) * k:(ROWS + 4) * k].reshape(2, k)
     order = ints[(ROWS + 4) * k:(ROWS + 5) * k]
     plan = ints[(ROWS + 5) * k:(ROWS + 5) * k + 3]
-    pose = Poses(floats[:16 * k].reshape(k, 4, 4), floats[16 * k:32 * k].reshape(k, 4, 4),
-                 floats[32 * k:41 * k].reshape(k, 3, 3), floats[41 * k:44 * k].reshape(k, 3))
-    state = SearchState(stacks[0, :k * width].reshape(k, width), stacks[1, :k * width].reshape(k, width),
-                        stacks[2, :k * width].reshape(k, width), height, level, flags[:k], flags[2 * k:3 * k])
+    pose = (floats[:16 * k].reshape(k, 4, 4), floats[16 * k:32 * k].reshape(k, 4, 4),
+            floats[32 * k:41 * k].reshape(k, 3, 3), floats[41 * k:44 * k].reshape(k, 3))
+    state = (stacks[0, :k * width].reshape(k, width), stacks[1, :k * width].reshape(k, width),
+             stacks[2, :k * width].reshape(k, width), height, level, flags[:k], flags[2 * k:3 * k])
     return rows, pose, state, (flags[k:2 * k], floats[44 * k:45 * k]), plan, batch, order
 
 
@@ -483,9 +469,9 @@ def search_levels(A, B, models, frame, scratch, k, width, fair, forced, budget):
     frame : (model_id (n,), T (n, 4, 4), pairs (k, 2), max_level) as refine_frame's
     scratch, k, width: the search's arrays for k pair rows, stacks `width` deep (scratch_views),
             in place:
-      rows  : (ROWS, k) int64 and pose (Poses): filled by the first call (_start_rows), B's pose in
-              A's frame as relative_poses gives it
-      state : SearchState, descend_stacks's, set by the first call
+      rows  : (ROWS, k) int64 and pose (Ta, Tb (k, 4, 4), R (k, 3, 3), t (k, 3)): filled by the first
+              call (_start_rows), B's pose in A's frame as relative_poses gives it
+      state : (sa, sb, sl, height, level, apart, blocked) as descend_stacks's, set by the first call
       known : (tested (k,) bool, distance (k,) float64), what the exact level learns: reset by the
               first call (kernels.summarize_stacks)
       plan  : (3,) int64 in/out: the level L being deepened (-1 before the first call; BAD_PAIRS or
@@ -550,18 +536,20 @@ def search_levels(A, B, models, frame, scratch, k, width, fair, forced, budget):
     return n, True, count_leaves(rows, level, apart)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _start_search(VA, VB, models, frame, views, fair):
     """search_levels' set-up: the rows (_start_rows), the search's arrays reset, the visiting order
     and the root pairs stacked. Returns 0, or, on bad input, plan[0] = BAD_PAIRS or BAD_MODELS
-    (nothing else done) and that value."""
+    (nothing else done) and that value. Inlined (numba): called, it cost ~0.4 us a search
+    (measured), a few percent of a frame's ten-pair search."""
     rows, pose, state, known, plan, _, order = views
+    level, blocked = state[4], state[6]
     bad = _start_rows(models, frame, rows, pose)
     if bad:
         plan[0] = bad
         return bad
-    state[4][:] = 0  # level
-    state[6][:] = False  # blocked
+    level[:] = 0
+    blocked[:] = False
     known[0][:] = False
     known[1][:] = np.nan
     _visiting_order(frame[2], fair, order)
@@ -644,8 +632,8 @@ def csr_by_pose_row(rows, ptr, fa, fb, k):
 
 @njit(cache=True)
 def complete_pairs(A, B, pose, rows, ptr, fa, fb):
-    """Every colliding leaf pair below the stacks of pair rows `rows` (trees A, B: Tree; pose:
-    Poses; each row's entries (fa, fb)[ptr[i]:ptr[i+1]], see descend_stacks; continuations resumed
+    """Every colliding leaf pair below the stacks of pair rows `rows` (A, B: Trees; pose as
+    scratch_views'; each row's entries (fa, fb)[ptr[i]:ptr[i+1]], see descend_stacks; continuations resumed
     to their end): the breadth-first frontier at the leaves, which the exact level's triangle tests
     need whole.
     Returns CSR (out_ptr (len(rows)+1,), out_a, out_b) int64 and blocked (len(rows),) bool: the row
@@ -769,7 +757,7 @@ def _sweep(lo_a, hi_a, lo_b, hi_b):
 @njit(cache=True)
 def exact_pairs(A, B, pose, rows, ptr, fa, fb, first):
     """Exact level for pair rows `rows` whose node pairs (fa, fb)[ptr[i]:ptr[i+1]] are colliding
-    leaves (A, B: Leaves; pose: Poses): every triangle pair (one of A's, one of B's, global bank
+    leaves (A, B: Leaves; pose as scratch_views'): every triangle pair (one of A's, one of B's, global bank
     ids) that intersects, each reported once (_test_leaf_pairs over each row's leaf pairs at once).
     With `first`, only the first intersecting pair of a row is wanted (a yes/no answer, like a
     boolean collide). Returns (out_ptr (len(rows)+1,) int64, hit_a, hit_b (h,) int64).
@@ -879,16 +867,17 @@ def _first_hit_in_leaf_pair(A, B, R, t, r, a, b, stamp, scratch, boxes):
 @njit(cache=True)
 def first_contacts(A, B, pose, rows, target, state, leaves_a, leaves_b, hit, tries):
     """Depth-first to one intersecting triangle pair, for pair rows rows[i] at their leaves
-    (target[i]: the leaf level; A, B: Tree; leaves_a, leaves_b: Leaves of the same banks). The triangles of the witness, the colliding leaf pair on top of
-    the stack, are tested; where they meet nothing it is popped and the stack descended to the
-    next colliding leaf pair (_descend_row), until a contact — hit[r] = (A's, B's triangle,
-    global ids), hit (k, 2) int64, -1 before — or the stack's end: every colliding leaf pair was
-    tested, apart[r]; or a node whose children are not built yet (on-collide trees): blocked[r],
-    and once they are built and the row descended again (ocst.resume_stacks), a second call goes
-    on from its new witness; or `tries` leaf pairs tested in this call (tries < 0: no limit), the
-    last one left on top. Leaf pairs share triangles, so a row found apart this way tests
-    some triangle pairs more than once (exact_pairs over the whole frontier tests each once), but
-    a contact costs the leaf pairs tried before it, not the frontier."""
+    (target[i]: the leaf level; A, B: Tree; leaves_a, leaves_b: Leaves of the same banks). The
+    triangles of the witness, the colliding leaf pair on top of the stack, are tested; where they
+    meet nothing it is popped and the stack descended to the next colliding leaf pair
+    (_descend_row), until a contact — hit[r] = (A's, B's triangle, global ids), hit (k, 2) int64, -1
+    before — or the stack's end: every colliding leaf pair was tested, apart[r]; or a node whose
+    children are not built yet (on-collide trees): blocked[r], and once they are built and the row
+    descended again (ocst.resume_stacks), a second call goes on from its new witness; or `tries`
+    leaf pairs tested in this call (tries < 0: no limit), the last one left on top. Leaf pairs share
+    triangles, so a row found apart this way tests some triangle pairs more than once (exact_pairs
+    over the whole frontier tests each once), but a contact costs the leaf pairs tried before it,
+    not the frontier."""
     R, t = pose[2], pose[3]
     sa, sb, sl, height, _, apart, blocked = state
     tvb = leaves_b[3]
@@ -944,16 +933,17 @@ def _grow2(arr, need):
 
 
 @njit(cache=True)
-def summarize_stacks(A, B, scratch, k, width, hit_ptr, n_levels, pairs, fair):
+def summarize_stacks(VA, VB, scratch, k, width, hit_ptr, n_levels, pairs, fair):
     """The frame's answer per pair row i from its stack, sa[i, :height[i]] and sb[i, :height[i]]
-    (A, B, scratch, k, width, fair as search_levels', pairs as its frame's), as the answer's own
-    new arrays: each one handed to Python costs ~1 µs back to back, and cutting views out of a few
-    flat ones in numpy cost more (measured ~2.5x, in a frame after a render, where every
-    Python-level call runs from cold caches). The stack's colliding node pairs are its entries' pairs (entry_node_b): the witness, and per level above it the
-    pair its continuation comes from — the witness's ancestors, root pair included, each kept
-    by its continuation (_expand) — not every overlapping sibling met on the way, as before lazy
-    testing: those stay untested. So the bound is the min over fewer pairs (looser, still valid),
-    and the contact comes from one chain of pairs, not a spread of them.
+    (VA, VB: the banks' node arrays; scratch, k, width, fair as search_levels', pairs as its
+    frame's), as the answer's own new arrays: each one handed to Python costs ~1 µs back to back,
+    and cutting views out of a few flat ones in numpy cost more (measured ~2.5x, in a frame after a
+    render, where every Python-level call runs from cold caches). The stack's colliding node pairs
+    are its entries' pairs (entry_node_b): the witness, and per level above it the pair its
+    continuation comes from — the witness's ancestors, root pair included, each kept by its
+    continuation (_expand) — not every overlapping sibling met on the way, as before lazy testing:
+    those stay untested. So the bound is the min over fewer pairs (looser, still valid), and the
+    contact comes from one chain of pairs, not a spread of them.
 
     Returns, each (k,) unless noted:
     colliding, certain bool: not found apart; found apart or triangles tested
@@ -981,15 +971,16 @@ def summarize_stacks(A, B, scratch, k, width, hit_ptr, n_levels, pairs, fair):
     """
     rows, pose, state, known = scratch_views(scratch, k, width)[:4]
     sa, sb, sl, height, level, apart, _ = state
+    tested = known[0]
     colliding, certain = np.empty(k, np.bool_), np.empty(k, np.bool_)
     for i in range(k):
-        colliding[i], certain[i] = not apart[i], apart[i] or known[0][i]
+        colliding[i], certain[i] = not apart[i], apart[i] or tested[i]
     bound, distance = np.full(k, np.inf), known[1].copy()
     point, normal = np.full((k, 3), np.nan), np.zeros((k, 3))
     hist = np.zeros(n_levels, np.int64)
     bound_pair = np.full((k, 2), -1, np.int64)
     out = bound, distance, point, normal, hist, bound_pair
-    _summarize_rows(A[0], B[0], pose, state, known[0], rows, hit_ptr, out)
+    _summarize_rows(VA, VB, pose, state, tested, rows, hit_ptr, out, (np.empty((2, 3)), np.empty(6)))
     ptr, fa, fb, _ = stacks_csr(sa, sb, sl, height, np.arange(k), TRUE)
     keys, served, n = fair
     if n >= 0:
@@ -998,18 +989,18 @@ def summarize_stacks(A, B, scratch, k, width, hit_ptr, n_levels, pairs, fair):
             rows[ROOT_B].copy(), rows[TRI_A].copy(), rows[TRI_B].copy(), bound_pair, hist, ptr, fa, fb, keys, served)
 
 
-@njit(cache=True)
-def _summarize_rows(VA, VB, pose, state, tested, rows, hit_ptr, out):
+@njit(cache=True, _nrt=False)
+def _summarize_rows(VA, VB, pose, state, tested, rows, hit_ptr, out, work):
     """summarize_stacks' per-row answers, in place: out = (bound, distance, point, normal, hist,
     bound_pair) as it returns them, distance holding what the exact level measured, the others
-    their values for rows apart. One call for all rows: a call per row passes (and, compiled with
-    reference counting, increfs) every array again."""
+    their values for rows apart; work = (xb (2, 3), acc (6,)) scratch. One call for all rows, and
+    compiled without reference counting (it allocates nothing): a call per row, or increfs of its
+    arrays, cost up to 20% of the summary (measured)."""
     Ta, _, R, t = pose
     sa, sb, sl, height, level, apart, _ = state
     bound, distance, point, normal, hist, bound_pair = out
+    xb, acc = work
     root_a, root_b = rows[ROOT_A], rows[ROOT_B]
-    xb = np.empty((2, 3))
-    acc = np.empty(6)
     for i in range(len(height)):
         if apart[i]:
             continue

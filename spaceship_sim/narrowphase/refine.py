@@ -522,8 +522,8 @@ class SearchArrays:
     level: np.ndarray           # (k,) int64, the level each row reached
     apart: np.ndarray           # (k,) bool, found apart (certain)
     blocked: np.ndarray         # (k,) bool, on a node not built yet (ocst.py)
-    pose: tuple                 # kernels.Poses (Ta, Tb, R, t)
-    state: tuple                # kernels.SearchState (sa, sb, sl, height, level, apart, blocked): descend_stacks's
+    pose: tuple                 # (Ta, Tb, R, t)
+    state: tuple                # (sa, sb, sl, height, level, apart, blocked): descend_stacks's
     known: tuple                # (tested, distance)
     hits: tuple                 # CSR (ptr (k+1,), hit_a, hit_b) of intersecting triangle pairs, global ids
     packed: tuple               # (scratch arrays, k, width): search_levels's and summarize_stacks's
@@ -548,9 +548,9 @@ def bank_args(A, B) -> BankArgs:
                                                B.depth))
 
 
-def tree_of(bank) -> Tree:
-    """What the descent kernels read of a bank (kernels.Tree)."""
-    return Tree(bank.nodes, bank.first_child, bank.child_count, bank.spheres, cells_of(bank))
+def tree_of(bank) -> tuple:
+    """What the descent kernels read of a bank: its kernels.Tree, as a plain tuple (kernels.py says why)."""
+    return tuple(Tree(bank.nodes, bank.first_child, bank.child_count, bank.spheres, cells_of(bank)))
 
 
 class _ScratchPool:
@@ -817,8 +817,9 @@ class _Search(SearchArrays):
         the separation, and together (the witness and its ancestors) they give the contact point;
         the normal is the root pair's; the witness is the pair reported and drawn
         (kernels.summarize_stacks)."""
-        summary = summarize_stacks(*self.trees, *self.packed, self.hits[0], max(self.A.max_level, self.B.max_level)
-                                   + 1, pairs, self.fair_args)
+        tree_a, tree_b = self.trees
+        summary = summarize_stacks(tree_a[0], tree_b[0], *self.packed, self.hits[0],
+                                   max(self.A.max_level, self.B.max_level) + 1, pairs, self.fair_args)
         answer = frame_answer(pairs, summary, self.hits, self.clock() - start, self.busy, self.fair)
         if self.prebuilt:  # the root spheres' gap and witnesses too, when the intervals are first read
             answer.interval_source = functools.partial(verdict_bounds, A=self.A, B=self.B, T=self.frame[1])

@@ -50,7 +50,7 @@ BAD_BOUND = -1  # _advance's status when the acceleration bound is negative or N
 class NarrowArgs(NamedTuple):
     """The refinement's settings and the bank's arrays, as the kernels take them."""
 
-    A: tuple              # the bank's kernels.Tree (kernels.search_levels's A and B)
+    A: tuple              # the bank's kernels.Tree (refine.tree_of: kernels.search_levels's A and B)
     B: tuple
     models: tuple         # kernels.search_levels's `models`
     max_level: int        # the deepest level a row may reach (refine.NO_LIMIT: none)
@@ -248,7 +248,7 @@ def _no_detection(narrow, scratch, width, fair):
     """_detect_forced's answer for no pairs, read off no clock: what _sample returns where it did not run."""
     rows = np.zeros((0, 2), np.int64)
     hit_ptr = np.zeros(1, np.int64)
-    summary = summarize_stacks(narrow.A, narrow.B, scratch, 0, width, hit_ptr, narrow.levels, rows, fair)
+    summary = summarize_stacks(narrow.A[0], narrow.B[0], scratch, 0, width, hit_ptr, narrow.levels, rows, fair)
     tally = tally_verdicts_kernel(summary[0], summary[1], summary[2], rows, np.zeros(0), summary[3])
     return Detected(0.0, 0.0, 0.0, 0.0, rows, summary, hit_ptr, 0.0, 0.0, 0, tally)
 
@@ -319,7 +319,7 @@ def _detect_forced(clk, pos, vel, dirty, pairs, detection):
         read_clock(clk)
         read_clock(clk)
     hit_ptr = np.zeros(k + 1, np.int64)
-    summary = summarize_stacks(A, B, scratch, k, width, hit_ptr, levels, rows, fair)
+    summary = summarize_stacks(A[0], B[0], scratch, k, width, hit_ptr, levels, rows, fair)
     time_used = read_clock(clk) - start
     narrow_end = read_clock(clk)
     response_start = read_clock(clk)

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from spaceship_sim.clock import TickClock
 from spaceship_sim.narrowphase import TreeBank, TreeError, collide_pair, refine, refine_frame, refine_roots
-from spaceship_sim.narrowphase.kernels import Poses, complete_pairs, min_distance_all_pairs
+from spaceship_sim.narrowphase.kernels import Leaves, complete_pairs, min_distance_all_pairs
 from spaceship_sim.narrowphase.refine import tree_of
 from spaceship_sim.narrowphase.reference import brute_force_pair, frontiers_ref, world_triangles
 
@@ -269,7 +269,7 @@ def test_exact_rows_start_only_when_predicted_to_finish(trees, monkeypatch, budg
     real = refine.exact_pairs
 
     def costly(*args):  # exact_pairs(leaves_a, leaves_b, pose, rows, ptr, fa, fb, first)
-        tpa, tpb, fa, fb = args[0].tri_ptr, args[1].tri_ptr, args[5], args[6]
+        tpa, tpb, fa, fb = Leaves(*args[0]).tri_ptr, Leaves(*args[1]).tri_ptr, args[5], args[6]
         units = refine.CALL_UNITS + np.sum(tpa[fa + 1] - tpa[fa] + tpb[fb + 1] - tpb[fb])
         clock.spend(refine.EXACT_UNIT_COST * units)
         return real(*args)
@@ -509,7 +509,7 @@ def test_complete_kernel_gives_the_breadth_first_leaf_frontier(trees, seed):
     rows, ptr = np.arange(3), np.arange(4, dtype=np.int64)
     roots_a, roots_b = np.zeros(3, np.int64), np.full(3, ta.n_nodes, np.int64)  # B's nodes follow A's
     tree = tree_of(bank)
-    out_ptr, oa, ob, _ = complete_pairs(tree, tree, Poses(Ta, Tb, R, t), rows, ptr, roots_a, roots_b)
+    out_ptr, oa, ob, _ = complete_pairs(tree, tree, (Ta, Tb, R, t), rows, ptr, roots_a, roots_b)
     for row in range(3):
         fronts = frontiers_ref(ta, tb, R[row], t[row], depth)
         if len(fronts) <= depth:  # apart above the leaves: the kernel starts from overlapping roots
