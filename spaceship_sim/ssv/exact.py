@@ -100,8 +100,6 @@ class SSVExact:
         self.depth = int(self.bank.depth.max())
         self.cap = ALL_CONTACTS_CAP
         self.room = PENDING_ROOM * (self.depth + 2)  # distance's pending pairs (tests set it small)
-        b = self.bank  # how far each node's SSV reaches from its core's centre (front tracking)
-        self.extent = np.hypot(b.half[:, 0], b.half[:, 1]) + b.radius
         self._idle_rows = {}
         self.threads = ThreadChoice(threads, adaptive=adaptive_threads)
 
@@ -137,7 +135,7 @@ class SSVExact:
         ma, mb, Ta, R, t, ra, rb = self._setup(ma, mb, Ta, Tb)
         def run(rows, cap):
             with self._pool(len(ra[rows])) as bounds:
-                return collide_pairs(*self.bank.arrays, R[rows], t[rows], ra[rows], rb[rows], bounds, self.depth, cap)
+                return collide_pairs(self.bank.arrays, (R[rows], t[rows], ra[rows], rb[rows]), bounds, self.depth, cap)
 
         count, hits = run(slice(None), self.cap if all_contacts else 1)
         count = count if all_contacts else np.minimum(count, 1)
@@ -165,19 +163,14 @@ class SSVExact:
         and rewritten in place."""
         k = len(ra)
         none, far, zero, fx0, fl0 = self._idle(k)
-        if front is None:
-            fx = fy = fx0
-            fl, fn, fresh, pivot = fl0, np.zeros(k, np.int64), np.zeros(k, np.int64), none
-            R0, t0 = R, t
+        if front is None:  # the kernel's fronts and ask (query.distance_pairs)
+            fronts = fx0, fx0, fl0, np.zeros(k, np.int64), np.zeros(k, np.int64), none, R, t
         else:
-            fx, fy, fl, fn, fresh, R0, t0 = front.x, front.y, front.lb, front.n, front.fresh, front.R, front.t
-            pivot = front.tri[:, 1]
+            fronts = front.x, front.y, front.lb, front.n, front.fresh, front.tri[:, 1], front.R, front.t
+        ask = (none if seed_a is None else seed_a, none if seed_b is None else seed_b, far if bound is None else bound,
+               zero if stop_at is None else stop_at, float(rel), float(abs_tol), bool(priority))
         with self._pool(k) as bounds:
-            return distance_pairs(*self.bank.arrays, R, t, ra, rb, bounds, self.room,
-                                  none if seed_a is None else seed_a, none if seed_b is None else seed_b,
-                                  far if bound is None else bound, float(rel), float(abs_tol),
-                                  zero if stop_at is None else stop_at, bool(priority), self.extent,
-                                  fx, fy, fl, fn, fresh, pivot, R0, t0)
+            return distance_pairs(self.bank.arrays, (R, t, ra, rb), bounds, self.room, ask, fronts)
 
     def _idle(self, k):
         """The kernel's arguments for k rows that ask for nothing (none of them written there): no seed

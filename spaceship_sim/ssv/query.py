@@ -5,6 +5,11 @@ narrowphase.kernels) and the two root nodes, and works in ship A's body frame. P
 chunks handed to numba's prange; a pair's answer depends on nothing but its own row, so any number
 of threads gives the same result (numba.set_num_threads(1) is the serial run).
 
+The kernels take their arrays in groups, plain tuples unpacked into named locals once at each
+kernel's top (tree.SSVArrays's fields: the bank's; the pairs' poses and roots; a distance query's
+asks; its fronts). Plain tuples, not named ones: numba types a named tuple's fields in Python on
+every call (~2 us a call more, which a one-pair query each frame would pay), a plain tuple's in C.
+
 - collide_pairs: depth-first over node pairs whose boxes overlap (each SSV node also stores the
   oriented box of its triangles, as fcl's OBBRSS pairs an OBB with its RSS: a 15-axis test is
   cheaper than the SSV distance and, on these trees, prunes about as well), deeper overlap first,
@@ -128,12 +133,13 @@ def chunks(k: int) -> np.ndarray:
 
 
 @njit(cache=True, parallel=True)
-def collide_pairs(center, u, v, half, radius, kind, child, face, tris, box_center, box_half, R, t, root_a, root_b,
-                  bounds, depth, cap):
+def collide_pairs(tree, pairs, bounds, depth, cap):
     """Intersecting triangle pairs of k ship pairs.
 
-    root_a, root_b : (k,) int64 root nodes; bounds: chunks(k); depth: int, the deepest tree's depth (sizes the stack)
-    cap            : int >= 1, triangle pairs stored per row (1: stop at the first contact)
+    tree   : SSVBank.arrays (tree.SSVArrays's fields), the bank's node and triangle arrays (global ids)
+    pairs  : (R, t, root_a, root_b), the k pairs' relative poses and (k,) int64 root nodes
+    bounds : chunks(k); depth: int, the deepest tree's depth (sizes the stack)
+    cap    : int >= 1, triangle pairs stored per row (1: stop at the first contact)
     Returns count (k,) int64 — all contacts found, which may exceed cap: the caller reruns those
     rows with a larger cap when it wants them all — and hits (k, cap, 2) int64 global face ids
     (face of A, face of B), the first min(count, cap) valid.
@@ -141,60 +147,59 @@ def collide_pairs(center, u, v, half, radius, kind, child, face, tris, box_cente
     costs more than the pairs it would prune save), the split node's child pairs with the deeper
     overlap first; the other node's frame is moved into A's once per split.
     """
-    k = len(root_a)
+    k = len(pairs[2])
     count = np.zeros(k, np.int64)
     hits = np.full((k, cap, 2), -1, np.int64)
     for c in prange(len(bounds) - 1):
-        sx, sy = np.empty(2 * depth + 4, np.int64), np.empty(2 * depth + 4, np.int64)
-        Vb = np.empty((3, 3))
-        for i in range(bounds[c], bounds[c + 1]):
-            count[i] = _collide_row(half, radius, child, face, tris, box_center, box_half, u, v, R, t, i,
-                                    root_a[i], root_b[i], sx, sy, Vb, hits)
+        _collide_chunk(tree, pairs, bounds[c], bounds[c + 1], depth, count, hits)
     return count, hits
 
 
 @njit(cache=True)
-def _collide_row(half, radius, child, face, tris, box_center, box_half, u, v, R, t, i, ra, rb, sx, sy, Vb, hits):
-    """collide_pairs for row i (roots ra, rb; stack sx, sy; scratch Vb): stores its first
-    len(hits[i]) contacts in hits[i], returns how many it found (stops at the first when
-    hits[i] holds one). A function of its own, not the prange loop's body: the helpers inlined
-    into it (see `_moved_gap`) would trip numba's parfor analysis there."""
+def _collide_chunk(tree, pairs, lo, hi, depth, count, hits):
+    """collide_pairs for rows lo..hi-1: count[i], and hits[i] its first len(hits[i]) contacts (a
+    row stops at the first when hits[i] holds one). A function of its own, not the prange loop's
+    body: the helpers inlined into it (see `_moved_gap`) would trip numba's parfor analysis there."""
+    _, u, v, half, radius, _, child, face, tris, box_center, box_half, _ = tree
+    R, t, root_a, root_b = pairs
+    sx, sy, Vb = np.empty(2 * depth + 4, np.int64), np.empty(2 * depth + 4, np.int64), np.empty((3, 3))
     cap = hits.shape[1]
-    count, top = 0, 0
-    cy, uy, vy = _moved_frame(box_center, u, v, R, t, i, rb)
-    if _box_gap(box_center, box_half, u, v, ra, cy, uy, vy, rb) <= 0.0:
-        sx[0], sy[0], top = ra, rb, 1
-    while top > 0:
-        top -= 1
-        x, y = sx[top], sy[top]
-        if child[x, 0] < 0 and child[y, 0] < 0:
-            _triangle_b(tris, R, t, i, face[y], Vb)
-            if intersect_triangle_triangle(tris[face[x]], Vb):
-                if count < cap:
-                    hits[i, count, 0], hits[i, count, 1] = face[x], face[y]
-                count += 1
-                if cap == 1:
-                    break
-            continue
-        split_a = _descend_a(half, radius, child, x, y)
-        if split_a:
-            c0, c1 = child[x, 0], child[x, 1]
-            cy, uy, vy = _moved_frame(box_center, u, v, R, t, i, y)
-            g0 = _box_gap(box_center, box_half, u, v, c0, cy, uy, vy, y)
-            g1 = _box_gap(box_center, box_half, u, v, c1, cy, uy, vy, y)
-        else:
-            c0, c1 = child[y, 0], child[y, 1]
-            cy, uy, vy = _moved_frame(box_center, u, v, R, t, i, c0)
-            g0 = _box_gap(box_center, box_half, u, v, x, cy, uy, vy, c0)
-            cy, uy, vy = _moved_frame(box_center, u, v, R, t, i, c1)
-            g1 = _box_gap(box_center, box_half, u, v, x, cy, uy, vy, c1)
-        if g0 < g1:  # the deeper overlap on top
-            c0, c1, g0, g1 = c1, c0, g1, g0
-        for cc, g in ((c0, g0), (c1, g1)):
-            if g <= 0.0:
-                sx[top], sy[top] = (cc, y) if split_a else (x, cc)
-                top += 1
-    return count
+    for i in range(lo, hi):
+        n, top, ra, rb = 0, 0, root_a[i], root_b[i]
+        cy, uy, vy = _moved_frame(box_center, u, v, R, t, i, rb)
+        if _box_gap(box_center, box_half, u, v, ra, cy, uy, vy, rb) <= 0.0:
+            sx[0], sy[0], top = ra, rb, 1
+        while top > 0:
+            top -= 1
+            x, y = sx[top], sy[top]
+            if child[x, 0] < 0 and child[y, 0] < 0:
+                _triangle_b(tris, R, t, i, face[y], Vb)
+                if intersect_triangle_triangle(tris[face[x]], Vb):
+                    if n < cap:
+                        hits[i, n, 0], hits[i, n, 1] = face[x], face[y]
+                    n += 1
+                    if cap == 1:
+                        break
+                continue
+            split_a = _descend_a(half, radius, child, x, y)
+            if split_a:
+                c0, c1 = child[x, 0], child[x, 1]
+                cy, uy, vy = _moved_frame(box_center, u, v, R, t, i, y)
+                g0 = _box_gap(box_center, box_half, u, v, c0, cy, uy, vy, y)
+                g1 = _box_gap(box_center, box_half, u, v, c1, cy, uy, vy, y)
+            else:
+                c0, c1 = child[y, 0], child[y, 1]
+                cy, uy, vy = _moved_frame(box_center, u, v, R, t, i, c0)
+                g0 = _box_gap(box_center, box_half, u, v, x, cy, uy, vy, c0)
+                cy, uy, vy = _moved_frame(box_center, u, v, R, t, i, c1)
+                g1 = _box_gap(box_center, box_half, u, v, x, cy, uy, vy, c1)
+            if g0 < g1:  # the deeper overlap on top
+                c0, c1, g0, g1 = c1, c0, g1, g0
+            for cc, g in ((c0, g0), (c1, g1)):
+                if g <= 0.0:
+                    sx[top], sy[top] = (cc, y) if split_a else (x, cc)
+                    top += 1
+        count[i] = n
 
 
 @njit(cache=True, inline=INLINE)
@@ -215,39 +220,44 @@ def _pending(cap):
 
 
 @njit(cache=True, parallel=True)
-def distance_pairs(center, u, v, half, radius, kind, child, face, tris, box_center, box_half, R, t, root_a, root_b,
-                   bounds, room, seed_a, seed_b, bound, rel, abs_tol, stop_at, priority, extent, fx, fy, fl, fn, fresh, pivot,
-                   R0, t0):
+def distance_pairs(tree, pairs, bounds, room, ask, fronts):
     """Closest triangle pair of k ship pairs, within a tolerance.
 
-    seed_a, seed_b : (k,) int64 global faces of a triangle pair to start from (-1: none)
-    bound          : (k,) float64 [m], only pairs closer than this are looked for (inf: all)
-    rel, abs_tol   : relative [-] and absolute [m] tolerance (0, 0: exact)
-    stop_at        : (k,) float64 [m] >= 0, a row stops at its first triangle pair this close (0: when
-                     the ships are found intersecting, nothing can be closer)
-    priority       : bool, priority-directed search (else depth-first, nearer pair first)
-    room           : int >= 1, pending node pairs a row has room for at first (doubled while short;
-                     the answers do not depend on it)
-    extent         : (N,) float64 [m], how far each node's SSV reaches from its core's centre
-    fx, fy, fl, fn : the search fronts, read and rewritten in place: row i's fn[i] node pairs
-                     (fx[i, j], fy[i, j]), each with a lower bound fl[i, j] on its triangles' distance at
-                     last frame's pose, cover every triangle pair (fn[i] <= 0: no front, the search starts
-                     at the roots). Out: this search's front, fn[i] = -1 where it did not fit in
-                     fx.shape[1] (shape (k, 0): fronts are not kept)
-    fresh          : (k,) int64, the size of the last front a search from the roots left, read and
-                     rewritten: a front grown past FRONT_GROWTH times it is dropped, the row searched
-                     from the roots (a front only refines: as the closest points wander, the pairs it
-                     descended on the way stay fine-grained; on the capsules it grew 8x in 600 frames)
-    pivot          : (k,) int64 global face of B whose centroid is the pivot of row i's motion since its
-                     front's pose (`_motion`; last frame's closest; -1: B's origin)
-    R0, t0         : (k, 3, 3), (k, 3), the pose each front's bounds hold at, set to (R[i], t[i]) by the rows
-                     that rework their front (R, t themselves when fronts are not kept); a row whose seed
-                     answers at once (touching) leaves its front and pose as they were
-    (box_center, box_half: the nodes' boxes, taken with the other node arrays, unused here)
+    tree   : SSVBank.arrays (tree.SSVArrays's fields), the bank's node and triangle arrays (global
+             ids) and each node's extent [m], how far its SSV reaches from its core's centre
+    pairs  : (R, t, root_a, root_b), the k pairs' relative poses and (k,) int64 root nodes; bounds: chunks(k)
+    room   : int >= 1, pending node pairs a row has room for at first (doubled while short; the
+             answers do not depend on it)
+    ask    : (seed_a, seed_b, bound, stop_at, rel, abs_tol, priority):
+      seed_a, seed_b : (k,) int64 global faces of a triangle pair to start from (-1: none)
+      bound          : (k,) float64 [m], only pairs closer than this are looked for (inf: all)
+      stop_at        : (k,) float64 [m] >= 0, a row stops at its first triangle pair this close (0:
+                       when the ships are found intersecting, nothing can be closer)
+      rel, abs_tol   : relative [-] and absolute [m] tolerance (0, 0: exact)
+      priority       : bool, priority-directed search (else depth-first, nearer pair first)
+    fronts : (fx, fy, fl, fn, fresh, pivot, R0, t0):
+      fx, fy, fl, fn : the search fronts, read and rewritten in place: row i's fn[i] node pairs
+                       (fx[i, j], fy[i, j]), each with a lower bound fl[i, j] on its triangles' distance
+                       at last frame's pose, cover every triangle pair (fn[i] <= 0: no front, the search
+                       starts at the roots). Out: this search's front, fn[i] = -1 where it did not fit in
+                       fx.shape[1] (shape (k, 0): fronts are not kept)
+      fresh          : (k,) int64, the size of the last front a search from the roots left, read and
+                       rewritten: a front grown past FRONT_GROWTH times it is dropped, the row searched
+                       from the roots (a front only refines: as the closest points wander, the pairs it
+                       descended on the way stay fine-grained; on the capsules it grew 8x in 600 frames)
+      pivot          : (k,) int64 global face of B whose centroid is the pivot of row i's motion since
+                       its front's pose (`_motion`; last frame's closest; -1: B's origin)
+      R0, t0         : (k, 3, 3), (k, 3), the pose each front's bounds hold at, set to (R[i], t[i]) by
+                       the rows that rework their front (R, t themselves when fronts are not kept); a row
+                       whose seed answers at once (touching) leaves its front and pose as they were
     Returns dist (k,) float64 [m] (0 when the ships intersect; `bound` when nothing closer was
     found), tri (k, 2) int64 global faces (-1 when nothing closer than `bound`), points (k, 2, 3)
     float64 closest points in A's frame (nan when intersecting or none found).
     """
+    center, u, v, half, radius, kind, child, face, tris, box_center, box_half, extent = tree
+    R, t, root_a, root_b = pairs
+    seed_a, seed_b, bound, stop_at, rel, abs_tol, priority = ask
+    fx, fy, fl, fn, fresh, pivot, R0, t0 = fronts
     k = len(root_a)
     dist = np.empty(k)
     tri = np.full((k, 2), -1, np.int64)
@@ -346,7 +356,11 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
     where the bounds that matter are) is still a lower bound, so pairs that stay above
     the prune limit are kept without a test; the others go pending with that stale bound (marked
     by x stored as -x - 1) and get a fresh one when popped. Most of a query's work is the proof
-    that nothing is closer, and between close frames most of it stays proven."""
+    that nothing is closer, and between close frames most of it stays proven.
+
+    One function taking the arrays one by one, by measure: split into inlined parts taking the
+    groups, the queries ran as fast but compiled in twice the time (the default scenario's first
+    start 28 -> 41 s); with the search loop a function of its own, they ran 3-6% slower."""
     cap = len(key)
     best = bound
     if sa >= 0:

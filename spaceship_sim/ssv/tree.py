@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import namedtuple
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -64,6 +66,11 @@ class _Nodes:
     box_half: np.ndarray
 
     _ARRAYS = ("center", "u", "v", "half", "radius", "kind", "child", "face", "tris", "box_center", "box_half")
+
+
+# The arrays the query kernels take (ssv/query.py) as one argument: the _Nodes arrays, and extent (n,)
+# float64 [m], how far each node's SSV reaches from its core's centre (front tracking).
+SSVArrays = namedtuple("SSVArrays", (*_Nodes._ARRAYS, "extent"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,8 +180,8 @@ class SSVBank(_Nodes):
         return cls(**cat, node_offset=node_offset, tri_offset=tri_offset,
                    depth=np.array([t.depth for t in trees], np.int64))
 
-    @property
+    @cached_property
     def arrays(self) -> tuple:
-        """The node and triangle arrays in the order the kernels take them."""
-        return (self.center, self.u, self.v, self.half, self.radius, self.kind, self.child, self.face, self.tris,
-                self.box_center, self.box_half)
+        """SSVArrays's fields, a plain tuple: the argument the query kernels take (see ssv/query.py)."""
+        extent = np.hypot(self.half[:, 0], self.half[:, 1]) + self.radius
+        return tuple(SSVArrays(*(getattr(self, a) for a in self._ARRAYS), extent))
