@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..machine import LoadWatch, load_average
-from ..sim.stats import Accuracy
+from ..sim.stats import Accuracy, width_quantiles
 
 # plotted series: label -> function of FrameStats giving seconds
 SERIES = {
@@ -124,7 +124,8 @@ class OverlayModel:
         self.sep_bound_min = stats.sep_bound_min
         self.interval_width = (stats.interval_width_median, stats.interval_width_p90)
         if math.isnan(self.interval_width[0]) and narrow is not None and len(narrow.pairs):
-            self.interval_width = interval_widths(narrow)  # verdict-only frames: the table's intervals
+            widths = narrow.upper - narrow.lower  # verdict-only frames: the table's intervals
+            self.interval_width = width_quantiles(widths[np.isfinite(widths)])
         self.accuracy.add(stats)
         if self.frames_timed % MEDIAN_EVERY == 0 or math.isnan(self.median_sep_bound):
             self.median_sep_bound = self.accuracy.bound_m.quantile(0.5)
@@ -153,15 +154,6 @@ class OverlayModel:
         """Plot data: frame numbers (k,) float64 and each series (k,) float64 [ms]."""
         return (np.array(self.frames, np.float64),
                 {k: np.array(v, np.float64) for k, v in self.series.items()})
-
-
-def interval_widths(narrow) -> tuple[float, float]:
-    """Median and p90 width [m] of a narrow-phase result's finite separation intervals (nan: none)."""
-    widths = narrow.upper - narrow.lower
-    widths = widths[np.isfinite(widths)]
-    if not len(widths):
-        return math.nan, math.nan
-    return float(np.quantile(widths, 0.5)), float(np.quantile(widths, 0.9))
 
 
 def interval_line(median: float, p90: float) -> str:

@@ -45,8 +45,8 @@ def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, open_log, pr
     """Run n_frames, handing each frame's FrameStats to `log = open_log(world)` as it comes (no
     frame is kept here); returns (log, world). A failure discards the log's partial files.
     on_frame(world) sees the world after each frame that ran the narrow phase (frame_poses(world):
-    its candidate pairs and poses), outside the frame's time, before the log takes its stats. The stand-in render and every budget are read from `clock`
-    (spaceship_sim.clock).
+    its candidate pairs and poses), outside the frame's time, before the log takes its stats. The
+    stand-in render and every budget are read from `clock` (spaceship_sim.clock).
     record: a file to record the run into (spaceship_sim.sim.replay; written only if the run ends well).
     exact_only: an exact strategy's name, answering every pair (World.from_config)."""
     from tqdm import tqdm

@@ -135,8 +135,7 @@ class FrameStats:
         if not len(widths):
             return
         self.interval_widths = np.concatenate([self.interval_widths, widths]) if len(self.interval_widths) else widths
-        self.interval_width_median, self.interval_width_p90 = (float(x) for x in
-                                                               np.quantile(self.interval_widths, [0.5, 0.9]))
+        self.interval_width_median, self.interval_width_p90 = width_quantiles(self.interval_widths)
 
     def row(self, max_level: int) -> dict:
         """Flat dict for frames.csv (level_hist spread into level_<k> columns; no separation
@@ -339,3 +338,11 @@ class Accuracy:
 
 
 QUANTILES = {"median": 0.5, "p90": 0.9, "p99": 0.99}  # the quantiles Accuracy reports
+
+
+def width_quantiles(widths: np.ndarray) -> tuple[float, float]:
+    """(median, p90) of separation-interval widths [m]; (nan, nan) when there are none."""
+    if not len(widths):
+        return math.nan, math.nan
+    median, p90 = np.quantile(widths, [0.5, 0.9])
+    return float(median), float(p90)
