@@ -24,6 +24,9 @@ from .swept import crossing_lines, crossing_text
 
 TIMING_HISTORY = 10_000  # frames of per-frame times kept for --stats (5.5 min at 30 Hz)
 CROSSING_SHOWN_S = 2.0   # [s] of simulated time a swept-space catch stays drawn
+# [s] between frames while the simulation waits for its kernels: nothing moves, and each frame drawn
+# takes the interpreter from the compiling thread (a few a second show the progress line)
+HELD_FRAME_TIME = 0.25
 
 
 
@@ -347,6 +350,14 @@ class App:
         kernels = self.warming is None or not self.warming.is_alive()
         return kernels and (self.world.building is None or self.world.building.ready.is_set())
 
+    def _wait_ready(self, timeout: float) -> None:
+        """Wait up to `timeout` [s] on what ready() waits for: the compiling thread (it needs the
+        interpreter, so sleeping would hand it less), else the trees building."""
+        if self.warming is not None and self.warming.is_alive():
+            self.warming.join(timeout)
+        elif self.world.building is not None:
+            self.world.building.ready.wait(timeout)
+
     def _waiting_status(self) -> str:
         """The overlay's status line while detection waits: for the kernels compiling, for the trees
         of models seen for the first time building ("" once neither)."""
@@ -379,8 +390,9 @@ class App:
             self.window.flip()
             if last:
                 break
-            if not self.ready():  # wait on the compiling thread (it needs the interpreter) for the rest of the frame
-                self.warming.join(max(0.0, self.world.target_frame_time - (time.perf_counter() - start)))
+            if not self.ready():
+                period = HELD_FRAME_TIME if self.hold_until_compiled else self.world.target_frame_time
+                self._wait_ready(max(0.0, period - (time.perf_counter() - start)))
             elif self.pace:  # hold the target frame rate
                 time.sleep(max(0.0, self.world.target_frame_time - (time.perf_counter() - start)))
 

@@ -1,11 +1,10 @@
 """Kernels compiled in a helper process, beside the world's own warm-up.
 
 numba compiles one kernel at a time in a process (a global lock), and on a first start compiling is
-most of the time to full detection. With a core to spare, a helper process compiles the broad
-phase's and the response's kernels, then builds the exact level's strategy (its trees, cached on the
-way) and compiles its kernels, while the world's warm-up compiles the narrow phase; both write
-numba's cache, from which the world then loads the helper's kernels (world.warm_up_helper says what it
-runs). Only on a cold start: where the cache holds the kernels already a helper would cost a process
+most of the time to full detection. With a core to spare, a helper process builds the exact level's
+strategy (its trees, cached on the way) and compiles its kernels, while the world's warm-up compiles
+the rest of the frame; both write numba's cache, from which the world then loads the helper's kernels
+(world.warm_up_helper says what it runs). Only on a cold start: where the cache holds the kernels already a helper would cost a process
 start for nothing.
 A helper that fails costs nothing but its time: the world compiles what is missing itself.
 """

@@ -128,9 +128,9 @@ class World:
         exact level's strategy, so that neither the first frame nor the first collision stalls: the
         narrow phase by refining each model against itself, the integrator, broad phase and response
         by two frames of a scratch world (this world's state is left alone), the exact level last. On
-        a cold start with a core to spare, a helper process compiles the broad phase's and the
-        response's kernels, then makes the exact level's strategy and compiles its kernels, meanwhile
-        (compile_ahead.py): this warm-up loads them from the cache. A step that takes over a
+        a cold start with a core to spare, a helper process makes the exact level's strategy and
+        compiles its kernels meanwhile (compile_ahead.py; warm_up_helper says what it runs): this
+        warm-up loads them from the cache. A step that takes over a
         second is compiling (first start, empty cache): notify(line) says so; None keeps quiet.
         Touches nothing the stepping thread uses: the switch happens in step(); an error is kept in
         `warm_error` for step() to raise, and raised here."""
@@ -343,18 +343,20 @@ class World:
 
 
 def warm_up_helper() -> None:
-    """The helper process of compile_ahead.py: the world's (config, models) on stdin. Compiles the
-    broad phase's kernels (it warms itself when first made) and the response's, then makes the
+    """The helper process of compile_ahead.py: the world's (config, models) on stdin. Makes the
     config's exact-level strategy (its trees cached on the way) and warms it (warm_strategy), so
-    that numba's cache holds them for the world's warm-up to load, in the order that warm-up
-    reaches them: the frames after the narrow phase, the exact level last. Its compiles are
-    recorded where compile_log.shared_log says."""
+    that numba's cache holds its kernels for the world's warm-up to load when it reaches the exact
+    level. That is the longest part (SSV: ~15 s of a ~40 s cold compile), so the world's warm-up
+    compiles the broad phase and response itself meanwhile; with the sphere leaves as the exact
+    level (nothing of a strategy's to compile) the helper compiles those instead. Its compiles
+    are recorded where compile_log.shared_log says."""
     config, models = compile_ahead.payload()
     with shared_log("warm-up helper") or contextlib.nullcontext():
-        make_broadphase(config.collision.broadphase, np.ones(4), min_resolution=config.sim.min_temporal_resolution)
-        warm_response()
         if config.collision.exact_method != "sphere_leaves":
             warm_strategy(exact_strategy(config, models), models)
+            return
+        make_broadphase(config.collision.broadphase, np.ones(4), min_resolution=config.sim.min_temporal_resolution)
+        warm_response()
 
 
 def warm_response() -> None:
