@@ -318,8 +318,9 @@ def _start_stacks(VA, VB, rows, pose, state):
     xb = np.empty((2, 3))
     for r in range(len(root_a)):
         sa[r, 0], sb[r, 0], sl[r, 0] = root_a[r], root_b[r], 0
-        place(VB, root_b[r], R, t, r, xb)
-        hit = overlap(VA, root_a[r], VB, root_b[r], R, t, r, xb)[0]
+        a, b = np.uint64(root_a[r]), np.uint64(root_b[r])  # as _scan_children's: one signature
+        place(VB, b, R, t, r, xb)
+        hit = overlap(VA, a, VB, b, R, t, r, xb)[0]
         height[r], apart[r] = (1, False) if hit else (0, True)
 
 
