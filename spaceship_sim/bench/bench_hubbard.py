@@ -300,16 +300,17 @@ def run_modes(cfg, args, render_ms: float, out: Path | None = None, clock=WALL) 
         log, _ = run_frames(c, args.frames, render_ms / 1e3, False,
                             lambda w: report.FrameLog(folder, args.frames, args.warmup, w.max_level, render_ms / 1e3),
                             progress=out is not None, clock=clock,
-                            on_frame=_verdict_widths if tc and intervals == "verdict" else None)
+                            on_frame=_verdict_widths if tc else None)
         results[mode] = log.commit(title=f"{Path(args.config).name}: {mode.replace('_', '-')}, render {render_ms:g} ms",
                                    config=args.config, render_ms=render_ms, time_critical=tc, clock=args.clock)
     return results
 
 
 def _verdict_widths(world) -> None:
-    """Tally the separation intervals of a verdict-only frame's last sample into its stats, after
-    the frame was timed: the frame does not make them (what a verdict-only caller is spared), yet
-    the A/B comparison wants their widths."""
+    """Tally the separation intervals of a frame's last sample into its stats, after the frame was
+    timed, where the frame did not make them: a verdict-only frame never does (what its caller is
+    spared), a tightening one not when its budget had no room for it; the A/B comparison wants the
+    widths of every frame."""
     narrow = world.last_narrow
     if not narrow.interval_known:
         world.last_stats.add_intervals(narrow.upper - narrow.lower)

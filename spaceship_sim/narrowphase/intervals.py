@@ -19,6 +19,11 @@ sphere trees, one pair row at a time, nearest node pair first:
   is below the upper bound: the interval closes (lower = upper, the exact distance) when no pair
   left could hold a nearer point pair.
 
+An interval also carries from one sample to the next (CarriedIntervals): a rigid body whose pose
+moves from (R0, t0) to (R1, t1) moves each of its surface points p by at most |t1 - t0| +
+||R1 - R0|| |p|, and the surface distance of two bodies changes by at most the sum of their
+points' largest moves, so [lower - m, upper + m] holds at the new poses (m that sum).
+
 A call that runs out of pops keeps the best lower bound any of its cuts gave (a child's sphere may
 reach nearer than its parent's: the least gap over a cut can fall as it is expanded). Both bounds
 are valid at every step, so a call with more pops ends at least as narrow as one with fewer (it
@@ -36,7 +41,7 @@ from numba import njit
 
 from ..geometry.poses import relative_poses
 from ..geometry.triangles import closest_point_triangle, distance_triangle_triangle
-from ..sorting import heap_pop, heap_push
+from ..sorting import argsort_stable, heap_pop, heap_push
 from .kernels import Leaves, leaves_of
 from .volumes import moved
 
@@ -212,15 +217,17 @@ def narrow_rows(A, B, R, t, rows, root_a, root_b, pops, max_level, lower, upper)
 
 NO_WITNESS = np.zeros((0, 3))
 NO_LEVEL_CAP = 1 << 30
-_LEVELS = weakref.WeakKeyDictionary()  # bank -> (N,) int64, each node's level (made once per bank)
+_PARTS = weakref.WeakKeyDictionary()  # bank -> its bank_parts
 
 
 def bank_parts(bank) -> tuple:
-    """What narrow_rows needs of one bank: its BankParts, as a plain tuple."""
-    if bank not in _LEVELS:
-        _LEVELS[bank] = node_levels(bank.first_child, bank.child_count, bank.node_offset)
-    return tuple(BankParts(bank.first_child, bank.child_count, bank.spheres,
-                           getattr(bank.nodes, "witness", NO_WITNESS), _LEVELS[bank], leaves_of(bank)))
+    """What narrow_rows needs of one prebuilt bank (a TreeBank): its BankParts, as a plain tuple,
+    made once per bank (its arrays are never replaced; a flexing ship's change in place)."""
+    if bank not in _PARTS:
+        levels = node_levels(bank.first_child, bank.child_count, bank.node_offset)
+        _PARTS[bank] = tuple(BankParts(bank.first_child, bank.child_count, bank.spheres,
+                                       getattr(bank.nodes, "witness", NO_WITNESS), levels, leaves_of(bank)))
+    return _PARTS[bank]
 
 
 @njit(cache=True)
@@ -242,14 +249,15 @@ def row_poses(T, pairs) -> tuple[np.ndarray, np.ndarray]:
     return relative_poses(np.ascontiguousarray(T[pairs[:, 0]]), np.ascontiguousarray(T[pairs[:, 1]]))
 
 
-def verdict_bounds(answer, A, B, T) -> tuple[np.ndarray, np.ndarray]:
+def verdict_bounds(answer, A, B, T, poses=None) -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) per pair row of a refinement's answer (refine.FrameNarrowResult over banks A
-    and B, the ships' world poses T), from what the verdict knows: the root spheres' gap and
-    witnesses; 0 and the separation bound for pairs colliding at a sphere level; [0, 0] where
-    triangles intersect; the exact distance where a strategy measured it."""
+    and B, the ships' world poses T; poses: their row_poses where already made), from what the
+    verdict knows: the root spheres' gap and witnesses; 0 and the separation bound for pairs
+    colliding at a sphere level; [0, 0] where triangles intersect; the exact distance where a
+    strategy measured it."""
     pairs = answer.pairs
     root_a, root_b = answer._spheres[3], answer._spheres[4]
-    R, t = row_poses(T, pairs)
+    R, t = row_poses(T, pairs) if poses is None else poses
     lower, upper = np.zeros(len(pairs)), np.full(len(pairs), np.inf)
     narrow_rows(bank_parts(A), bank_parts(B), R, t, np.arange(len(pairs)), root_a, root_b, 0, NO_LEVEL_CAP, lower,
                 upper)
@@ -261,3 +269,94 @@ def verdict_bounds(answer, A, B, T) -> tuple[np.ndarray, np.ndarray]:
     touching = colliding & answer.certain
     lower[touching] = upper[touching] = 0.0
     return lower, upper
+
+
+# added to 3 - trace(R0^T R1) before its square root: rounding in a trace of nearly equal rotations
+# (~1e-15) must not make a pose change look smaller than it is
+ROTATION_PAD = 1e-14
+
+
+@njit(cache=True)
+def pose_motion(T0, T1, reach):
+    """Bound [m] on how far any point within `reach` [m] of a body's origin moves between poses T0
+    and T1 (4, 4): |t1 - t0| + ||R1 - R0|| reach, with ||R1 - R0|| (the spectral norm) =
+    2 sin(angle / 2) = sqrt(3 - trace(R0^T R1)) for rotations."""
+    d0, d1, d2 = T1[0, 3] - T0[0, 3], T1[1, 3] - T0[1, 3], T1[2, 3] - T0[2, 3]
+    trace = 0.0
+    for i in range(3):
+        for j in range(3):
+            trace += T0[i, j] * T1[i, j]
+    return np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) + np.sqrt(max(3.0 - trace, 0.0) + ROTATION_PAD) * reach
+
+
+@njit(cache=True)
+def _reach(spheres, root):
+    """How far a root node's surface reaches from its model's origin [m]: its enclosing sphere's
+    centre distance plus radius (the root's sphere holds the whole surface)."""
+    return np.sqrt(spheres[root, 0] ** 2 + spheres[root, 1] ** 2 + spheres[root, 2] ** 2) + spheres[root, 3]
+
+
+@njit(cache=True)
+def carry_rows(kept, pairs, model_id, T, spheres, root_a, root_b, lower, upper):
+    """Narrow the open intervals [lower, upper] of pair rows (pairs (k, 2), bodies' models model_id,
+    poses T) in place by those `kept` (CarriedIntervals.kept: sorted pair keys, models, poses and
+    intervals then), each widened by its bodies' pose_motion since. spheres: the bank's enclosing
+    spheres; root_a, root_b: each row's root nodes."""
+    keys, models, Ta, Tb, low, up = kept
+    for r in range(len(pairs)):
+        i, j = pairs[r, 0], pairs[r, 1]
+        key = (i << 32) | j
+        at = np.searchsorted(keys, key)
+        if not lower[r] < upper[r] or at == len(keys) or keys[at] != key \
+                or models[at, 0] != model_id[i] or models[at, 1] != model_id[j]:
+            continue
+        moved = pose_motion(Ta[at], T[i], _reach(spheres, root_a[r])) + \
+            pose_motion(Tb[at], T[j], _reach(spheres, root_b[r]))
+        upper[r] = min(upper[r], up[at] + moved)
+        lower[r] = min(max(lower[r], low[at] - moved), upper[r])
+
+
+@njit(cache=True)
+def widest_first(lower, upper, size, apart_only, colliding):
+    """The rows whose interval is open (and, with apart_only, not colliding) by interval width
+    relative to the pair's size (k,), widest first, ties in row order."""
+    rows = np.empty(len(lower), np.int64)
+    n = 0
+    for r in range(len(lower)):
+        if lower[r] < upper[r] and not (apart_only and colliding[r]):
+            rows[n] = r
+            n += 1
+    key = np.empty(n)
+    for i in range(n):
+        key[i] = -(upper[rows[i]] - lower[rows[i]]) / size[rows[i]]
+    return rows[:n][argsort_stable(key)]
+
+
+class CarriedIntervals:
+    """Each candidate pair's separation interval at the poses it was made at, carried into later
+    samples (module docstring): a pair's interval there is [lower - m, upper + m], m the two bodies'
+    pose_motion since, and intersected with the new sample's own bounds it can only be narrower.
+    So narrowing done in one sample is not lost in the next, and tightening accumulates from sample
+    to sample. Rigid bodies only: a pair whose models changed, or a bank other than the one the
+    intervals were made over, is not carried."""
+
+    def __init__(self):
+        self.bank = None  # weakref to the bank the intervals were made over
+        # (sorted pair keys (k,), the pairs' models (k, 2), their bodies' poses (k, 4, 4) twice,
+        # lower and upper (k,) [m]): what the last remembered sample knew
+        self.kept = None
+
+    def carry(self, bank, answer, model_id, T) -> None:
+        """Narrow answer's open intervals (in place) by those kept for its pairs, moved to T."""
+        if self.kept is not None and self.bank() is bank and len(answer.pairs):
+            carry_rows(self.kept, answer.pairs, model_id, T, bank.spheres, answer._spheres[3], answer._spheres[4],
+                       answer.lower, answer.upper)
+
+    def remember(self, bank, answer, model_id, T) -> None:
+        """Keep answer's intervals, its pairs' models and poses T, in place of those kept before."""
+        keys = (answer.pairs[:, 0] << 32) | answer.pairs[:, 1]
+        order = np.argsort(keys, kind="stable")
+        pairs = answer.pairs[order]
+        self.bank = weakref.ref(bank)
+        self.kept = (keys[order], model_id[pairs], T[pairs[:, 0]], T[pairs[:, 1]], answer.lower[order],
+                     answer.upper[order])

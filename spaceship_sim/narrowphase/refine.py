@@ -52,7 +52,8 @@ from ..clock import WALL
 from ..cost import CostModel
 from .bank import TreeBank, bank_of
 from .fairness import NOT_FAIR
-from .intervals import NO_LEVEL_CAP, bank_parts, narrow_rows, row_poses, verdict_bounds
+from .intervals import (NO_LEVEL_CAP, CarriedIntervals, bank_parts, narrow_rows, row_poses, verdict_bounds,
+                        widest_first)
 from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, Tree,
                       complete_pairs, count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, first_contacts,
                       leaves_of, scratch_views, search_levels, stack_width, stacks_csr, summarize_stacks, SCRATCH_FLAGS,
@@ -94,6 +95,11 @@ NO_LIMIT = 1 << 62      # a forced level past every tree: each row straight to i
 # intervals after the verdicts, and the node pairs each open row gets in the first round (x4 a round)
 TIGHTEN_SHARE = 0.5
 TIGHTEN_POPS = 4
+# ... and the time the narrowing takes besides its node pairs, per clock (_tighten_cost): before
+# them, the intervals made, carried and ordered; after them, the verdicts settled and the intervals
+# kept (~100 and ~40 µs a sample of ~10 pairs on lamps.toml after a 31 ms render, caches cold)
+_TIGHTEN_COST = weakref.WeakKeyDictionary()
+TIGHTEN_SET_UP_COST, TIGHTEN_FINISH_COST = 1e-4, 4e-5
 
 
 @dataclass(eq=False)
@@ -231,7 +237,7 @@ def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, triangle_tests=True, 
 
 def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level: int = 1, max_level=None,
                  triangle_tests: bool = True, all_contacts: bool = True, clock=WALL, detector=None,
-                 fair=None, tighten: bool = False) -> FrameNarrowResult:
+                 fair=None, tighten: bool = False, carried: CarriedIntervals | None = None) -> FrameNarrowResult:
     """Refine the frame's candidate pairs until `clock()` reaches `deadline`.
 
     model_id : (n,) int, each ship's model (index into bank.trees)
@@ -252,6 +258,8 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
     tighten  : verdict-then-tighten: under a finite deadline the verdicts get (1 - TIGHTEN_SHARE) of
                the time, and the rest narrows the widest separation intervals (intervals.py);
                False: the verdicts get it all (the intervals are what they know)
+    carried  : with tighten, the intervals of earlier samples (intervals.CarriedIntervals): carried to
+               these poses before the narrowing, and this sample's kept in it after
     """
     pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)  # contiguous: one kernel compilation
     model_id = np.ascontiguousarray(model_id, dtype=np.int64)
@@ -261,7 +269,7 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
     # pair and model indices are checked by the kernels, where they are read (_Search.levels)
     return _refine(bank, bank, model_id, T, pairs, deadline=deadline, min_level=min_level, max_level=max_level,
                    triangle_tests=triangle_tests, all_contacts=all_contacts, clock=clock, detector=detector,
-                   fair=fair, tighten=tighten)
+                   fair=fair, tighten=tighten, carried=carried)
 
 
 def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowResult:
@@ -312,6 +320,8 @@ class NarrowPhase:
     all_contacts : False stops each pair's exact level at its first intersecting triangle pair
     detector     : as refine_frame's (collision.exact_method = "ssv": an SSVExact)
     tighten      : as refine_frame's (collision.distance_intervals = "tighten")
+    carried      : what the tightening carries from sample to sample (refine_frame's); a copy made
+                   with dataclasses.replace shares it
     """
 
     min_level: int = 1
@@ -320,6 +330,7 @@ class NarrowPhase:
     all_contacts: bool = True
     detector: object = None  # exact strategy for the exact level (narrowphase.exact; None: the leaves)
     tighten: bool = False
+    carried: CarriedIntervals = field(default_factory=CarriedIntervals, compare=False, repr=False)
 
     def __post_init__(self):
         if not (isinstance(self.min_level, int) and self.min_level >= 0):
@@ -331,7 +342,7 @@ class NarrowPhase:
         """refine_frame with these settings (arguments as refine_frame's)."""
         return refine_frame(bank, model_id, T, pairs, deadline, min_level=self.min_level, max_level=self.max_level,
                             triangle_tests=self.triangle_tests, all_contacts=self.all_contacts, clock=clock,
-                            detector=self.detector, fair=fair, tighten=self.tighten)
+                            detector=self.detector, fair=fair, tighten=self.tighten, carried=self.carried)
 
 
 def _transform(T, name) -> np.ndarray:
@@ -420,7 +431,7 @@ def _merge_hits(first, rows, second):
 
 
 def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, min_level, max_level, triangle_tests,
-            all_contacts=True, clock=WALL, detector=None, fair=None, tighten=False) -> FrameNarrowResult:
+            all_contacts=True, clock=WALL, detector=None, fair=None, tighten=False, carried=None) -> FrameNarrowResult:
     """Refine k pair rows (pairs (k, 2) int64 of bodies with models model_id (n,) int64 — A's in
     bank_a, B's in bank_b — and body->world transforms T (n, 4, 4) float64, all C-contiguous) in
     four stages: the sphere levels, the exact level while time allows, the summary, and (tighten)
@@ -439,7 +450,7 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, mi
             search.busy += busy
         answer = search.summary(pairs, start)
         if tighten:
-            search.tighten(answer, start, final, detector, triangle_tests)
+            search.tighten(answer, start, final, detector, triangle_tests, carried)
         return answer
     finally:
         _SCRATCH.give_back(search.scratch)
@@ -825,32 +836,48 @@ class _Search(SearchArrays):
             answer.interval_source = functools.partial(verdict_bounds, A=self.A, B=self.B, T=self.frame[1])
         return answer
 
-    def tighten(self, answer, start, deadline, detector=None, triangle_tests=True) -> None:
+    def tighten(self, answer, start, deadline, detector=None, triangle_tests=True, carried=None) -> None:
         """Narrow answer's separation intervals until the deadline (intervals.py), then settle the
-        verdicts they decide. The pairs found apart whose exact distance is unknown go first to the
-        exact strategy's distance query where it has one (it closes them); then rounds over the open
+        verdicts they decide. The intervals `carried` from earlier samples come first (none: none),
+        and this sample's are kept in it at the end. The pairs found apart whose exact distance is
+        unknown go next, widest first relative to the pair's size, to the exact strategy's distance
+        query where it has one (it closes them); then rounds over the open
         rows, widest first relative to the pair's size, each row TIGHTEN_POPS node pairs in the
         first round and 4x as many in each later one, in batches timed as the exact level's
         (_run_batches: none starts that the time per row measured says would end past the
-        deadline). No clock is read when the summary's reading was already past it, so a sample
-        with no budget reads the clock as one without tightening (compiled_sample.py)."""
-        if not (self.prebuilt and math.isfinite(deadline) and start + answer.time_used < deadline):
+        deadline less the finish's time). Nothing starts, and no clock is read, where the time
+        it takes besides the node pairs (_tighten_cost: set-up and finish) would end past the
+        deadline, so a sample with no budget reads the clock as one without tightening
+        (compiled_sample.py)."""
+        now = start + answer.time_used  # the summary's reading
+        if not (self.prebuilt and math.isfinite(deadline) and now < deadline):
             return
-        lower, upper, pairs = answer.lower, answer.upper, answer.pairs
+        set_up, finish = _tighten_cost(self.clock)
+        if now + set_up.predict() + finish.predict() >= deadline and not set_up.probe_due:
+            set_up.refused()
+            return
+        model_id, T, pairs = self.frame[0], self.frame[1], answer.pairs
+        R, t = row_poses(T, pairs)
+        if not answer.interval_known:  # made from these poses: not twice
+            answer.interval_source = functools.partial(verdict_bounds, A=self.A, B=self.B, T=T, poses=(R, t))
+        lower, upper = answer.lower, answer.upper
+        carried = carried if self.A is self.B else None  # kept per bank: one pair of banks
+        if carried is not None:
+            carried.carry(self.A, answer, model_id, T)
+        root_a, root_b = answer._spheres[3], answer._spheres[4]
+        size = self.A.spheres[root_a, 3] + self.B.spheres[root_b, 3]
         if detector is not None and hasattr(detector, "distance"):
-            todo = np.flatnonzero(~answer.colliding & (lower < upper))
+            todo = widest_first(lower, upper, size, True, answer.colliding)
             found, busy = _apart_distances(detector, self.ma, self.mb, self.Ta, self.Tb, todo, deadline, self.clock)
             self.busy += busy
             known = np.isfinite(found)
             answer.distance[todo[known]] = lower[todo[known]] = upper[todo[known]] = found[known]
-        root_a, root_b = answer._spheres[3], answer._spheres[4]
-        R, t = row_poses(self.frame[1], pairs)
         parts = (bank_parts(self.A), bank_parts(self.B), R, t)
-        size = self.A.spheres[root_a, 3] + self.B.spheres[root_b, 3]
-        pops = TIGHTEN_POPS
+        rounds = self.clock()
+        set_up.observe(rounds - now)
+        pops, deadline = TIGHTEN_POPS, deadline - finish.predict()
         while True:
-            open_rows = np.flatnonzero(lower < upper)
-            order = open_rows[np.argsort(-(upper - lower)[open_rows] / size[open_rows], kind="stable")]
+            order = widest_first(lower, upper, size, False, answer.colliding)
 
             def kernel(s, e):
                 narrow_rows(*parts, order[s:e], root_a, root_b, pops, NO_LEVEL_CAP, lower, upper)
@@ -861,9 +888,14 @@ class _Search(SearchArrays):
             if done < len(order) or not len(order):
                 break
             pops *= 4
+        rounds = self.clock()
         # a pair found touching reaches the exact level only where it may (no level cap above it)
         settle_verdicts(answer, self.depth + 1, triangle_tests & (self.cap == self.depth))
-        answer.time_used = self.clock() - start
+        if carried is not None:
+            carried.remember(self.A, answer, model_id, T)
+        end = self.clock()
+        finish.observe(end - rounds)
+        answer.time_used = end - start
 
 
 def settle_verdicts(answer, exact_level, may_touch) -> None:
@@ -899,6 +931,13 @@ def _cost_model(detector, clock) -> CostModel:
     if clock not in per_clock:
         per_clock[clock] = CostModel(EXACT_UNIT_COST, probe_after=EXACT_PROBE_AFTER)
     return per_clock[clock]
+
+
+def _tighten_cost(clock) -> tuple[CostModel, CostModel]:
+    """The narrowing's remembered set-up and finish times on `clock` (_Search.tighten)."""
+    if clock not in _TIGHTEN_COST:
+        _TIGHTEN_COST[clock] = CostModel(TIGHTEN_SET_UP_COST), CostModel(TIGHTEN_FINISH_COST)
+    return _TIGHTEN_COST[clock]
 
 
 def _distance_cost(detector, clock) -> CostModel:

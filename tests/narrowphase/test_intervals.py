@@ -12,7 +12,8 @@ from spaceship_sim.clock import TickClock
 from spaceship_sim.geometry.poses import relative_poses
 from spaceship_sim.meshes import load_model
 from spaceship_sim.narrowphase import TreeBank, refine_frame
-from spaceship_sim.narrowphase.intervals import NO_LEVEL_CAP, bank_parts, narrow_rows
+from spaceship_sim.narrowphase.intervals import (NO_LEVEL_CAP, CarriedIntervals, _reach, bank_parts, narrow_rows,
+                                                 pose_motion)
 from spaceship_sim.narrowphase.kernels import min_distance_all_pairs
 from spaceship_sim.spheretree import build_tree, load_or_build
 
@@ -166,3 +167,133 @@ def test_what_the_spheres_down_to_a_level_know_brackets_the_distance(shipped, ma
         lower, upper = narrowed(banks[method], ma, mb, R, t, ALL, max_level=max_level)
         assert np.all(lower <= truth + 1e-9) and np.all(truth <= upper + 1e-9)
         assert np.all(np.isfinite(upper))
+
+
+def test_pose_motion_bounds_every_point_within_reach_and_is_reached():
+    """|T1 p - T0 p| <= pose_motion(T0, T1, |p|) for random poses and points, and the bound is
+    |t1 - t0| + ||R1 - R0||_2 reach, reached by a point at the reach on the rotation's equator
+    turned along the shift: it is no looser than it must be."""
+    rng = np.random.default_rng(11)
+    for angle in (1e-9, 1e-4, 0.01, 0.5, 3.0):
+        for _ in range(40):
+            T0, T1 = np.eye(4), np.eye(4)
+            T0[:3, :3] = Rotation.random(random_state=int(rng.integers(1 << 31))).as_matrix()
+            axis = rng.normal(size=3)
+            T1[:3, :3] = Rotation.from_rotvec(axis / np.linalg.norm(axis) * angle).as_matrix() @ T0[:3, :3]
+            T0[:3, 3], T1[:3, 3] = rng.normal(size=3), rng.normal(size=3)
+            reach = rng.uniform(0.1, 30.0)
+            bound = pose_motion(T0, T1, reach)
+            p = rng.normal(size=(50, 3))
+            p *= (reach * rng.uniform(0, 1, 50) / np.linalg.norm(p, axis=1))[:, None]
+            moved = np.linalg.norm(p @ (T1[:3, :3] - T0[:3, :3]).T + T1[:3, 3] - T0[:3, 3], axis=1)
+            assert np.all(moved <= bound)
+            spectral = np.linalg.norm(T1[:3, :3] - T0[:3, :3], ord=2)
+            shift = np.linalg.norm(T1[:3, 3] - T0[:3, 3])
+            assert bound == pytest.approx(shift + spectral * reach, rel=1e-6, abs=1e-6 * reach)
+
+
+def test_a_model_reaches_no_further_than_its_root_sphere_says(shipped):
+    models, banks = shipped
+    for bank in banks.values():
+        for m, (v, _) in enumerate(models):
+            assert np.linalg.norm(v, axis=1).max() <= _reach(bank.spheres, bank.node_offset[m]) + 1e-9
+
+
+def moving_frames(models, rng, n=6, frames=8, step=0.15):
+    """n bodies of random models drifting and turning a little each frame; per frame (T, truth)."""
+    model_id = rng.integers(0, len(models), n)
+    T = np.tile(np.eye(4), (n, 1, 1))
+    T[:, :3, :3] = Rotation.random(n, random_state=int(rng.integers(1 << 31))).as_matrix()
+    T[:, :3, 3] = rng.uniform(-6, 6, (n, 3))
+    velocity, spin = rng.normal(size=(n, 3)) * step, rng.normal(size=(n, 3)) * step * 0.1
+    pairs = np.array(list(itertools.combinations(range(n), 2)))
+    out = []
+    for _ in range(frames):
+        T = T.copy()
+        T[:, :3, 3] += velocity
+        T[:, :3, :3] = Rotation.from_rotvec(spin).as_matrix() @ T[:, :3, :3]
+        truth = np.array([world_distance(models[model_id[a]], models[model_id[b]],
+                                         *(x[0] for x in relative_poses(T[a:a + 1], T[b:b + 1]))) for a, b in pairs])
+        out.append((T, truth))
+    return model_id, pairs, out
+
+
+def test_an_interval_carried_to_new_poses_holds_and_is_as_wide_as_the_motion(shipped):
+    """Intervals closed at one frame's poses, carried to the next: each brackets the new distance,
+    lies inside the new frame's own interval, and is at most twice its bodies' motion wide."""
+    models, banks = shipped
+    bank = banks["medial"]
+    model_id, pairs, ((T0, _), (T1, truth)) = moving_frames(models, np.random.default_rng(12), frames=2)
+    carried, clock = CarriedIntervals(), TickClock(1e-7)
+    first = refine_frame(bank, model_id, T0, pairs, deadline=clock() + 1.0, clock=clock, tighten=True)
+    assert np.all(first.lower == first.upper)  # time enough: every interval closed
+    carried.remember(bank, first, model_id, T0)
+    fresh = refine_frame(bank, model_id, T1, pairs, deadline=np.inf, max_level=1, triangle_tests=False)
+    lower, upper = fresh.lower.copy(), fresh.upper.copy()
+    carried.carry(bank, fresh, model_id, T1)
+    assert np.all(fresh.lower <= truth + 1e-9) and np.all(truth <= fresh.upper + 1e-9)
+    assert np.all(fresh.lower >= lower) and np.all(fresh.upper <= upper)
+    roots = bank.node_offset[model_id].astype(np.int64)
+    motion = np.array([pose_motion(T0[a], T1[a], _reach(bank.spheres, roots[a]))
+                       + pose_motion(T0[b], T1[b], _reach(bank.spheres, roots[b])) for a, b in pairs])
+    was_open = lower < upper
+    assert np.all((fresh.upper - fresh.lower)[was_open] <= 2 * motion[was_open] + 1e-12)
+    assert np.median(fresh.upper - fresh.lower) < np.median(upper - lower) / 3
+
+
+def test_carried_intervals_hold_over_moving_frames_on_small_budgets(shipped):
+    """Verdict-then-tighten over moving frames on a TickClock, budgets too small to close every
+    pair, intervals carried from frame to frame: every interval brackets the distance, and width 0
+    only where it is exact."""
+    models, banks = shipped
+    bank = banks["medial"]
+    model_id, pairs, frames = moving_frames(models, np.random.default_rng(12))
+    carried = CarriedIntervals()
+    for budget in (1e-6, 1.5e-6):
+        for T, truth in frames:
+            clock = TickClock(1e-7)
+            r = refine_frame(bank, model_id, T, pairs, deadline=clock() + budget, clock=clock, tighten=True,
+                             carried=carried)
+            assert np.all(r.lower <= truth + 1e-9) and np.all(truth <= r.upper + 1e-9)
+            closed = r.lower == r.upper
+            assert np.allclose(r.lower[closed], truth[closed], atol=1e-9)
+            assert not closed.all()
+
+
+def test_intervals_are_not_carried_to_another_model_or_bank(shipped):
+    """A pair whose bodies' models changed, or a frame over another bank, starts afresh."""
+    models, banks = shipped
+    model_id, pairs, frames = moving_frames(models, np.random.default_rng(13), frames=2)
+    (T0, _), (T1, _) = frames
+    carried = CarriedIntervals()
+    first = refine_frame(banks["medial"], model_id, T0, pairs, deadline=np.inf, tighten=True)
+    carried.remember(banks["medial"], first, model_id, T0)
+    swapped = (model_id + 1) % len(models)
+    for bank, ids in ((banks["medial"], swapped), (banks["octree"], model_id)):
+        clock = TickClock(1e-7)
+        fresh = refine_frame(bank, ids, T1, pairs, deadline=clock() + 30e-6, clock=clock, tighten=True)
+        clock = TickClock(1e-7)
+        again = refine_frame(bank, ids, T1, pairs, deadline=clock() + 30e-6, clock=clock, tighten=True,
+                             carried=carried)
+        assert np.array_equal(fresh.lower, again.lower) and np.array_equal(fresh.upper, again.upper)
+
+
+def test_a_narrowing_priced_past_the_deadline_does_not_start_and_probes_to_recover(shipped):
+    """After set-ups measured far too slow (a stall), no narrowing starts on a small budget; after
+    probe_after refusals one runs and measures afresh, and within a few probes the estimate has
+    recovered."""
+    from spaceship_sim.narrowphase.refine import _tighten_cost
+
+    models, banks = shipped
+    model_id, T, pairs, _ = frame(models, banks["medial"], np.random.default_rng(14))
+    clock = TickClock(1e-7)
+    set_up, _ = _tighten_cost(clock)
+    for _ in range(5):
+        set_up.observe(1.0)  # a stall: 1 s a set-up
+    ran = []
+    for _ in range(4 * (set_up.probe_after + 1)):
+        start = clock()
+        r = refine_frame(banks["medial"], model_id, T, pairs, deadline=start + 50e-6, clock=clock, tighten=True)
+        ran.append(r.interval_known)
+    assert ran[:set_up.probe_after + 1] == [False] * set_up.probe_after + [True]
+    assert all(ran[-5:]) and set_up.predict() < 50e-6  # the stall forgotten: every sample narrows again
