@@ -152,8 +152,9 @@ class CollisionConfig:
                            choices=EXACT_LEVELS)
     distance_intervals: str = _f("verdict", "'verdict': the verdicts take the whole budget (each pair's separation "
                                  "interval [lower, upper] is what they know); 'tighten': half of a finite budget "
-                                 "narrows the widest intervals after the verdicts (narrower, at some frames' cost "
-                                 "on a tight frame: bench hubbard --intervals-ab) [-]",
+                                 "narrows the widest intervals after the verdicts, and each pair's interval is "
+                                 "carried to the next sample (narrower; the verdicts get half the time: "
+                                 "bench hubbard --intervals-ab) [-]",
                                  choices=("verdict", "tighten"))
     swept: bool = _f(False, "catch ships crossing between samples: candidate pairs moving farther than their "
                             "thickness in a sample get the face octree's swept-space test [-]")
