@@ -60,6 +60,7 @@ class BankParts(NamedTuple):
     witness: np.ndarray      # (N, 3) a surface point of each node's part; (0, 3): none
     level: np.ndarray        # (N,) int64, each node's level
     leaves: Leaves           # its leaves' triangles (kernels.Leaves)
+    hubbard: tuple           # sphere trees' (centre (N, 3), radius (N,), error (N,)): _error_bound; else empty
 
 
 @njit(cache=True)
@@ -79,6 +80,24 @@ def _witness_distance(wa, a, wb, b, R, t, r, best):
     x0, x1, x2 = moved(R, t, r, wb, b)
     d0, d1, d2 = wa[a, 0] - x0, wa[a, 1] - x1, wa[a, 2] - x2
     return min(best, np.sqrt(d0 * d0 + d1 * d1 + d2 * d2))
+
+
+@njit(cache=True)
+def _error_bound(ha, a, hb, b, R, t, r, best):
+    """min(best, max(gap, 0) + e_a + e_b) for sphere-tree nodes a and b (ha, hb: their banks'
+    (centre, radius, error), B's moved into A's frame; best where the banks have none): each
+    node's sphere holds a point of its sphere nearest the other's, and every point of a sphere is
+    within its error of the ship (Hubbard's bound, spheres apart or not). For closed meshes the
+    error is measured to the solid, so this bounds the surface distance except where one hull lies
+    wholly inside the other (the bodies then meet, and the exact level does not see it either)."""
+    ca, ra, ea = ha
+    cb, rb, eb = hb
+    if len(ea) == 0:
+        return best
+    x0, x1, x2 = moved(R, t, r, cb, b)
+    d0, d1, d2 = ca[a, 0] - x0, ca[a, 1] - x1, ca[a, 2] - x2
+    gap = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2) - ra[a] - rb[b]
+    return min(best, max(gap, 0.0) + ea[a] + eb[b])
 
 
 @njit(cache=True)
@@ -165,8 +184,8 @@ def narrow_rows(A, B, R, t, rows, root_a, root_b, pops, max_level, lower, upper)
     and no leaf of it has its triangles measured (what the spheres down to it know: a pair that
     cannot go deeper counts with its gap and its witnesses' distance; a cap past the leaves, e.g.
     NO_LEVEL_CAP, lets every pair go on to its leaves' triangles)."""
-    fca, cca, ea, wa, la, leaves_a = A
-    fcb, ccb, eb, wb, lb, leaves_b = B
+    fca, cca, ea, wa, la, leaves_a, ha = A
+    fcb, ccb, eb, wb, lb, leaves_b, hb = B
     key, hx, hy = np.empty(HEAP_START), np.empty(HEAP_START, np.int64), np.empty(HEAP_START, np.int64)
     most = max(_most_per_leaf(leaves_a[1]), _most_per_leaf(leaves_b[1]))
     work = (np.empty(most, np.int64), np.empty((most, 3, 3)), np.empty(most, np.int64), np.empty((3, 3)),
@@ -174,6 +193,7 @@ def narrow_rows(A, B, R, t, rows, root_a, root_b, pops, max_level, lower, upper)
     closed = 0
     for r in rows:
         best = _witness_distance(wa, root_a[r], wb, root_b[r], R, t, r, upper[r])
+        best = _error_bound(ha, root_a[r], hb, root_b[r], R, t, r, best)
         resolved = np.inf  # least triangle distance over the leaf pairs resolved
         n = heap_push(key, hx, hy, EMPTY, _gap(ea, root_a[r], eb, root_b[r], R, t, r), root_a[r], root_b[r])
         left, low = pops, 0.0
@@ -201,7 +221,7 @@ def narrow_rows(A, B, R, t, rows, root_a, root_b, pops, max_level, lower, upper)
             for c in range(first, first + count):
                 ca, cb = (c, b) if split_a else (a, c)
                 gap = _gap(ea, ca, eb, cb, R, t, r)
-                best = _witness_distance(wa, ca, wb, cb, R, t, r, best)
+                best = _error_bound(ha, ca, hb, cb, R, t, r, _witness_distance(wa, ca, wb, cb, R, t, r, best))
                 if gap < best:
                     if n == len(key):
                         key, hx, hy = _grown(key, hx, hy)
@@ -216,6 +236,7 @@ def narrow_rows(A, B, R, t, rows, root_a, root_b, pops, max_level, lower, upper)
 
 
 NO_WITNESS = np.zeros((0, 3))
+NO_SPHERES = (np.zeros((0, 3)), np.zeros(0), np.zeros(0))
 NO_LEVEL_CAP = 1 << 30
 _PARTS = weakref.WeakKeyDictionary()  # bank -> its bank_parts
 
@@ -224,9 +245,10 @@ def bank_parts(bank) -> tuple:
     """What narrow_rows needs of one prebuilt bank (a TreeBank): its BankParts, as a plain tuple,
     made once per bank (its arrays are never replaced; a flexing ship's change in place)."""
     if bank not in _PARTS:
-        levels = node_levels(bank.first_child, bank.child_count, bank.node_offset)
+        levels, nodes = node_levels(bank.first_child, bank.child_count, bank.node_offset), bank.nodes
+        hubbard = (nodes.center, nodes.radius, nodes.error) if hasattr(nodes, "error") else NO_SPHERES
         _PARTS[bank] = tuple(BankParts(bank.first_child, bank.child_count, bank.spheres,
-                                       getattr(bank.nodes, "witness", NO_WITNESS), levels, leaves_of(bank)))
+                                       getattr(nodes, "witness", NO_WITNESS), levels, leaves_of(bank), hubbard))
     return _PARTS[bank]
 
 
