@@ -178,8 +178,8 @@ def _most_per_leaf(tri_ptr):
 def narrow_rows(A, B, R, t, rows, root_a, root_b, pops, max_level, lower, upper):
     """Narrow lower[r] and upper[r] of each pair row r in `rows` by a branch-and-bound of at most
     `pops` node pairs (module docstring; every TRIANGLES_PER_POP triangle pairs measured count as
-    one more, so that a row's work, leaves included, is bounded by `pops`), in place; returns how
-    many of the rows closed (lower == upper). A, B: the banks' BankParts; R, t: B's pose in A's
+    one more, so that a row's work, leaves included, is bounded by `pops`), in place; returns the
+    work done: node pairs popped (and triangle pairs measured, as pops), over all the rows. A, B: the banks' BankParts; R, t: B's pose in A's
     frame per row; root_a, root_b: each row's root nodes. max_level: no node of that level is split
     and no leaf of it has its triangles measured (what the spheres down to it know: a pair that
     cannot go deeper counts with its gap and its witnesses' distance; a cap past the leaves, e.g.
@@ -190,7 +190,7 @@ def narrow_rows(A, B, R, t, rows, root_a, root_b, pops, max_level, lower, upper)
     most = max(_most_per_leaf(leaves_a[1]), _most_per_leaf(leaves_b[1]))
     work = (np.empty(most, np.int64), np.empty((most, 3, 3)), np.empty(most, np.int64), np.empty((3, 3)),
             np.empty((2, 3)))
-    closed = 0
+    done = 0
     for r in rows:
         best = _witness_distance(wa, root_a[r], wb, root_b[r], R, t, r, upper[r])
         best = _error_bound(ha, root_a[r], hb, root_b[r], R, t, r, best)
@@ -231,8 +231,8 @@ def narrow_rows(A, B, R, t, rows, root_a, root_b, pops, max_level, lower, upper)
         upper[r] = best
         if low > lower[r]:
             lower[r] = low
-        closed += lower[r] >= upper[r]
-    return closed
+        done += pops - min(left, pops)
+    return done
 
 
 NO_WITNESS = np.zeros((0, 3))

@@ -100,6 +100,10 @@ TIGHTEN_POPS = 4
 # kept (~100 and ~40 µs a sample of ~10 pairs on lamps.toml after a 31 ms render, caches cold)
 _TIGHTEN_COST = weakref.WeakKeyDictionary()
 TIGHTEN_SET_UP_COST, TIGHTEN_FINISH_COST = 1e-4, 4e-5
+# ... and per node pair a row may pop (_Search._narrow_rounds; a pop with its children's tests and
+# up to TRIANGLES_PER_POP triangle pairs: ~1 µs)
+_POP_COST = weakref.WeakKeyDictionary()
+TIGHTEN_POP_COST = 1e-6
 
 
 @dataclass(eq=False)
@@ -841,11 +845,8 @@ class _Search(SearchArrays):
         verdicts they decide. The intervals `carried` from earlier samples come first (none: none),
         and this sample's are kept in it at the end. The pairs found apart whose exact distance is
         unknown go next, widest first relative to the pair's size, to the exact strategy's distance
-        query where it has one (it closes them); then rounds over the open
-        rows, widest first relative to the pair's size, each row TIGHTEN_POPS node pairs in the
-        first round and 4x as many in each later one, in batches timed as the exact level's
-        (_run_batches: none starts that the time per row measured says would end past the
-        deadline less the finish's time). Nothing starts, and no clock is read, where the time
+        query where it has one (it closes them); then rounds over the open rows (_narrow_rounds)
+        until the deadline less the finish's time. Nothing starts, and no clock is read, where the time
         it takes besides the node pairs (_tighten_cost: set-up and finish) would end past the
         deadline, so a sample with no budget reads the clock as one without tightening
         (compiled_sample.py)."""
@@ -872,22 +873,9 @@ class _Search(SearchArrays):
             self.busy += busy
             known = np.isfinite(found)
             answer.distance[todo[known]] = lower[todo[known]] = upper[todo[known]] = found[known]
-        parts = (bank_parts(self.A), bank_parts(self.B), R, t)
         rounds = self.clock()
         set_up.observe(rounds - now)
-        pops, deadline = TIGHTEN_POPS, deadline - finish.predict()
-        while True:
-            order = widest_first(lower, upper, size, False, answer.colliding)
-
-            def kernel(s, e):
-                narrow_rows(*parts, order[s:e], root_a, root_b, pops, NO_LEVEL_CAP, lower, upper)
-                return e, None
-
-            done, _, busy = _run_batches(kernel, len(order), deadline, 0, self.clock)
-            self.busy += busy
-            if done < len(order) or not len(order):
-                break
-            pops *= 4
+        self._narrow_rounds((bank_parts(self.A), bank_parts(self.B), R, t), answer, size, deadline - finish.predict())
         rounds = self.clock()
         # a pair found touching reaches the exact level only where it may (no level cap above it)
         settle_verdicts(answer, self.depth + 1, triangle_tests & (self.cap == self.depth))
@@ -896,6 +884,34 @@ class _Search(SearchArrays):
         end = self.clock()
         finish.observe(end - rounds)
         answer.time_used = end - start
+
+    def _narrow_rounds(self, parts, answer, size, deadline) -> None:
+        """Rounds of intervals.narrow_rows over answer's open rows until the deadline, widest first
+        relative to the pair's size (k,), each row TIGHTEN_POPS node pairs in the first round and 4x
+        as many in each later one. parts: narrow_rows's banks and row poses. A round's first row is
+        priced at the node pairs it may pop times the time per node pair popped so far (_pop_cost, per
+        clock): none starts that would end past the deadline, and a price too low overruns by one row."""
+        lower, upper, root_a, root_b = answer.lower, answer.upper, answer._spheres[3], answer._spheres[4]
+        per_pop, pops = _pop_cost(self.clock), TIGHTEN_POPS
+        while True:
+            order = widest_first(lower, upper, size, False, answer.colliding)
+            if not len(order):
+                return
+
+            def kernel(s, e):
+                return e, narrow_rows(*parts, order[s:e], root_a, root_b, pops, NO_LEVEL_CAP, lower, upper)
+
+            first = 0.0 if per_pop.probe_due else per_pop.predict(pops)
+            begun = self.clock()
+            done, work, busy = _run_batches(kernel, len(order), deadline, 0, self.clock, probe=1, first_cost=first)
+            self.busy += busy
+            if not done:
+                per_pop.refused()
+                return
+            per_pop.observe(self.clock() - begun, max(sum(work), 1))
+            if done < len(order):
+                return
+            pops *= 4
 
 
 def settle_verdicts(answer, exact_level, may_touch) -> None:
@@ -938,6 +954,13 @@ def _tighten_cost(clock) -> tuple[CostModel, CostModel]:
     if clock not in _TIGHTEN_COST:
         _TIGHTEN_COST[clock] = CostModel(TIGHTEN_SET_UP_COST), CostModel(TIGHTEN_FINISH_COST)
     return _TIGHTEN_COST[clock]
+
+
+def _pop_cost(clock) -> CostModel:
+    """The narrowing's remembered time per node pair popped, on `clock` (_narrow_rounds)."""
+    if clock not in _POP_COST:
+        _POP_COST[clock] = CostModel(TIGHTEN_POP_COST)
+    return _POP_COST[clock]
 
 
 def _distance_cost(detector, clock) -> CostModel:
