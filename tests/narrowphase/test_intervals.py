@@ -297,3 +297,23 @@ def test_a_narrowing_priced_past_the_deadline_does_not_start_and_probes_to_recov
         ran.append(r.interval_known)
     assert ran[:set_up.probe_after + 1] == [False] * set_up.probe_after + [True]
     assert all(ran[-5:]) and set_up.predict() < 50e-6  # the stall forgotten: every sample narrows again
+
+
+def test_a_round_priced_past_the_deadline_pops_nothing_until_its_probe(shipped):
+    """Node pairs measured far too slow: the narrowing makes the intervals but no round starts a
+    row (they stay as the verdict left them); after probe_after refusals one row runs to measure."""
+    from spaceship_sim.narrowphase.refine import _pop_cost
+
+    models, banks = shipped
+    model_id, T, pairs, truth = frame(models, banks["medial"], np.random.default_rng(15))
+    clock = TickClock(1e-7)
+    per_pop = _pop_cost(clock)
+    for _ in range(5):
+        per_pop.observe(1.0, 1)  # a stall: 1 s a node pair
+    verdict = refine_frame(banks["medial"], model_id, T, pairs, deadline=clock() + 1e-3, clock=TickClock(1e-7))
+    narrowed_any = []
+    for _ in range(per_pop.probe_after + 1):
+        r = refine_frame(banks["medial"], model_id, T, pairs, deadline=clock() + 1e-3, clock=clock, tighten=True)
+        assert r.interval_known and np.all(r.lower <= truth + 1e-9) and np.all(truth <= r.upper + 1e-9)
+        narrowed_any.append(bool(np.any(r.upper - r.lower < verdict.upper - verdict.lower)))
+    assert narrowed_any == [False] * per_pop.probe_after + [True]
