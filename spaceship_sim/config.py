@@ -150,12 +150,15 @@ class CollisionConfig:
                            "colliding sphere-tree leaves; the default with [asteroids], which the others do not "
                            "cover) or another exact strategy of the registry ('bsp', 'faceoctree', 'fcl', ...) [-]",
                            choices=EXACT_LEVELS)
-    distance_intervals: str = _f("verdict", "'verdict': the verdicts take the whole budget (each pair's separation "
-                                 "interval [lower, upper] is what they know); 'tighten': half of a finite budget "
-                                 "narrows the widest intervals after the verdicts, and each pair's interval is "
-                                 "carried to the next sample (narrower; the verdicts get half the time: "
-                                 "bench hubbard --intervals-ab) [-]",
+    distance_intervals: str = _f("tighten", "'tighten': after the verdicts, the time left narrows the widest "
+                                 "separation intervals [lower, upper], each carried to the next sample; "
+                                 "'verdict': the intervals are what the verdicts know (bench hubbard "
+                                 "--intervals-ab compares them) [-]",
                                  choices=("verdict", "tighten"))
+    interval_share: float = _f(0.0, "with distance_intervals = 'tighten', the share of a finite budget kept "
+                               "from the verdicts for the narrowing: 0 narrows with what the verdicts leave "
+                               "(the verdicts are those of 'verdict'); 0.5 narrows more, and on a tight frame "
+                               "the verdicts go less deep [-]", lo=0.0, hi=0.9)
     swept: bool = _f(False, "catch ships crossing between samples: candidate pairs moving farther than their "
                             "thickness in a sample get the face octree's swept-space test [-]")
     restitution: float = _f(1.0, "coefficient of restitution of collision response [-]", lo=0.0, hi=1.0)

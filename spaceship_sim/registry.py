@@ -89,7 +89,7 @@ def make_narrow_phase(cfg: Config, models, now, detector=None) -> NarrowPhase:
     simulation time [s]; detector: the exact level's strategy, as NarrowPhase's."""
     c = cfg.collision
     settings = dict(min_level=c.min_level, triangle_tests=c.triangle_tests, all_contacts=c.all_contacts, detector=detector,
-                    tighten=c.distance_intervals == "tighten")
+                    tighten=c.distance_intervals == "tighten", tighten_share=c.interval_share)
     if not cfg.deform.models:
         return NarrowPhase(**settings)
     from .faceoctree.deform import DeformingNarrowPhase, DeformingShips

@@ -91,9 +91,7 @@ FINISH_COST = 6e-8      # [s] per held node pair: time kept back from the deadli
 # _Search._first_contacts says why)
 LEAF_PAIRS_TRIED = {"prebuilt": 4, "on-collide": -1}
 NO_LIMIT = 1 << 62      # a forced level past every tree: each row straight to its deepest sphere level
-# verdict-then-tighten (intervals.py): the share of a finite budget left to narrowing the separation
-# intervals after the verdicts, and the node pairs each open row gets in the first round (x4 a round)
-TIGHTEN_SHARE = 0.5
+# verdict-then-tighten (intervals.py): the node pairs each open row gets in the first round (x4 a round)
 TIGHTEN_POPS = 4
 # ... and the time the narrowing takes besides its node pairs, per clock (_tighten_cost): before
 # them, the intervals made, carried and ordered; after them, the verdicts settled and the intervals
@@ -241,7 +239,8 @@ def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, triangle_tests=True, 
 
 def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level: int = 1, max_level=None,
                  triangle_tests: bool = True, all_contacts: bool = True, clock=WALL, detector=None,
-                 fair=None, tighten: bool = False, carried: CarriedIntervals | None = None) -> FrameNarrowResult:
+                 fair=None, tighten: bool = False, tighten_share: float = 0.0,
+                 carried: CarriedIntervals | None = None) -> FrameNarrowResult:
     """Refine the frame's candidate pairs until `clock()` reaches `deadline`.
 
     model_id : (n,) int, each ship's model (index into bank.trees)
@@ -259,9 +258,9 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
     fair     : a fairness.FairOrder over the n bodies: the round-robin deepens the pairs least
                served so far first, and the levels reached are recorded in it (None: in the
                given order, nothing recorded)
-    tighten  : verdict-then-tighten: under a finite deadline the verdicts get (1 - TIGHTEN_SHARE) of
-               the time, and the rest narrows the widest separation intervals (intervals.py);
-               False: the verdicts get it all (the intervals are what they know)
+    tighten  : verdict-then-tighten: under a finite deadline the verdicts get (1 - tighten_share) of
+               the time, and what they leave narrows the widest separation intervals (intervals.py);
+               False: the intervals are what the verdicts know
     carried  : with tighten, the intervals of earlier samples (intervals.CarriedIntervals): carried to
                these poses before the narrowing, and this sample's kept in it after
     """
@@ -273,7 +272,7 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
     # pair and model indices are checked by the kernels, where they are read (_Search.levels)
     return _refine(bank, bank, model_id, T, pairs, deadline=deadline, min_level=min_level, max_level=max_level,
                    triangle_tests=triangle_tests, all_contacts=all_contacts, clock=clock, detector=detector,
-                   fair=fair, tighten=tighten, carried=carried)
+                   fair=fair, tighten=tighten, tighten_share=tighten_share, carried=carried)
 
 
 def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowResult:
@@ -324,6 +323,7 @@ class NarrowPhase:
     all_contacts : False stops each pair's exact level at its first intersecting triangle pair
     detector     : as refine_frame's (collision.exact_method = "ssv": an SSVExact)
     tighten      : as refine_frame's (collision.distance_intervals = "tighten")
+    tighten_share: as refine_frame's (collision.interval_share)
     carried      : what the tightening carries from sample to sample (refine_frame's); a copy made
                    with dataclasses.replace shares it
     """
@@ -334,6 +334,7 @@ class NarrowPhase:
     all_contacts: bool = True
     detector: object = None  # exact strategy for the exact level (narrowphase.exact; None: the leaves)
     tighten: bool = False
+    tighten_share: float = 0.0
     carried: CarriedIntervals = field(default_factory=CarriedIntervals, compare=False, repr=False)
 
     def __post_init__(self):
@@ -346,7 +347,8 @@ class NarrowPhase:
         """refine_frame with these settings (arguments as refine_frame's)."""
         return refine_frame(bank, model_id, T, pairs, deadline, min_level=self.min_level, max_level=self.max_level,
                             triangle_tests=self.triangle_tests, all_contacts=self.all_contacts, clock=clock,
-                            detector=self.detector, fair=fair, tighten=self.tighten, carried=self.carried)
+                            detector=self.detector, fair=fair, tighten=self.tighten, tighten_share=self.tighten_share,
+                            carried=self.carried)
 
 
 def _transform(T, name) -> np.ndarray:
@@ -435,14 +437,15 @@ def _merge_hits(first, rows, second):
 
 
 def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, min_level, max_level, triangle_tests,
-            all_contacts=True, clock=WALL, detector=None, fair=None, tighten=False, carried=None) -> FrameNarrowResult:
+            all_contacts=True, clock=WALL, detector=None, fair=None, tighten=False, tighten_share=0.0,
+            carried=None) -> FrameNarrowResult:
     """Refine k pair rows (pairs (k, 2) int64 of bodies with models model_id (n,) int64 — A's in
     bank_a, B's in bank_b — and body->world transforms T (n, 4, 4) float64, all C-contiguous) in
     four stages: the sphere levels, the exact level while time allows, the summary, and (tighten)
     the separation intervals narrowed until the deadline."""
     start = clock()
     search = _Search(bank_a, bank_b, model_id, T, pairs, max_level, clock, fair)
-    final, deadline = deadline, start + (1.0 - TIGHTEN_SHARE) * (deadline - start) if tighten else deadline
+    final, deadline = deadline, start + (1.0 - tighten_share) * (deadline - start) if tighten else deadline
     try:
         leaves = search.levels(deadline, min_level)
         if triangle_tests and leaves:

@@ -17,7 +17,7 @@ import threading
 import numpy as np
 
 from . import compile_ahead, pipeline
-from ..clock import WALL
+from ..clock import WALL, TickClock
 from ..compile_log import shared_log
 from ..config import Config
 from ..cost import CostModel
@@ -28,6 +28,7 @@ from ..faceoctree.deform import hull_scale
 from ..meshes import load_model
 from ..narrowphase import TreeBank, refine_frame
 from ..narrowphase.fairness import FairOrder
+from ..narrowphase.intervals import CarriedIntervals
 from ..narrowphase.kernels import search_levels
 from ..narrowphase.ocst import OcstBank, OcstTreeView, warm_up_bank
 from ..progress import slow_notice, to_stderr
@@ -180,6 +181,8 @@ class World:
         for m in range(min(len(self.trees), bank.n_models)):
             for refine in exact:
                 refine(bank, np.array([m, m]), eye, np.array([[0, 1]]), deadline=math.inf)
+        if self.narrow.tighten:
+            self._warm_tighten(exact[0], bank, eye)
         if detector is None:
             self._warm_exact_only(eye)
         elif hasattr(detector, "distance"):  # its distance kernel: on a pair found apart
@@ -187,6 +190,17 @@ class World:
             apart[1, 0, 3] = 4 * float(self.bank.radius[self.bank.node_offset[0]]) + 1.0
             refine_frame(self.bank, np.zeros(2, np.int64), apart, np.array([[0, 1]]), deadline=math.inf, min_level=0,
                          triangle_tests=True, detector=detector)
+
+    def _warm_tighten(self, refine, bank, eye) -> None:
+        """The narrowing's kernels (it runs only under a finite deadline): a pair apart, twice, the
+        second carrying the first's intervals, on a clock of its own and a memory of its own (the
+        world's is left alone)."""
+        refine = dataclasses.replace(refine, carried=CarriedIntervals())
+        apart = eye.copy()
+        apart[1, 0, 3] = 4 * float(bank.radius[bank.node_offset[0]]) + 1.0
+        for _ in range(2):
+            clock = TickClock(1e-6)
+            refine(bank, np.zeros(2, np.int64), apart, np.array([[0, 1]]), deadline=clock() + 1.0, clock=clock)
 
     def _warm_exact_only(self, eye) -> None:
         """The exact-only baseline's and the swept test's kernels, each model against itself."""

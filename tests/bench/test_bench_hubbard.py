@@ -56,10 +56,10 @@ def test_hubbard_bench_writes_runs_histograms_accuracy_and_render_sweep(tmp_path
     assert [float(r["render_ms"]) for r in sweep] == [0.0, 40.0]
     # a 40 ms render alone is over the 33.3 ms target: no mode can hold it
     assert float(sweep[1]["time_critical_within_target"]) == 0.0 == float(sweep[1]["exact_only_within_target"])
-    assert {"time_critical_tighten_within_target", "time_critical_width_median_m",
-            "time_critical_tighten_width_median_m"} <= set(sweep[0])  # --intervals-ab's mode
+    assert {"time_critical_verdict_within_target", "time_critical_width_median_m",
+            "time_critical_verdict_width_median_m"} <= set(sweep[0])  # --intervals-ab's mode: not the config's
     # both modes' widths measured (verdict-only's made after each frame was timed): tightening never widens
-    verdict, tighten = (float(sweep[0][f"time_critical{m}_width_median_m"]) for m in ("", "_tighten"))
+    verdict, tighten = (float(sweep[0][f"time_critical{m}_width_median_m"]) for m in ("_verdict", ""))
     assert 0.0 <= tighten <= verdict < math.inf
     for png in ("render_sweep.png", "accuracy.png", "profiles.png", "speedup.png", "separation.png"):
         assert (out / png).stat().st_size > 10_000
