@@ -29,6 +29,8 @@ RENAMED_KEYS = {"collision.exact": "triangle_tests"}
 RENAMED_VALUES = {"collision.exact_method": {"leaves": "sphere_leaves"}}
 PREBUILT_TREE_METHODS = ("medial", "octree")   # built before the first frame (spheretree/)
 TREE_METHODS = (*PREBUILT_TREE_METHODS, "ocst")  # "ocst": built during collisions (narrowphase/ocst.py)
+INTERVAL_MODES = ("verdict", "tighten")  # collision.distance_intervals
+MAX_INTERVAL_SHARE = 0.9  # collision.interval_share: the verdicts keep a tenth of the budget at least
 BOX_KINDS = ("dynamic", "fixed")  # I-COLLIDE's boxes: resized by hill-climbing, or cubes fitting any turn
 
 
@@ -154,11 +156,11 @@ class CollisionConfig:
                                  "separation intervals [lower, upper], each carried to the next sample; "
                                  "'verdict': the intervals are what the verdicts know (bench hubbard "
                                  "--intervals-ab compares them) [-]",
-                                 choices=("verdict", "tighten"))
+                                 choices=INTERVAL_MODES)
     interval_share: float = _f(0.0, "with distance_intervals = 'tighten', the share of a finite budget kept "
                                "from the verdicts for the narrowing: 0 narrows with what the verdicts leave "
                                "(the verdicts are those of 'verdict'); 0.5 narrows more, and on a tight frame "
-                               "the verdicts go less deep [-]", lo=0.0, hi=0.9)
+                               "the verdicts go less deep [-]", lo=0.0, hi=MAX_INTERVAL_SHARE)
     swept: bool = _f(False, "catch ships crossing between samples: candidate pairs moving farther than their "
                             "thickness in a sample get the face octree's swept-space test [-]")
     restitution: float = _f(1.0, "coefficient of restitution of collision response [-]", lo=0.0, hi=1.0)

@@ -31,7 +31,7 @@ from . import hubbard_calls
 from ..sim import frame_log as report
 from .cpu_load import cpu_load
 from ..cli.run import DEFAULT_WARMUP, check_args, warn_render_over_target
-from ..sim.runs import frame_poses, run_frames, staged_folder
+from ..sim.runs import frame_poses, run_frames, staged_folder, tally_intervals
 
 ACCURACY_FRAMES = 200  # frames with candidate pairs that the accuracy sweep refines again
 # scene -> (shipped config, stand-in render [ms]): lamps is render-bound as Hubbard's lamp runs were;
@@ -300,20 +300,10 @@ def run_modes(cfg, args, render_ms: float, out: Path | None = None, clock=WALL) 
         log, _ = run_frames(c, args.frames, render_ms / 1e3, False,
                             lambda w: report.FrameLog(folder, args.frames, args.warmup, w.max_level, render_ms / 1e3),
                             progress=out is not None, clock=clock,
-                            on_frame=_verdict_widths if tc else None)
+                            on_frame=tally_intervals if tc else None)
         results[mode] = log.commit(title=f"{Path(args.config).name}: {mode.replace('_', '-')}, render {render_ms:g} ms",
                                    config=args.config, render_ms=render_ms, time_critical=tc, clock=args.clock)
     return results
-
-
-def _verdict_widths(world) -> None:
-    """Tally the separation intervals of a frame's last sample into its stats, after the frame was
-    timed, where the frame did not make them: a verdict-only frame never does (what its caller is
-    spared), a tightening one not when its budget had no room for it; the A/B comparison wants the
-    widths of every frame."""
-    narrow = world.last_narrow
-    if not narrow.interval_known:
-        world.last_stats.add_intervals(narrow.upper - narrow.lower)
 
 
 def render_sweep(cfg, args, renders_ms: list[float], out: Path, clock=WALL) -> None:

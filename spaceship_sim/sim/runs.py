@@ -82,3 +82,13 @@ def frame_poses(world) -> tuple:
     then asteroids if any)."""
     return world.field.model_ids(world.state).copy(), world.field.transforms(world.state), \
         world.last_narrow.pairs.copy()
+
+
+def tally_intervals(world) -> None:
+    """run_frames's on_frame for runs that compare separation intervals: tally those of the frame's
+    last sample into its stats, after the frame was timed, where the frame did not make them (a
+    verdict-only frame never does: what its caller is spared; a tightening one not when its budget
+    had no room), so that every frame's widths are counted."""
+    narrow = world.last_narrow
+    if not narrow.interval_known:
+        world.last_stats.add_intervals(narrow.upper - narrow.lower)

@@ -58,6 +58,8 @@ MEASURES = {
     "separation_bound_p90_m": _accuracy("separation_bound_m", "p90"),
     "separation_bound_p99_m": _accuracy("separation_bound_m", "p99"),
     "separation_bound_fraction_median": _accuracy("separation_bound_fraction", "median"),
+    "interval_width_median_m": lambda s: (s["interval_width_m"] or {}).get("median"),
+    "interval_width_p90_m": lambda s: (s["interval_width_m"] or {}).get("p90"),
     "level_histogram": lambda s: ",".join(map(str, s["level_histogram"])),
     "state_hash": lambda s: s["state_hash"],
 }
@@ -88,7 +90,7 @@ def run_cell(task: CellTask, expected_version: str | None = None) -> dict:
     """Run the cell; returns {"figures": every MEASURES figure, "seconds": its wall time, and the
     MACHINE fields}. expected_version: refuse to run on other code (CodeVersionError)."""
     from ..sim.frame_log import FrameLog
-    from ..sim.runs import run_frames
+    from ..sim.runs import run_frames, tally_intervals
 
     if expected_version is not None and (here := code_version()) != expected_version:
         raise CodeVersionError(f"worker {worker_name()} on {socket.gethostname()} runs code version {here[:12]}, the "
@@ -98,7 +100,8 @@ def run_cell(task: CellTask, expected_version: str | None = None) -> dict:
     t0 = time.perf_counter()
     log, world = run_frames(task.config, task.frames, task.render_s, False,
                             lambda w: FrameLog(None, task.frames, task.warmup, w.max_level, task.render_s),
-                            progress=False, clock=clock, exact_only=task.exact_only)
+                            progress=False, clock=clock, exact_only=task.exact_only,
+                            on_frame=tally_intervals if task.config.collision.time_critical else None)
     summary = log.commit(title="", state_hash=world.state_hash())
     figures = {name: _plain(get(summary)) for name, get in MEASURES.items()}
     return {"figures": figures, "seconds": time.perf_counter() - t0, **where}

@@ -27,7 +27,8 @@ import tomllib
 from pathlib import Path
 
 from ..clock import CLOCKS
-from ..config import CONFIGS_DIR, EXACT_LEVELS, TREE_METHODS, Config, check_config, load_config
+from ..config import (CONFIGS_DIR, EXACT_LEVELS, INTERVAL_MODES, MAX_INTERVAL_SHARE, TREE_METHODS, Config,
+                      check_config, load_config)
 from ..errors import InputError
 from ..sim.detectors import DETECTORS, with_detector
 from .cell import MEASURES, CellTask
@@ -43,6 +44,14 @@ def _number(lo: float, lo_open: bool = False):
             return "expected a number"
         if v < lo or (lo_open and v == lo) or v > MAX_MS:
             return f"must be in {'(' if lo_open else '['}{lo:g}, {MAX_MS:g}] ms"
+        return None
+    return check
+
+
+def _fraction(hi: float):
+    def check(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= hi:
+            return f"expected a number in [0, {hi:g}]"
         return None
     return check
 
@@ -72,6 +81,8 @@ AXES = {
     "detector": (_choice(tuple(DETECTORS)), [None]),
     "tree_method": (_choice(TREE_METHODS), [None]),
     "exact_method": (_choice(EXACT_LEVELS), [None]),
+    "distance_intervals": (_choice(INTERVAL_MODES), [None]),
+    "interval_share": (_fraction(MAX_INTERVAL_SHARE), [None]),
     "render_ms": (_number(0.0), [0.0]),
     "budget_ms": (_number(0.0, lo_open=True), [None]),  # None: the config's target frame time
     "frames": (_integer(1), [None]),  # None: [sweep] frames
@@ -215,8 +226,9 @@ def _task(spec: Path, params: dict, cfg: Config, settings: dict) -> CellTask:
         col = with_it.collision
     if params["tree_method"] is not None:
         col = dataclasses.replace(col, tree_method=params["tree_method"])
-    if params["exact_method"] is not None:
-        col = dataclasses.replace(col, exact_method=params["exact_method"])
+    for name in ("exact_method", "distance_intervals", "interval_share"):  # collision settings as they are
+        if params[name] is not None:
+            col = dataclasses.replace(col, **{name: params[name]})
     cfg = check_config(dataclasses.replace(cfg, sim=sim, collision=col), spec)
     frames = params["frames"] or settings["frames"]
     return CellTask(cfg, frames, min(settings["warmup"], frames - 1), params["render_ms"] / 1e3,

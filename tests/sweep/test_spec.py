@@ -38,6 +38,13 @@ def test_cells_are_keyed_by_their_effective_parameters_and_the_code_version(spec
     assert not {c.key for c in a.cells} & {c.key for c in load_spec(tmp_path / "spec.toml", "1" * 64).cells}
 
 
+def test_the_separation_intervals_axes_set_the_collision_settings(spec_file, tmp_path):
+    spec = load_spec(spec_file(tmp_path, text='[axes]\nconfig = ["lamps.toml"]\ndistance_intervals = ["verdict", '
+                                               '"tighten"]\ninterval_share = [0, 0.5]\n'), VERSION)
+    assert [(c.task.config.collision.distance_intervals, c.task.config.collision.interval_share)
+            for c in spec.cells] == [("verdict", 0.0), ("verdict", 0.5), ("tighten", 0.0), ("tighten", 0.5)]
+
+
 def test_wall_clock_cells_are_timing_cells(spec_file, tmp_path):
     spec = load_spec(spec_file(tmp_path, text='[axes]\nconfig = ["lamps.toml"]\nclock = ["tick", "wall"]\n'), VERSION)
     assert [c.timing for c in spec.cells] == [False, True]
@@ -54,6 +61,10 @@ BAD = {  # name: (spec text, key the error names, phrase of the problem)
     "no axes": ('[sweep]\nframes = 4\n', "axes", "missing"),
     "detector beside tree method": ('[axes]\ndetector = ["medial"]\ntree_method = ["octree"]\n', "axes.tree_method",
                                     "cannot be combined"),
+    "share past the verdicts' part": ('[axes]\ninterval_share = [0.5, 1]\n', "axes.interval_share[1]",
+                                      "expected a number in [0, 0.9]"),
+    "unknown interval mode": ('[axes]\ndistance_intervals = ["exact"]\n', "axes.distance_intervals[0]",
+                              "unknown 'exact'"),
     "unknown section": ('[grid]\nseed = [1]\n[axes]\nseed = [1]\n', "grid", "unknown section"),
 }
 
