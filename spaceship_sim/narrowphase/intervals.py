@@ -179,8 +179,8 @@ def narrow_rows(A, B, R, t, rows, root_a, root_b, pops, max_level, lower, upper)
     """Narrow lower[r] and upper[r] of each pair row r in `rows` by a branch-and-bound of at most
     `pops` node pairs (module docstring; every TRIANGLES_PER_POP triangle pairs measured count as
     one more, so that a row's work, leaves included, is bounded by `pops`), in place; returns the
-    work done: node pairs popped (and triangle pairs measured, as pops), over all the rows. A, B: the banks' BankParts; R, t: B's pose in A's
-    frame per row; root_a, root_b: each row's root nodes. max_level: no node of that level is split
+    work done: node pairs popped (and triangle pairs measured, as pops), over all the rows. A, B:
+    the banks' BankParts; R, t: B's pose in A's frame per row; root_a, root_b: each row's root nodes. max_level: no node of that level is split
     and no leaf of it has its triangles measured (what the spheres down to it know: a pair that
     cannot go deeper counts with its gap and its witnesses' distance; a cap past the leaves, e.g.
     NO_LEVEL_CAP, lets every pair go on to its leaves' triangles)."""
@@ -319,6 +319,21 @@ def _reach(spheres, root):
 
 
 @njit(cache=True)
+def pair_key(i, j):
+    """One int64 per body pair (i, j), ordered as the pairs (bodies < 2^31)."""
+    return (i << 32) | j
+
+
+@njit(cache=True)
+def pair_keys(pairs):
+    """pair_key of each row of pairs (k, 2)."""
+    keys = np.empty(len(pairs), np.int64)
+    for r in range(len(pairs)):
+        keys[r] = pair_key(pairs[r, 0], pairs[r, 1])
+    return keys
+
+
+@njit(cache=True)
 def carry_rows(kept, pairs, model_id, T, spheres, root_a, root_b, lower, upper):
     """Narrow the open intervals [lower, upper] of pair rows (pairs (k, 2), bodies' models model_id,
     poses T) in place by those `kept` (CarriedIntervals.kept: sorted pair keys, models, poses and
@@ -327,7 +342,7 @@ def carry_rows(kept, pairs, model_id, T, spheres, root_a, root_b, lower, upper):
     keys, models, Ta, Tb, low, up = kept
     for r in range(len(pairs)):
         i, j = pairs[r, 0], pairs[r, 1]
-        key = (i << 32) | j
+        key = pair_key(i, j)
         at = np.searchsorted(keys, key)
         if not lower[r] < upper[r] or at == len(keys) or keys[at] != key \
                 or models[at, 0] != model_id[i] or models[at, 1] != model_id[j]:
@@ -376,7 +391,7 @@ class CarriedIntervals:
 
     def remember(self, bank, answer, model_id, T) -> None:
         """Keep answer's intervals, its pairs' models and poses T, in place of those kept before."""
-        keys = (answer.pairs[:, 0] << 32) | answer.pairs[:, 1]
+        keys = pair_keys(answer.pairs)
         order = np.argsort(keys, kind="stable")
         pairs = answer.pairs[order]
         self.bank = weakref.ref(bank)

@@ -849,8 +849,8 @@ class _Search(SearchArrays):
         and this sample's are kept in it at the end. The pairs found apart whose exact distance is
         unknown go next, widest first relative to the pair's size, to the exact strategy's distance
         query where it has one (it closes them); then rounds over the open rows (_narrow_rounds)
-        until the deadline less the finish's time. Nothing starts, and no clock is read, where the time
-        it takes besides the node pairs (_tighten_cost: set-up and finish) would end past the
+        until the deadline less the finish's time. Nothing starts, and no clock is read, where the
+        time it takes besides the node pairs (_tighten_cost: set-up and finish) would end past the
         deadline, so a sample with no budget reads the clock as one without tightening
         (compiled_sample.py)."""
         now = start + answer.time_used  # the summary's reading
@@ -876,16 +876,15 @@ class _Search(SearchArrays):
             self.busy += busy
             known = np.isfinite(found)
             answer.distance[todo[known]] = lower[todo[known]] = upper[todo[known]] = found[known]
-        rounds = self.clock()
-        set_up.observe(rounds - now)
+        set_up.observe(self.clock() - now)
         self._narrow_rounds((bank_parts(self.A), bank_parts(self.B), R, t), answer, size, deadline - finish.predict())
-        rounds = self.clock()
+        narrowed = self.clock()
         # a pair found touching reaches the exact level only where it may (no level cap above it)
         settle_verdicts(answer, self.depth + 1, triangle_tests & (self.cap == self.depth))
         if carried is not None:
             carried.remember(self.A, answer, model_id, T)
         end = self.clock()
-        finish.observe(end - rounds)
+        finish.observe(end - narrowed)
         answer.time_used = end - start
 
     def _narrow_rounds(self, parts, answer, size, deadline) -> None:
@@ -941,37 +940,38 @@ def settle_verdicts(answer, exact_level, may_touch) -> None:
         answer.bound_pairs[apart] = -1
 
 
+def _remembered(table, clock, make):
+    """table[clock], made by make() at its first use: one estimate per clock (a TickClock's costs
+    are counted in readings, the wall clock's in seconds)."""
+    got = table.get(clock)
+    if got is None:
+        got = table[clock] = make()
+    return got
+
+
 def _cost_model(detector, clock) -> CostModel:
     """The exact strategy's remembered cost per unit on `clock` (a fresh one for the sphere leaves,
     detector None)."""
     if detector is None:
         return CostModel(EXACT_UNIT_COST)
-    per_clock = _UNIT_COST.setdefault(detector, weakref.WeakKeyDictionary())
-    if clock not in per_clock:
-        per_clock[clock] = CostModel(EXACT_UNIT_COST, probe_after=EXACT_PROBE_AFTER)
-    return per_clock[clock]
+    return _remembered(_UNIT_COST.setdefault(detector, weakref.WeakKeyDictionary()), clock,
+                       lambda: CostModel(EXACT_UNIT_COST, probe_after=EXACT_PROBE_AFTER))
 
 
 def _tighten_cost(clock) -> tuple[CostModel, CostModel]:
     """The narrowing's remembered set-up and finish times on `clock` (_Search.tighten)."""
-    if clock not in _TIGHTEN_COST:
-        _TIGHTEN_COST[clock] = CostModel(TIGHTEN_SET_UP_COST), CostModel(TIGHTEN_FINISH_COST)
-    return _TIGHTEN_COST[clock]
+    return _remembered(_TIGHTEN_COST, clock, lambda: (CostModel(TIGHTEN_SET_UP_COST), CostModel(TIGHTEN_FINISH_COST)))
 
 
 def _pop_cost(clock) -> CostModel:
     """The narrowing's remembered time per node pair popped, on `clock` (_narrow_rounds)."""
-    if clock not in _POP_COST:
-        _POP_COST[clock] = CostModel(TIGHTEN_POP_COST)
-    return _POP_COST[clock]
+    return _remembered(_POP_COST, clock, lambda: CostModel(TIGHTEN_POP_COST))
 
 
 def _distance_cost(detector, clock) -> CostModel:
     """The exact strategy's remembered time per apart row's distance query on `clock`."""
-    per_clock = _DISTANCE_COST.setdefault(detector, weakref.WeakKeyDictionary())
-    if clock not in per_clock:
-        per_clock[clock] = CostModel(DISTANCE_ROW_COST, probe_after=EXACT_PROBE_AFTER)
-    return per_clock[clock]
+    return _remembered(_DISTANCE_COST.setdefault(detector, weakref.WeakKeyDictionary()), clock,
+                       lambda: CostModel(DISTANCE_ROW_COST, probe_after=EXACT_PROBE_AFTER))
 
 
 def frame_answer(pairs, summary: tuple, hits: tuple, time_used: float, busy: float, fair) -> FrameNarrowResult:

@@ -4,8 +4,8 @@ numba compiles one kernel at a time in a process (a global lock), and on a first
 most of the time to full detection. With a core to spare, a helper process builds the exact level's
 strategy (its trees, cached on the way) and compiles its kernels, while the world's warm-up compiles
 the rest of the frame; both write numba's cache, from which the world then loads the helper's kernels
-(world.warm_up_helper says what it runs). Only on a cold start: where the cache holds the kernels already a helper would cost a process
-start for nothing.
+(world.warm_up_helper says what it runs). Only on a cold start: where the cache holds the kernels
+already a helper would cost a process start for nothing.
 A helper that fails costs nothing but its time: the world compiles what is missing itself.
 """
 from __future__ import annotations

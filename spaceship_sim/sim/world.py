@@ -131,8 +131,8 @@ class World:
         by two frames of a scratch world (this world's state is left alone), the exact level last. On
         a cold start with a core to spare, a helper process makes the exact level's strategy and
         compiles its kernels meanwhile (compile_ahead.py; warm_up_helper says what it runs): this
-        warm-up loads them from the cache. A step that takes over a
-        second is compiling (first start, empty cache): notify(line) says so; None keeps quiet.
+        warm-up loads them from the cache. A step that takes over a second is compiling (first
+        start, empty cache): notify(line) says so; None keeps quiet.
         Touches nothing the stepping thread uses: the switch happens in step(); an error is kept in
         `warm_error` for step() to raise, and raised here."""
         try:
