@@ -21,7 +21,7 @@ from .progress import BuildProgress
 from .tree import SphereTree, seal_problem
 
 # bump whenever a builder's output changes: old cache files then no longer match any key
-BUILDER_VERSION = "7"  # 7: medial trees grown until every surface point has a root-to-leaf chain
+BUILDER_VERSION = "8"  # 8: medial clusters balanced by size as they merge
 
 
 def _mesh_arrays(vertices, faces, source="build_tree"):

@@ -18,8 +18,10 @@
 5. Greedy merging (`merge_clusters`): clusters of medial spheres, each covered by the Ritter bounding
    sphere of its forming points; a priority queue of adjacent cluster pairs ranked by Hubbard's cost
    (max over forming points p of how far the merged sphere reaches past p's tangent plane,
-   r + n_p . (c - p), an estimate of its Hausdorff distance to the object); merge the cheapest
-   until the wanted number remain. If the adjacency graph falls apart before that, each cluster is
+   r + n_p . (c - p), an estimate of its Hausdorff distance to the object), scaled up by the
+   merged cluster's size over its fair share (`_priority`: by cost alone, one cluster swallows the
+   rest and single spheres are left that no deeper level can split); merge the first until the
+   wanted number remain. If the adjacency graph falls apart before that, each cluster is
    linked to its nearest few clusters and merging goes on.
 6. The hierarchy: level 1 merges all medial spheres into `branching` clusters; each deeper level
    restarts, per parent, from the medial spheres merged into that parent. Conservative coverage,
@@ -241,9 +243,10 @@ def _ritter(p):
 # the points standing for each cluster [m] (its extreme points along the directions, at most R),
 # cnt (u,) int64 how many; label (u,) int64 the union-find parent (a unit's own index while it
 # represents a cluster); ver (u,) int64 bumped on each merge, so that queue entries pushed before it
-# are recognised as stale; own (u,) float64 each cluster's own cost; buf (2R, 3) scratch for the
-# points of two clusters.
-Clusters = namedtuple("Clusters", "reps cnt label ver own buf")
+# are recognised as stale; own (u,) float64 each cluster's own cost; size (u,) float64 the medial
+# spheres in each cluster; quota: the fair share of them per cluster (inf: none, plain greedy, see
+# _priority); buf (2R, 3) scratch for the points of two clusters.
+Clusters = namedtuple("Clusters", "reps cnt label ver own size quota buf")
 # Adjacency of the clusters: per cluster a linked list of edge slots, slot 2e being edge e seen
 # from edges[e, 0] (far end edges[e, 1]) and 2e+1 the reverse. far (2e,) int64 the slot's far end
 # (re-pointed at representatives as merging goes), nxt (2e,) the next slot (-1: end), head (u,) a
@@ -284,14 +287,30 @@ def _merge_candidate(cl, a, b, mesh):
 
 
 @njit(cache=True)
-def _greedy_merge(unit_ptr, pts, edges, target, dirs, mesh, own, lazy=True):
+def _priority(cl, a, b, cost):
+    """The queue's order for merging clusters a and b at merge cost `cost`: the cost scaled up by
+    the merged cluster's medial spheres over the quota, cost (1 + (size_a + size_b) / quota).
+
+    By cost alone the merge is rich-get-richer: a cluster deep inside a thick part swallows its
+    neighbours at no extra reach, and the spheres it leaves for last stay single. A single medial
+    sphere cannot be split at the next level, so that node's part stops shrinking there (a torus or
+    a capsule got 1 child under 18-37 of 64 level-2 nodes). Scaling by size keeps clusters near their
+    share while the cost still decides among merges of like size. cost >= 0 (a sphere holding its
+    forming points on the surface reaches at least as far as its centre is deep), so the order is
+    monotone in both."""
+    return cost * (1.0 + (cl.size[a] + cl.size[b]) / cl.quota)
+
+
+@njit(cache=True)
+def _greedy_merge(unit_ptr, pts, edges, target, dirs, mesh, own, size, quota, lazy=True):
     """Greedy priority-queue merging of units (groups of sample points) along edges.
 
     unit_ptr : (u+1,) int64, unit i owns rows unit_ptr[i]:unit_ptr[i+1] of pts (k,3);
     edges (e,2) int64 unit pairs; target: stop when this many clusters remain (or no edge is left).
     dirs (13,3): directions whose extreme points represent a cluster; mesh: the geometry.MeshArrays
     of the distance query. own (u,) float64: each unit's own cost where known, nan where not (filled
-    in here). lazy=False evaluates every pair when queued (plain greedy, for tests).
+    in here). size (u,) float64: the medial spheres in each unit; quota: their fair share per cluster
+    (_priority; inf: by cost alone). lazy=False evaluates every pair when queued (plain greedy, for tests).
     Returns label (u,) int64: representative unit of each unit's cluster (the lower index of a
     merged pair survives), and the numbers of exact cost evaluations and adjacency slots walked.
     The adjacency of a cluster is a linked list of edge slots whose far end is found by union-find.
@@ -302,21 +321,21 @@ def _greedy_merge(unit_ptr, pts, edges, target, dirs, mesh, own, lazy=True):
     between the two (kept on the adjacency slot).
     """
     u = len(unit_ptr) - 1
-    cl = _start_clusters(unit_ptr, pts, len(dirs), mesh, own)
+    cl = _start_clusters(unit_ptr, pts, len(dirs), mesh, own, size, quota)
     adj = _adjacency(edges, u)
     mark = np.full(u, -1, np.int64)
     heap = _first_queue(cl, adj, mark, mesh, lazy)
     mark[:] = -1
     stamp, n_eval, n_walk, count = 0, 0, 0, u
     while count > target and len(heap) > 0:
-        cost, a, b, va, vb, exact, slot = heapq.heappop(heap)
+        _, a, b, va, vb, exact, slot, cost = heapq.heappop(heap)
         if cl.label[a] != a or cl.label[b] != b or cl.ver[a] != va or cl.ver[b] != vb:
             continue  # stale: one side merged or changed since this entry was pushed
         if exact == 0:  # an estimate on top: queue the pair again with its true cost
             c2 = _merge_candidate(cl, a, b, mesh)[2]
             n_eval += 1
             adj.cost[slot] = c2
-            heapq.heappush(heap, (c2, a, b, va, vb, 1, slot))
+            heapq.heappush(heap, (_priority(cl, a, b, c2), a, b, va, vb, 1, slot, c2))
             continue
         _merge(cl, a, b, cost, dirs)
         count -= 1
@@ -328,10 +347,10 @@ def _greedy_merge(unit_ptr, pts, edges, target, dirs, mesh, own, lazy=True):
 
 
 @njit(cache=True)
-def _start_clusters(unit_ptr, pts, n_dirs, mesh, own):
+def _start_clusters(unit_ptr, pts, n_dirs, mesh, own, size, quota):
     """Clusters of one unit each: its first points (at most 2 n_dirs, 8 at least) represent it, its
     own cost is its Ritter sphere's r + s(c) (_merge_candidate), taken from `own` where not nan and
-    written there where it was."""
+    written there where it was; size and quota as _greedy_merge's."""
     u = len(unit_ptr) - 1
     reps = np.zeros((u, max(2 * n_dirs, 8), 3))
     cnt = np.zeros(u, np.int64)
@@ -339,7 +358,8 @@ def _start_clusters(unit_ptr, pts, n_dirs, mesh, own):
         m = min(unit_ptr[i + 1] - unit_ptr[i], reps.shape[1])
         reps[i, :m] = pts[unit_ptr[i]:unit_ptr[i] + m]
         cnt[i] = m
-    cl = Clusters(reps, cnt, np.arange(u), np.zeros(u, np.int64), np.empty(u), np.empty((2 * reps.shape[1], 3)))
+    cl = Clusters(reps, cnt, np.arange(u), np.zeros(u, np.int64), np.empty(u), size.copy(), quota,
+                  np.empty((2 * reps.shape[1], 3)))
     for i in range(u):
         if np.isnan(own[i]):
             own[i] = _merge_candidate(cl, i, i, mesh)[2]
@@ -364,10 +384,10 @@ def _adjacency(edges, u):
 
 @njit(cache=True)
 def _first_queue(cl, adj, mark, mesh, lazy):
-    """The queue (a heapq list of (cost, a, b, version of a, of b, exact, slot)) holding each
-    adjacent pair a < b once (mark: scratch (u,) int64, all -1 on entry), with the estimate
+    """The queue (a heapq list of (_priority, a, b, version of a, of b, exact, slot, cost)) holding
+    each adjacent pair a < b once (mark: scratch (u,) int64, all -1 on entry), with the estimate
     max(own costs) when lazy, else its exact cost."""
-    heap = [(0.0, 0, 0, 0, 0, 0, 0)]
+    heap = [(0.0, 0, 0, 0, 0, 0, 0, 0.0)]
     heap.pop()
     for a in range(len(adj.head)):
         s = adj.head[a]
@@ -385,9 +405,10 @@ def _queue_pair(heap, cl, a, b, estimate, slot, mesh, lazy):
     """Push clusters a < b (met on adjacency slot `slot`) with their current versions: with
     `estimate` (flag 0) when lazy, else with their exact merge cost (flag 1)."""
     if lazy:
-        heapq.heappush(heap, (estimate, a, b, cl.ver[a], cl.ver[b], 0, slot))
+        heapq.heappush(heap, (_priority(cl, a, b, estimate), a, b, cl.ver[a], cl.ver[b], 0, slot, estimate))
     else:
-        heapq.heappush(heap, (_merge_candidate(cl, a, b, mesh)[2], a, b, cl.ver[a], cl.ver[b], 1, slot))
+        cost = _merge_candidate(cl, a, b, mesh)[2]
+        heapq.heappush(heap, (_priority(cl, a, b, cost), a, b, cl.ver[a], cl.ver[b], 1, slot, cost))
 
 
 @njit(cache=True)
@@ -395,6 +416,7 @@ def _merge(cl, a, b, cost, dirs):
     """Merge cluster b into a (cost: the merged sphere's): b's label points at a, a's version moves
     on, and a is represented by the extreme points of the union along each direction of dirs."""
     cl.own[a] = cost
+    cl.size[a] += cl.size[b]
     k = _gather_points(cl, a, b)
     cl.label[b] = a
     cl.ver[a] += 1
@@ -508,8 +530,9 @@ def merge_clusters(members: np.ndarray, forming: np.ndarray, edges: np.ndarray, 
         ids = [forming[members[g]].ravel() for g in groups]
         unit_ptr = np.concatenate([[0], np.cumsum([len(x) for x in ids])]).astype(np.int64)
         unit_pts = np.ascontiguousarray(pts[np.concatenate(ids)])
+        sizes = np.array([len(g) for g in groups], np.float64)
         label, n_eval, n_walk = _greedy_merge(unit_ptr, unit_pts, e.astype(np.int64), target, _DIRS,
-                                              query.mesh_args(), known, True)
+                                              query.mesh_args(), known, sizes, n / target, True)
         if own is not None and len(groups) == n:  # single spheres: their costs serve the next levels
             own[members] = known
         reps = np.unique(label)

@@ -206,11 +206,11 @@ def test_greedy_merge_partitions_connected_clusters(shapes, seed, target):
     edges = np.concatenate([np.stack([order[:-1], order[1:]], 1), rng.integers(0, n, (n, 2))])
     edges = edges[edges[:, 0] != edges[:, 1]].astype(np.int64)
     dirs = np.eye(3)
-    label, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), np.full(len(ptr) - 1, np.nan), True)
+    label, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), np.full(n, np.nan), *_by_cost(n), True)
     assert len(np.unique(label)) == target
     assert np.all(label[label] == label)  # labels are representatives
     assert _components_ok(label, edges)
-    label2, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), np.full(len(ptr) - 1, np.nan), True)
+    label2, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), np.full(n, np.nan), *_by_cost(n), True)
     assert np.array_equal(label, label2)
 
 
@@ -242,11 +242,18 @@ def _ritter_ref(p):
     return c, np.sqrt(((p - c) ** 2).sum(axis=1).max())
 
 
-def _greedy_ref(unit_ptr, pts, edges, target, dirs, tris):
+def _by_cost(n):
+    """_greedy_merge's size and quota arguments that order merges by cost alone."""
+    return np.ones(n), np.inf
+
+
+def _greedy_ref(unit_ptr, pts, edges, target, dirs, tris, size, quota):
     """Plain greedy merging: every step merges the adjacent pair of least cost (r + signed distance of
-    the Ritter centre of both clusters' representative points); the survivor keeps the lower index
-    and, as representatives, the extreme points of the union along each direction."""
+    the Ritter centre of both clusters' representative points) times (1 + the pair's summed sizes over
+    the quota); the survivor keeps the lower index and, as representatives, the extreme points of the
+    union along each direction."""
     n = len(unit_ptr) - 1
+    size = dict(enumerate(size))
     reps = {i: pts[unit_ptr[i]:unit_ptr[i + 1]][:max(2 * len(dirs), 8)] for i in range(n)}
     adj = {i: set() for i in range(n)}
     for a, b in edges:
@@ -260,7 +267,7 @@ def _greedy_ref(unit_ptr, pts, edges, target, dirs, tris):
         return r + (-d if winding_number(c[None], tris)[0] > 0.5 else d)
 
     while len(reps) > target:
-        pairs = [(cost(a, b), a, b) for a in adj for b in adj[a] if a < b]
+        pairs = [(cost(a, b) * (1 + (size[a] + size[b]) / quota), a, b) for a in adj for b in adj[a] if a < b]
         if not pairs:
             break
         _, a, b = min(pairs)
@@ -273,6 +280,7 @@ def _greedy_ref(unit_ptr, pts, edges, target, dirs, tris):
                     new.append(buf[i])
         reps[a] = np.array(new)
         del reps[b]
+        size[a] += size.pop(b)
         label[label == b] = a
         adj[a] |= adj.pop(b)
         adj[a] -= {a, b}
@@ -285,9 +293,10 @@ def _greedy_ref(unit_ptr, pts, edges, target, dirs, tris):
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=seeds, target=st.integers(1, 6))
-def test_greedy_merge_matches_plain_reference(shapes, seed, target):
-    """The numba merge (non-lazy mode) makes exactly the merges of the plain-Python greedy."""
+@given(seed=seeds, target=st.integers(1, 6), balanced=st.booleans())
+def test_greedy_merge_matches_plain_reference(shapes, seed, target, balanced):
+    """The numba merge (non-lazy mode) makes exactly the merges of the plain-Python greedy, ordered
+    by cost alone or balanced by the clusters' sizes."""
     v, f, _ = shapes["notched"]
     q = MeshQuery(v, f, True)
     rng = np.random.default_rng(seed)
@@ -298,10 +307,12 @@ def test_greedy_merge_matches_plain_reference(shapes, seed, target):
     edges = np.concatenate([np.stack([order[:-1], order[1:]], 1), rng.integers(0, n, (n, 2))])
     edges = edges[edges[:, 0] != edges[:, 1]].astype(np.int64)
     dirs = np.array([[1.0, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]])
-    got, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), np.full(len(ptr) - 1, np.nan), False)
-    want = _greedy_ref(ptr, pts, edges, target, dirs, v[f])
+    size, quota = (rng.integers(1, 6, n).astype(float), 2.0 * n / target) if balanced else _by_cost(n)
+    unknown = np.full(n, np.nan)
+    got, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), unknown.copy(), size, quota, False)
+    want = _greedy_ref(ptr, pts, edges, target, dirs, v[f], size, quota)
     assert np.array_equal(got, want)
-    lazy, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), np.full(len(ptr) - 1, np.nan), True)
+    lazy, _, _ = _greedy_merge(ptr, pts, edges, target, dirs, q.mesh_args(), unknown, size, quota, True)
     assert len(np.unique(lazy)) == target and _components_ok(lazy, edges)
 
 
@@ -375,3 +386,17 @@ def test_farthest_corner_is_the_numpy_expression_bit_for_bit(seed, scale):
     rows, cols = rng.integers(0, 300, 5000), rng.integers(0, 50, 5000)
     ref = np.linalg.norm(pieces[rows] - points[cols][:, None, :], axis=2).max(axis=1)
     assert np.array_equal(farthest_corner(pieces, rows, points, cols), ref)
+
+
+def test_merge_clusters_keeps_clusters_near_their_share(shapes):
+    """Two levels of merging on a torus leave clusters that a third level can split: by cost alone,
+    one cluster per parent swallowed the rest and 10 of 64 were single medial spheres."""
+    v, f, _ = shapes["torus"]
+    q = MeshQuery(v, f, True)
+    med = medial_spheres(q, 1500, seed=0)
+    first = merge_clusters(np.arange(len(med["radius"])), med["forming"], med["edges"], 8, med["points"], q)
+    second = [len(m) for _, _, parent in first
+              for _, _, m in merge_clusters(parent, med["forming"], med["edges"], 8, med["points"], q)]
+    assert len(second) == 64
+    assert sum(size == 1 for size in second) <= 2
+    assert np.median(second) >= len(med["radius"]) / 64 / 3
