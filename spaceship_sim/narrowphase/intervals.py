@@ -389,6 +389,22 @@ class CarriedIntervals:
             carry_rows(self.kept, answer.pairs, model_id, T, bank.spheres, answer._spheres[3], answer._spheres[4],
                        answer.lower, answer.upper)
 
+    def carry_when_read(self, bank, answer, model_id, T) -> None:
+        """Have answer's intervals, when first read, narrowed by those kept now, carried to T: for a
+        sample that had no time to narrow, which pays nothing for them then (a display or a tally
+        reads them after the frame). Its verdicts stay as they are; what is kept is not changed, so
+        the next sample carries from the same poses and nothing depends on whether anyone read."""
+        source = answer.interval_source  # None: the verdict's own (no sphere tree's): not carried
+        if self.kept is None or self.bank() is not bank or not len(answer.pairs) or source is None:
+            return
+        kept = self.kept
+
+        def carried(ans):
+            lower, upper = source(ans)
+            carry_rows(kept, ans.pairs, model_id, T, bank.spheres, ans._spheres[3], ans._spheres[4], lower, upper)
+            return lower, upper
+        answer.interval_source = carried
+
     def remember(self, bank, answer, model_id, T) -> None:
         """Keep answer's intervals, its pairs' models and poses T, in place of those kept before."""
         keys = pair_keys(answer.pairs)

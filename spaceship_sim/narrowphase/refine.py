@@ -854,18 +854,18 @@ class _Search(SearchArrays):
         deadline, so a sample with no budget reads the clock as one without tightening
         (compiled_sample.py)."""
         now = start + answer.time_used  # the summary's reading
+        model_id, T, pairs = self.frame[0], self.frame[1], answer.pairs
+        carried = carried if self.A is self.B else None  # kept per bank: one pair of banks
         if not (self.prebuilt and math.isfinite(deadline) and now < deadline):
-            return
+            return _carry_when_read(carried, self.A, answer, model_id, T)
         set_up, finish = _tighten_cost(self.clock)
         if now + set_up.predict() + finish.predict() >= deadline and not set_up.probe_due:
             set_up.refused()
-            return
-        model_id, T, pairs = self.frame[0], self.frame[1], answer.pairs
+            return _carry_when_read(carried, self.A, answer, model_id, T)
         R, t = row_poses(T, pairs)
         if not answer.interval_known:  # made from these poses: not twice
             answer.interval_source = functools.partial(verdict_bounds, A=self.A, B=self.B, T=T, poses=(R, t))
         lower, upper = answer.lower, answer.upper
-        carried = carried if self.A is self.B else None  # kept per bank: one pair of banks
         if carried is not None:
             carried.carry(self.A, answer, model_id, T)
         root_a, root_b = answer._spheres[3], answer._spheres[4]
@@ -938,6 +938,12 @@ def settle_verdicts(answer, exact_level, may_touch) -> None:
     answer.distance[closed] = lower[closed]
     if answer.bound_pairs is not None:
         answer.bound_pairs[apart] = -1
+
+
+def _carry_when_read(carried, bank, answer, model_id, T) -> None:
+    """A sample that does not narrow: its intervals, if read, still narrowed by those carried."""
+    if carried is not None:
+        carried.carry_when_read(bank, answer, model_id, T)
 
 
 def _remembered(table, clock, make):

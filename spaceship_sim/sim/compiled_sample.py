@@ -218,7 +218,10 @@ class CompiledSample:
         """The Python side of the kernel's pipeline._detect: the narrow phase's answer."""
         d, stats = detected, s.stats
         narrow = frame_answer(d.rows, d.summary, (d.hit_ptr, NO_IDS, NO_IDS), d.time_used, d.busy, s.stages.fair)
-        narrow.interval_source = functools.partial(verdict_bounds, A=s.stages.bank, B=s.stages.bank, T=self.T.copy())
+        bank, T = s.stages.bank, self.T.copy()
+        narrow.interval_source = functools.partial(verdict_bounds, A=bank, B=bank, T=T)
+        if s.stages.narrow.tighten:  # a sample with no budget does not narrow: refine._Search.tighten
+            s.stages.narrow.carried.carry_when_read(bank, narrow, s.sim.state.model_id, T)
         stats.t_narrow = stats.t_narrow + d.narrow_end - d.narrow_start
         stats.t_response = stats.t_response + d.response_end - d.response_start
         stats.add_tally(narrow, 0.0, d.moved, d.tally)

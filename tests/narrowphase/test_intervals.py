@@ -260,6 +260,33 @@ def test_carried_intervals_hold_over_moving_frames_on_small_budgets(shipped):
             assert not closed.all()
 
 
+def test_a_sample_with_no_time_to_narrow_still_carries_when_its_intervals_are_read(shipped):
+    """A sample whose budget is spent by its verdicts does not narrow, and reads no clock for it;
+    its intervals, read after it, are the verdict's narrowed by the intervals carried from the last
+    sample that narrowed: they bracket the distance and are narrower; its verdicts are the same, and
+    what is carried is unchanged, so the next sample does not depend on the read."""
+    models, banks = shipped
+    bank = banks["medial"]
+    model_id, pairs, ((T0, _), (T1, truth)) = moving_frames(models, np.random.default_rng(12), frames=2)
+    carried = CarriedIntervals()
+    clock = TickClock(1e-7)
+    refine_frame(bank, model_id, T0, pairs, deadline=clock() + 1.0, clock=clock, tighten=True, carried=carried)
+    kept = carried.kept
+    runs = {}
+    for name, with_carried in (("alone", None), ("carried", carried)):
+        clock = TickClock(1e-7)
+        r = refine_frame(bank, model_id, T1, pairs, deadline=clock() + 1e-7, clock=clock, tighten=True,
+                         carried=with_carried)
+        assert not r.interval_known
+        runs[name] = (r, clock.now)
+    (alone, reads_alone), (got, reads) = runs["alone"], runs["carried"]
+    assert reads == reads_alone and np.array_equal(got.colliding, alone.colliding)
+    assert np.all(got.lower <= truth + 1e-9) and np.all(truth <= got.upper + 1e-9)
+    assert np.all(got.lower >= alone.lower) and np.all(got.upper <= alone.upper)
+    assert np.median(got.upper - got.lower) < np.median(alone.upper - alone.lower) / 3
+    assert carried.kept is kept
+
+
 def test_intervals_are_not_carried_to_another_model_or_bank(shipped):
     """A pair whose bodies' models changed, or a frame over another bank, starts afresh."""
     models, banks = shipped
