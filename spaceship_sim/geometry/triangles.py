@@ -59,10 +59,10 @@ def _orient2(ax, ay, bx, by, cx, cy):
 
 
 @njit(cache=True)
-def _segments_touch_2d(P, i0, i1, Q, j0, j1):
-    """Closed 2D segments P[i0]P[i1] and Q[j0]Q[j1] share a point."""
-    ax, ay, bx, by = P[i0, 0], P[i0, 1], P[i1, 0], P[i1, 1]
-    cx, cy, dx, dy = Q[j0, 0], Q[j0, 1], Q[j1, 0], Q[j1, 1]
+def _segments_touch_2d(P, i0, i1, Q, j0, j1, u, v):
+    """Closed segments P[i0]P[i1] and Q[j0]Q[j1] share a point, in the plane of coordinates u, v."""
+    ax, ay, bx, by = P[i0, u], P[i0, v], P[i1, u], P[i1, v]
+    cx, cy, dx, dy = Q[j0, u], Q[j0, v], Q[j1, u], Q[j1, v]
     o1 = _orient2(ax, ay, bx, by, cx, cy)
     o2 = _orient2(ax, ay, bx, by, dx, dy)
     o3 = _orient2(cx, cy, dx, dy, ax, ay)
@@ -82,11 +82,11 @@ def _segments_touch_2d(P, i0, i1, Q, j0, j1):
 
 
 @njit(cache=True)
-def _point_in_triangle_2d(px, py, T):
-    """Closed 2D triangle T (3, 2) of either winding contains (px, py)."""
-    d1 = _orient2(T[0, 0], T[0, 1], T[1, 0], T[1, 1], px, py)
-    d2 = _orient2(T[1, 0], T[1, 1], T[2, 0], T[2, 1], px, py)
-    d3 = _orient2(T[2, 0], T[2, 1], T[0, 0], T[0, 1], px, py)
+def _point_in_triangle_2d(px, py, T, u, v):
+    """Closed triangle T (3, 3) of either winding, in the plane of coordinates u, v, contains (px, py)."""
+    d1 = _orient2(T[0, u], T[0, v], T[1, u], T[1, v], px, py)
+    d2 = _orient2(T[1, u], T[1, v], T[2, u], T[2, v], px, py)
+    d3 = _orient2(T[2, u], T[2, v], T[0, u], T[0, v], px, py)
     neg = d1 < 0 or d2 < 0 or d3 < 0
     pos = d1 > 0 or d2 > 0 or d3 > 0
     return not (neg and pos)
@@ -95,7 +95,8 @@ def _point_in_triangle_2d(px, py, T):
 @njit(cache=True)
 def _coplanar_overlap(V1, V2):
     """Coplanar triangles: drop the axis along which the plane's normal is largest, then
-    2D overlap = some pair of edges touch, or one triangle contains a vertex of the other."""
+    2D overlap = some pair of edges touch, or one triangle contains a vertex of the other.
+    Allocates nothing: kernels compiled without reference counting (_nrt=False) call it."""
     ax, ay, az = V1[1, 0] - V1[0, 0], V1[1, 1] - V1[0, 1], V1[1, 2] - V1[0, 2]
     bx, by, bz = V1[2, 0] - V1[0, 0], V1[2, 1] - V1[0, 1], V1[2, 2] - V1[0, 2]
     nx, ny, nz = abs(ay * bz - az * by), abs(az * bx - ax * bz), abs(ax * by - ay * bx)
@@ -105,16 +106,11 @@ def _coplanar_overlap(V1, V2):
         u, v = 0, 2
     else:
         u, v = 0, 1
-    P = np.empty((3, 2))
-    Q = np.empty((3, 2))
-    for k in range(3):
-        P[k, 0], P[k, 1] = V1[k, u], V1[k, v]
-        Q[k, 0], Q[k, 1] = V2[k, u], V2[k, v]
     for i in range(3):
         for j in range(3):
-            if _segments_touch_2d(P, i, (i + 1) % 3, Q, j, (j + 1) % 3):
+            if _segments_touch_2d(V1, i, (i + 1) % 3, V2, j, (j + 1) % 3, u, v):
                 return True
-    return _point_in_triangle_2d(P[0, 0], P[0, 1], Q) or _point_in_triangle_2d(Q[0, 0], Q[0, 1], P)
+    return _point_in_triangle_2d(V1[0, u], V1[0, v], V2, u, v) or _point_in_triangle_2d(V2[0, u], V2[0, v], V1, u, v)
 
 
 @njit(cache=True)

@@ -219,3 +219,32 @@ def test_triangle_box_overlap_against_sampling(seed):
     assert np.all(got[hit])
     # and overlap claimed but no sample hit must be rare (thin slivers of overlap only)
     assert np.count_nonzero(got & ~hit) <= 0.1 * n
+
+
+FIRST_COMPILED_WITHOUT_NRT = """
+import numpy as np
+from numba import njit
+from spaceship_sim.geometry.triangles import distance_triangle_triangle, intersect_triangle_triangle
+
+@njit(_nrt=False)
+def first(a, b, out):
+    return intersect_triangle_triangle(a, b), distance_triangle_triangle(a, b, out)
+
+a = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]])
+print(first(a, a + 0.1 * np.array([1.0, 1, 0]), np.empty((2, 3))))
+"""
+
+
+def test_triangle_kernels_compile_first_inside_a_kernel_without_reference_counting(tmp_path):
+    """Kernels compiled with _nrt=False (narrowphase, intervals) call the triangle tests; on an empty
+    cache those are compiled first under the caller's flags, so they must allocate nothing (the
+    coplanar test once did, and a cold `bench intervals` failed to compile)."""
+    import os
+    import subprocess
+    import sys
+    from spaceship_sim.kernel_cache import CACHE_ENV
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), **{CACHE_ENV: str(tmp_path / "sim")})
+    done = subprocess.run([sys.executable, "-c", FIRST_COMPILED_WITHOUT_NRT], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["(True,", "0.0)"]
