@@ -22,7 +22,8 @@ sphere trees, one pair row at a time, nearest node pair first:
 An interval also carries from one sample to the next (CarriedIntervals): a rigid body whose pose
 moves from (R0, t0) to (R1, t1) moves each of its surface points p by at most |t1 - t0| +
 ||R1 - R0|| |p|, and the surface distance of two bodies changes by at most the sum of their
-points' largest moves, so [lower - m, upper + m] holds at the new poses (m that sum).
+points' largest moves, so [lower - m, upper + m] holds at the new poses (m that sum). A sample
+with no time to narrow carries the last narrowed intervals too, when its own are read after it.
 
 A call that runs out of pops keeps the best lower bound any of its cuts gave (a child's sphere may
 reach nearer than its parent's: the least gap over a cut can fall as it is expanded). Both bounds
