@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cli.args import integer
+from pathlib import Path
+
+from ..cli.args import csv_file, integer
 from ..geometry.poses import relative_poses
 from .bench_narrowphase import fcl_pair, load_tree, make_poses, model_names, resolve_model
 
@@ -34,6 +36,8 @@ def register(sub) -> None:
     p.add_argument("--poses", type=integer(1, 100_000), default=200, help="near-touching poses per model")
     p.add_argument("--depth", type=integer(1, 5), default=3, help="sphere-tree levels below the root [-]")
     p.add_argument("--seed", type=integer(0, 2**63 - 1), default=0)
+    p.add_argument("--csv", type=csv_file, metavar="PATH",
+                   help="write a row per model, tree method and level to this CSV file")
     p.set_defaults(func=run)
 
 
@@ -41,7 +45,7 @@ def run(args) -> int:
     models = [resolve_model(name) for name in model_names(args.model or ["lamp,fighter,torus,capsules"])]
     from ..narrowphase import TreeBank
 
-    ok = True
+    ok, table = True, []
     print(f"median over {args.poses} near-touching poses of (bound - true distance) / R, R the bounding radius")
     for model in models:
         banks = {m: TreeBank.from_trees([load_tree(model, m, args.depth)]) for m in ("medial", "octree")}
@@ -57,6 +61,10 @@ def run(args) -> int:
             print(f"  {k:5d}  {m['verdict']:14.3f}  {o['verdict'] if o else np.nan:14.3f}  {m['spheres']:14.3f}  "
                   f"{o['spheres'] if o else np.nan:14.3f}  {m['width']:12.3f}  {o['width'] if o else np.nan:12.3f}")
         ok &= verdicts(model.label, rows)
+        table += [dict(model=model.label, method=m, level=k, **row) for m in rows for k, row in rows[m].items()]
+    if args.csv:
+        from ..sim.frame_log import write_csv
+        write_csv(Path(args.csv), table)
     return 0 if ok else 1
 
 

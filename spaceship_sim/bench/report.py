@@ -3,8 +3,9 @@ as docs/BENCHMARKS.md, its plots and its data (docs/benchmarks/: *.png, report.j
 headline-figures table, copied from that data.
 
 The report runs the benches themselves in this process — `bench narrowphase` (sphere level 2, every
-exact strategy and python-fcl on deep and near-touching poses, the project's meshes and trimesh's) and
-`bench hubbard` (the lamps' frames within target, time-critical against exact-only, over a sweep of
+exact strategy and python-fcl on deep and near-touching poses, the project's meshes and trimesh's),
+`bench intervals` (how tight the separation intervals are per sphere level, medial against octree trees)
+and `bench hubbard` (the lamps' frames within target, time-critical against exact-only, over a sweep of
 stand-in render loads; optionally again beside busy processes) — with the command lines it shows, and
 reads back what they wrote. Beside the figures it records the machine (CPU, cores, the CPUs it may run
 on, load average before and after), the date, the package versions and numba's threading layer.
@@ -36,7 +37,7 @@ from ..errors import InputError
 from ..files import partial_prefix, read_input
 from ..machine import LoadWatch, cpu_model
 from ..sim.runs import staged_folder
-from . import bench_hubbard, bench_narrowphase
+from . import bench_hubbard, bench_intervals, bench_narrowphase
 from .report_doc import document, plot_ratios, readme_block, readme_span, with_block
 from .report_figures import as_dicts, figures
 
@@ -50,17 +51,20 @@ class Profile:
     name: str
     narrowphase: tuple[str, ...]  # bench narrowphase's arguments (the report adds --csv and --plot)
     hubbard: tuple[str, ...]      # bench hubbard's (the report adds --out); must include --sweep-render
+    intervals: tuple[str, ...]    # bench intervals' (the report adds --csv)
 
 
 PROFILES = {p.name: p for p in (
     Profile("quick", ("--model", "lamp,fighter,torus,capsules", "--poses", "300", "--poses-kind", "both",
                       "--brute-poses", "1", "--repeat", "3", "--threads", "1"),
             ("--frames", "300", "--detectors", "medial,sphere_leaves", "--calls", "0", "--budgets", "0.1,1",
-             "--sweep-render", "28,30,31,32.3")),
+             "--sweep-render", "28,30,31,32.3"),
+            ("--model", "lamp,fighter,torus,capsules", "--poses", "200")),
     Profile("full", ("--poses", "1000", "--poses-kind", "both", "--brute-poses", "1", "--repeat", "3",
                      "--threads", "1"),
             ("--frames", "600", "--detectors", "medial,sphere_leaves", "--calls", "0",
-             "--sweep-render", "20,26,28,30,31,32,32.3")),
+             "--sweep-render", "20,26,28,30,31,32,32.3"),
+            ("--model", "lamp,fighter,torus,capsules", "--poses", "1000")),
 )}
 
 
@@ -136,6 +140,7 @@ def measure(profile: Profile, command: str, cpu_load: int, work: Path, clock=Non
     """The report's data: the benches' rows, the machine, the packages, and the figures taken from them."""
     watch, date, t0 = LoadWatch(), datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), time.monotonic()
     steps = [("narrowphase", lambda: run_narrowphase(profile.narrowphase, work)),
+             ("intervals", lambda: run_intervals(profile.intervals, work)),
              ("hubbard", lambda: run_hubbard(profile.hubbard, work / "hubbard", clock))]
     if cpu_load:
         steps.append(("hubbard_load", lambda: run_hubbard((*profile.hubbard, "--cpu-load", str(cpu_load)),
@@ -163,6 +168,14 @@ def run_narrowphase(argv, work: Path) -> dict:
     args = build_parser().parse_args([*line, "--csv", str(work / "narrowphase.csv"), "--plot", str(work / "narrowphase.png")])
     code = bench_narrowphase.run(args)
     return dict(command=shown(line), rows=read_csv(work / "narrowphase.csv"), checks_ok=code == 0)
+
+
+def run_intervals(argv, work: Path) -> dict:
+    """bench intervals in this process; its rows from its --csv."""
+    from ..cli.main import build_parser
+    line = ("bench", "intervals", *argv)
+    code = bench_intervals.run(build_parser().parse_args([*line, "--csv", str(work / "intervals.csv")]))
+    return dict(command=shown(line), rows=read_csv(work / "intervals.csv"), targets_met=code == 0)
 
 
 def run_hubbard(argv, folder: Path, clock=None) -> dict:

@@ -188,7 +188,7 @@ def plot_ratios(path: Path, report: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figs = [f for f in report["figures"] if f["values"] and "model" in f["values"][0]]
+    figs = [f for f in report["figures"] if f["values"] and "methods" in f["values"][0]]
     fig, axes = plt.subplots(len(figs), 1, figsize=(9, 0.25 * sum(len(f["values"]) for f in figs) + 1.1 * len(figs)),
                              squeeze=False)
     for ax, f in zip(axes[:, 0], figs):

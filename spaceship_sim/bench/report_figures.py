@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from .bench_intervals import TARGET_FRACTION, TARGET_LEVEL
 from .bench_narrowphase import FclPair
 
 MET, NOT_MET, NOT_MEASURED, NO_TARGET = "met", "not met", "not measured", "no target"
@@ -147,9 +148,47 @@ def sweep_figure(bench: dict, key: str, with_target: bool) -> Figure:
                   [dict(render_ms=r["render_ms"], value=r["time_critical_within_target"]) for r in counted])
 
 
+def interval_figures(bench: dict) -> list[Figure]:
+    """The separation intervals' targets from bench intervals' rows (per model, tree method and level:
+    medians over near-touching poses of (upper - true distance) / R, "spheres"): at the target level,
+    medial trees, every model within the target fraction of R; and medial's bound over octree's at
+    most 1 at every level both trees have."""
+    spheres = {(r["model"], r["method"], int(r["level"])): float(r["spheres"]) for r in bench["rows"]}
+    models = list(dict.fromkeys(r["model"] for r in bench["rows"]))
+    at = [dict(model=m, value=spheres[m, "medial", TARGET_LEVEL]) for m in models
+          if (m, "medial", TARGET_LEVEL) in spheres]
+    ratios = [dict(model=m, level=k, value=v / spheres[m, "octree", k]) for (m, method, k), v in spheres.items()
+              if method == "medial" and spheres.get((m, "octree", k), 0.0) > 0.0]
+    return [
+        Figure("intervals_level", f"separation intervals: median (upper − true) ≤ {TARGET_FRACTION:g} R at sphere "
+               f"level {TARGET_LEVEL}, medial trees, near-touching poses, every model",
+               f"(upper − true) / R: {extremes(at, lambda v: v['model'])}", "the true distance, same poses",
+               bench["command"], verdict([holds(v["value"], TARGET_FRACTION, "<=") for v in at]),
+               TARGET_FRACTION, "<=", at),
+        Figure("intervals_medial_vs_octree", "separation intervals: medial trees' upper bound tighter than the "
+               "octree's at every level, every model",
+               f"medial ÷ octree: {extremes(ratios, model_level)}",
+               "octree trees, same poses", bench["command"], verdict([holds(v["value"], 1.0, "<=") for v in ratios]),
+               1.0, "<=", ratios)]
+
+
+def model_level(value: dict) -> str:
+    return f"{value['model']} level {value['level']}"
+
+
+def extremes(values: list[dict], where) -> str:
+    """'0.029 (torus) – 0.049 (lamp)': the smallest and the largest value and where; 'not measured'."""
+    if not values:
+        return "not measured"
+    lo, hi = min(values, key=lambda v: v["value"]), max(values, key=lambda v: v["value"])
+    return f"{num(lo['value'])} ({where(lo)})" + (f" – {num(hi['value'])} ({where(hi)})" if hi is not lo else "")
+
+
 def figures(benches: dict) -> list[Figure]:
     """Every headline figure of the saved bench data, in the order the tables list them."""
     out = [ratio_figure(spec, benches["narrowphase"]) for spec in RATIO_TARGETS]
+    if "intervals" in benches:
+        out += interval_figures(benches["intervals"])
     out.append(sweep_figure(benches["hubbard"], "lamps_sweep", True))
     if "hubbard_load" in benches:
         out.append(sweep_figure(benches["hubbard_load"], "lamps_sweep_load", False))

@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 TINY = Profile("tiny", ("--model", "torus", "--poses", "4", "--poses-kind", "both", "--depth", "2",
                         "--brute-poses", "1", "--repeat", "1", "--threads", "1"),
                ("--frames", "6", "--warmup", "1", "--detectors", "medial,sphere_leaves", "--calls", "0",
-                "--budgets", "0.1", "--sweep-render", "0,40"))
+                "--budgets", "0.1", "--sweep-render", "0,40"),
+               ("--model", "torus", "--poses", "4", "--depth", "2"))
 
 
 def rows(us: dict) -> list[dict]:
@@ -102,6 +103,24 @@ def test_each_profile_is_what_the_benches_accept_and_reaches_the_targets_last_re
     assert "--clock" not in profile.narrowphase + profile.hubbard  # figures on the wall clock, as a frame is timed
 
 
+def test_the_interval_targets_read_bench_intervals_rows():
+    """Level 3 within 0.05 R on every model, and medial at most octree at every level both have."""
+    spheres = {("lamp", "medial", 1): 0.53, ("lamp", "octree", 1): 0.37, ("lamp", "medial", 3): 0.049,
+               ("lamp", "octree", 3): 0.092, ("torus", "medial", 3): 0.029, ("torus", "octree", 3): 0.079,
+               ("torus", "medial", 4): 0.01}
+    bench = dict(command="spaceship-sim bench intervals",
+                 rows=[dict(model=m, method=t, level=k, spheres=v) for (m, t, k), v in spheres.items()])
+    level, versus = rf.interval_figures(bench)
+    assert level.verdict == rf.MET and [(v["model"], v["value"]) for v in level.values] == [("lamp", 0.049), ("torus", 0.029)]
+    assert level.figure == "(upper − true) / R: 0.029 (torus) – 0.049 (lamp)"
+    assert versus.verdict == rf.NOT_MET and versus.figure.startswith("medial ÷ octree: 0.367 (torus level 3) – 1.43 (lamp level 1)")
+    bench["rows"] = [r for r in bench["rows"] if (r["model"], r["level"]) != ("lamp", 1)]
+    bench["rows"][0]["spheres"] = 0.051
+    level, versus = rf.interval_figures(bench)
+    assert level.verdict == rf.NOT_MET and versus.verdict == rf.MET
+    assert "intervals_level" not in [f.key for f in rf.figures(dict(narrowphase=narrowphase(LEVEL2), hubbard=LAMPS))]
+
+
 @pytest.fixture()
 def tree_cache(tmp_path, monkeypatch):
     """The torus's trees go to a throwaway cache."""
@@ -121,7 +140,13 @@ def test_a_tiny_report_writes_the_document_its_data_its_plots_and_the_readme_blo
     report = json.loads((tmp_path / "docs/benchmarks/report.json").read_text())
     # the saved figures are the ones the saved data gives
     assert report["figures"] == rf.as_dicts(rf.figures(report["benches"]))
-    assert [f["key"] for f in report["figures"]] == [s.key for s in rf.RATIO_TARGETS] + ["lamps_sweep", "lamps_sweep_load"]
+    assert [f["key"] for f in report["figures"]] == [s.key for s in rf.RATIO_TARGETS] + [
+        "intervals_level", "intervals_medial_vs_octree", "lamps_sweep", "lamps_sweep_load"]
+    # a depth-2 tree has no level 3: that target is not measured; levels 1 and 2 are compared
+    by_key = {f["key"]: f for f in report["figures"]}
+    assert by_key["intervals_level"]["verdict"] == rf.NOT_MEASURED
+    assert [(v["model"], v["level"]) for v in by_key["intervals_medial_vs_octree"]["values"]] == [
+        ("torus", 1), ("torus", 2)]
     assert report["command"] == command and report["profile"] == "tiny" and report["minutes"] >= 0
     machine = report["machine"]
     assert machine["cores"] >= 1 and len(machine["load_before"]) == 3 == len(machine["load_after"]) and machine["cpu"]
