@@ -868,6 +868,7 @@ class _Search(SearchArrays):
         lower, upper = answer.lower, answer.upper
         if carried is not None:
             carried.carry(self.A, answer, model_id, T)
+        set_up.observe(self.clock() - now)  # the distance queries below are priced by their own model
         root_a, root_b = answer._spheres[3], answer._spheres[4]
         size = self.A.spheres[root_a, 3] + self.B.spheres[root_b, 3]
         if detector is not None and hasattr(detector, "distance"):
@@ -876,7 +877,6 @@ class _Search(SearchArrays):
             self.busy += busy
             known = np.isfinite(found)
             answer.distance[todo[known]] = lower[todo[known]] = upper[todo[known]] = found[known]
-        set_up.observe(self.clock() - now)
         self._narrow_rounds((bank_parts(self.A), bank_parts(self.B), R, t), answer, size, deadline - finish.predict())
         narrowed = self.clock()
         # a pair found touching reaches the exact level only where it may (no level cap above it)
