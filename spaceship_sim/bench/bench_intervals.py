@@ -15,9 +15,9 @@ every level.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from pathlib import Path
+
+import numpy as np
 
 from ..cli.args import csv_file, integer
 from ..geometry.poses import relative_poses
