@@ -113,12 +113,8 @@ def ratio_figure(spec: RatioTarget, bench: dict) -> Figure:
 def spans(values: list[dict]) -> str:
     """'deep 7.2× (fighter) – 15.6× (lamp); near-touching 32× (torus) – 63× (lamp)': per pose kind, the
     smallest and the largest ratio and where they were measured."""
-    parts = []
-    for kind in dict.fromkeys(v["kind"] for v in values):
-        of_kind = [(v["value"], v["model"]) for v in values if v["kind"] == kind]
-        lo, hi = min(of_kind), max(of_kind)
-        parts.append(f"{kind} {num(lo[0])}× ({lo[1]})" + (f" – {num(hi[0])}× ({hi[1]})" if hi != lo else ""))
-    return "; ".join(parts)
+    return "; ".join(f"{kind} " + extremes([v for v in values if v["kind"] == kind], lambda v: v["model"], "×")
+                     for kind in dict.fromkeys(v["kind"] for v in values))
 
 
 def num(x: float) -> str:
@@ -176,12 +172,13 @@ def model_level(value: dict) -> str:
     return f"{value['model']} level {value['level']}"
 
 
-def extremes(values: list[dict], where) -> str:
-    """'0.029 (torus) – 0.049 (lamp)': the smallest and the largest value and where; 'not measured'."""
+def extremes(values: list[dict], where, unit: str = "") -> str:
+    """'0.029 (torus) – 0.049 (lamp)': the smallest and the largest value (ties: by where) and where
+    each was measured; 'not measured' where there is none."""
     if not values:
         return "not measured"
-    lo, hi = min(values, key=lambda v: v["value"]), max(values, key=lambda v: v["value"])
-    return f"{num(lo['value'])} ({where(lo)})" + (f" – {num(hi['value'])} ({where(hi)})" if hi is not lo else "")
+    lo, hi = (pick(values, key=lambda v: (v["value"], where(v))) for pick in (min, max))
+    return f"{num(lo['value'])}{unit} ({where(lo)})" + (f" – {num(hi['value'])}{unit} ({where(hi)})" if hi is not lo else "")
 
 
 def figures(benches: dict) -> list[Figure]:

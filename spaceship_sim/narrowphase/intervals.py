@@ -370,6 +370,12 @@ def widest_first(lower, upper, size, apart_only, colliding):
     return rows[:n][argsort_stable(key)]
 
 
+def _carried(kept, bank, answer, model_id, T, lower, upper):
+    """(lower, upper) of answer's rows narrowed in place by the intervals `kept`, carried to T."""
+    carry_rows(kept, answer.pairs, model_id, T, bank.spheres, answer._spheres[3], answer._spheres[4], lower, upper)
+    return lower, upper
+
+
 class CarriedIntervals:
     """Each candidate pair's separation interval at the poses it was made at, carried into later
     samples (module docstring): a pair's interval there is [lower - m, upper + m], m the two bodies'
@@ -387,8 +393,7 @@ class CarriedIntervals:
     def carry(self, bank, answer, model_id, T) -> None:
         """Narrow answer's open intervals (in place) by those kept for its pairs, moved to T."""
         if self.kept is not None and self.bank() is bank and len(answer.pairs):
-            carry_rows(self.kept, answer.pairs, model_id, T, bank.spheres, answer._spheres[3], answer._spheres[4],
-                       answer.lower, answer.upper)
+            _carried(self.kept, bank, answer, model_id, T, answer.lower, answer.upper)
 
     def carry_when_read(self, bank, answer, model_id, T) -> None:
         """Have answer's intervals, when first read, narrowed by those kept now, carried to T: for a
@@ -401,9 +406,7 @@ class CarriedIntervals:
         kept = self.kept
 
         def carried(ans):
-            lower, upper = source(ans)
-            carry_rows(kept, ans.pairs, model_id, T, bank.spheres, ans._spheres[3], ans._spheres[4], lower, upper)
-            return lower, upper
+            return _carried(kept, bank, ans, model_id, T, *source(ans))
         answer.interval_source = carried
 
     def remember(self, bank, answer, model_id, T) -> None:

@@ -335,7 +335,7 @@ def _greedy_merge(unit_ptr, pts, edges, target, dirs, mesh, own, size, quota, la
             c2 = _merge_candidate(cl, a, b, mesh)[2]
             n_eval += 1
             adj.cost[slot] = c2
-            heapq.heappush(heap, (_priority(cl, a, b, c2), a, b, va, vb, 1, slot, c2))
+            _push(heap, cl, a, b, va, vb, 1, slot, c2)
             continue
         _merge(cl, a, b, cost, dirs)
         count -= 1
@@ -405,10 +405,15 @@ def _queue_pair(heap, cl, a, b, estimate, slot, mesh, lazy):
     """Push clusters a < b (met on adjacency slot `slot`) with their current versions: with
     `estimate` (flag 0) when lazy, else with their exact merge cost (flag 1)."""
     if lazy:
-        heapq.heappush(heap, (_priority(cl, a, b, estimate), a, b, cl.ver[a], cl.ver[b], 0, slot, estimate))
+        _push(heap, cl, a, b, cl.ver[a], cl.ver[b], 0, slot, estimate)
     else:
-        cost = _merge_candidate(cl, a, b, mesh)[2]
-        heapq.heappush(heap, (_priority(cl, a, b, cost), a, b, cl.ver[a], cl.ver[b], 1, slot, cost))
+        _push(heap, cl, a, b, cl.ver[a], cl.ver[b], 1, slot, _merge_candidate(cl, a, b, mesh)[2])
+
+
+@njit(cache=True)
+def _push(heap, cl, a, b, va, vb, exact, slot, cost):
+    """Queue the merge of clusters a and b (versions va, vb; cost exact or an estimate) at its _priority."""
+    heapq.heappush(heap, (_priority(cl, a, b, cost), a, b, va, vb, exact, slot, cost))
 
 
 @njit(cache=True)
