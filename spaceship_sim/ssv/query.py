@@ -331,37 +331,9 @@ def _motion(R0, t0, R, t, tris, i, f):
 
 
 @njit(cache=True)
-def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, ra, rb, sa, sb, bound, rel,
-                  abs_tol, stop_at, priority, Vb, out, tri, points, key, hx, hy, sk, sx, sy, extent, fx, fy, fl, fn,
-                  m, pivot, R0, t0):
-    """distance_pairs for row i (scalars: its roots, seed, bound, stop; m pairs on its front, which
-    moved as `_motion` says, about B's face pivot); writes tri[i], points[i] and the new front, returns the distance. Pending pairs
-    whose SSVs overlap (lower bound <= 0, all equally promising) go on a stack, worked first and
-    depth first, as a collide query would: where the ships intersect that finds a touching triangle
-    pair soonest. The others go on a heap by lower bound (priority) or on the same stack
-    (depth-first), both in the chunk's arrays (key, hx, hy) and (sk, sx, sy). Returns -1 when they
-    are full (the caller reruns the row with more room): arrays that grew in the loop would cost
-    reference counting on every use, ~20% of the time.
-
-    Leaf pairs: where their SSVs are apart, the triangles' plane gaps (a dozen products) first, the
-    15-feature triangle distance only where those cannot prune; where their SSVs overlap, the
-    intersection test, and triangles found disjoint wait on the heap (in either search order) with
-    their plane gap as bound until no overlapping pair is left: where the ships intersect elsewhere
-    their distance is never needed.
-
-    Front tracking (coherence): every node pair the search evaluates and does not descend (pruned,
-    a leaf pair, or pending at the end) goes on the row's front with its lower bound; together they
-    cover all triangle pairs. Next frame starts from that front instead of the roots: a pair's old
-    bound less how far its B node can have moved (about a pivot near last frame's closest point,
-    where the bounds that matter are) is still a lower bound, so pairs that stay above
-    the prune limit are kept without a test; the others go pending with that stale bound (marked
-    by x stored as -x - 1) and get a fresh one when popped. Most of a query's work is the proof
-    that nothing is closer, and between close frames most of it stays proven.
-
-    One function taking the arrays one by one, by measure: split into inlined parts taking the
-    groups, the queries ran as fast but compiled in twice the time (the default scenario's first
-    start 28 -> 41 s); with the search loop a function of its own, they ran 3-6% slower."""
-    cap = len(key)
+def _seeded(tris, R, t, i, sa, sb, bound, Vb, out, tri, points):
+    """Row i's best distance to start from: `bound`, or its seed triangle pair's (sa, sb) distance
+    where that is nearer (then tri[i] and points[i] say so)."""
     best = bound
     if sa >= 0:
         _triangle_b(tris, R, t, i, sb, Vb)
@@ -369,35 +341,90 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
         if d < best:
             best, tri[i, 0], tri[i, 1] = d, sa, sb
             _put_points(points, i, out)
+    return best
+
+
+@njit(cache=True)
+def _front_pending(center, extent, tris, R, t, i, m, pivot, R0, t0, limit, priority, fx, fy, fl, fn, key, hx, hy,
+                   sk, sx, sy):
+    """Row i's m front pairs (coherence), read and rewritten in place: those still above the prune
+    `limit` stay on the front, the others go pending; returns (ns, nh), (-1, -1) when they do not fit.
+
+    Every node pair a search evaluates and does not descend (pruned, a leaf pair, or pending at the
+    end) goes on the row's front with its lower bound; together they cover all triangle pairs. A
+    pair's old bound less how far its B node can have moved (`_motion`, about a pivot near last
+    frame's closest point, where the bounds that matter are) is still a lower bound, so pairs that
+    stay above the limit are kept without a test; the others go pending with that stale bound
+    (marked by x stored as -x - 1) and get a fresh one when popped. Most of a query's work is the
+    proof that nothing is closer, and between close frames most of it stays proven."""
+    cap = len(key)
+    dR, dT, ox, oy, oz = _motion(R0, t0, R, t, tris, i, pivot)
+    ns, nh = 0, 0
+    for j in range(m):
+        x, y = fx[i, j], fy[i, j]
+        r = np.sqrt((center[y, 0] - ox) ** 2 + (center[y, 1] - oy) ** 2 + (center[y, 2] - oz) ** 2) + extent[y]
+        g = fl[i, j] - (dR * r + dT) * (1.0 + 1e-12) - 1e-15 * r
+        if g >= limit:
+            _keep(fx, fy, fl, fn, i, x, y, g)
+        elif ns == cap or nh == cap:
+            return -1, -1
+        elif g > 0.0 and priority:
+            nh = heap_push(key, hx, hy, nh, g, -x - 1, y)
+        else:
+            sk[ns], sx[ns], sy[ns] = g, -x - 1, y
+            ns += 1
+    return ns, nh
+
+
+@njit(cache=True)
+def _pending_to_front(fx, fy, fl, fn, i, sk, sx, sy, ns, key, hx, hy, nh):
+    """What is still pending when row i's search ends stays on its front (stale marks undone)."""
+    for j in range(ns):
+        x = sx[j]
+        _keep(fx, fy, fl, fn, i, -x - 1 if x < 0 else x, sy[j], sk[j])
+    for j in range(nh):
+        x = hx[j]
+        _keep(fx, fy, fl, fn, i, -x - 1 if x < 0 else x, hy[j], key[j])
+
+
+@njit(cache=True)
+def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, ra, rb, sa, sb, bound, rel,
+                  abs_tol, stop_at, priority, Vb, out, tri, points, key, hx, hy, sk, sx, sy, extent, fx, fy, fl, fn,
+                  m, pivot, R0, t0):
+    """distance_pairs for row i (its roots, seed, bound, stop; m pairs on its front, `_front_pending`):
+    writes tri[i], points[i] and the new front, returns the distance, or -1 when the pending pairs
+    outgrow their arrays (the caller reruns the row with more room; arrays grown in the loop would
+    cost reference counting on every use, ~20% of the time). Pending pairs whose SSVs overlap (lower
+    bound <= 0, all equally promising) go on the stack and are worked first, depth first, as a
+    collide query would: where the ships intersect, that finds a touching pair soonest. The others
+    go on a heap by lower bound (priority) or on the same stack (depth-first).
+
+    Leaf pairs: apart SSVs get the triangles' plane gaps (a dozen products) first, the 15-feature
+    distance only where those cannot prune; overlapping ones the intersection test, and triangles
+    found disjoint there wait on the heap until no overlapping pair is left (where the ships
+    intersect elsewhere their distance is never needed).
+
+    The search loop is one piece by measure: with its steps (pop, push, child pairs, the leaf pair)
+    as inlined functions, the queries ran 4-16% slower (lamp, same run); the per-row parts around
+    it are functions at no cost."""
+    cap = len(key)
+    best = _seeded(tris, R, t, i, sa, sb, bound, Vb, out, tri, points)
     if m > 0 and best <= stop_at:  # the seed answers (touching): the front stays as it was, at its pose
         fn[i] = m
         return best
-    dR, dT, ox, oy, oz = _motion(R0, t0, R, t, tris, i, pivot) if m > 0 else (0.0, 0.0, 0.0, 0.0, 0.0)
-    for r in range(3):
+    if m > 0:
+        ns, nh = _front_pending(center, extent, tris, R, t, i, m, pivot, R0, t0, _prune_at(best, rel, abs_tol),
+                                priority, fx, fy, fl, fn, key, hx, hy, sk, sx, sy)
+        if ns < 0:
+            return -1.0
+    else:
+        sk[0], sx[0], sy[0] = _node_gap(center, u, v, half, radius, R, t, i, ra, rb, _prune_at(best, rel, abs_tol)), ra, rb
+        ns, nh = 1, 0
+    for r in range(3):  # the pose the new front's bounds hold at (element by element: _put_points says why)
         t0[i, r] = t[i, r]
         for c in range(3):
             R0[i, r, c] = R[i, r, c]
-    ns, nh = 0, 0
-    if m > 0:  # last frame's front, read and rewritten in place (a pair kept at once goes no further on)
-        for j in range(m):
-            x, y = fx[i, j], fy[i, j]
-            r = np.sqrt((center[y, 0] - ox) ** 2 + (center[y, 1] - oy) ** 2 + (center[y, 2] - oz) ** 2) + extent[y]
-            g = fl[i, j] - (dR * r + dT) * (1.0 + 1e-12) - 1e-15 * r
-            if g >= _prune_at(best, rel, abs_tol):
-                _keep(fx, fy, fl, fn, i, x, y, g)
-            elif ns == cap or nh == cap:
-                return -1.0
-            elif g > 0.0 and priority:
-                nh = heap_push(key, hx, hy, nh, g, -x - 1, y)
-            else:
-                sk[ns], sx[ns], sy[ns] = g, -x - 1, y
-                ns += 1
-    else:
-        limit = _prune_at(best, rel, abs_tol)
-        g = _node_gap(center, u, v, half, radius, R, t, i, ra, rb, limit)
-        sk[0], sx[0], sy[0], ns = g, ra, rb, 1
     while ns + nh > 0 and best > stop_at:  # stop_at >= 0: nothing beats touching
-        # the next pending pair: an overlapping one, else the closest (priority)
         from_heap = ns == 0
         if from_heap:
             g, x, y = heap_pop(key, hx, hy, nh)
@@ -433,8 +460,7 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
                     d = 0.0
                     for r in range(3):
                         out[0, r], out[1, r] = np.nan, np.nan
-                else:  # among pairs that overlap, the ships may intersect elsewhere: this one's distance
-                    # waits until no pair overlaps (pending as apart, lower bound > 0)
+                else:  # disjoint among overlapping pairs: waits, pending as apart (lower bound > 0)
                     if nh == cap:
                         return -1.0
                     nh = heap_push(key, hx, hy, nh, max(triangle_plane_gap(tris[face[x]], Vb), MIN_GAP), x, y)
@@ -444,10 +470,10 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
                     best, tri[i, 0], tri[i, 1] = d, face[x], face[y]
                     _put_points(points, i, out)
                 break
+            limit = _prune_at(best, rel, abs_tol)
             split_a = _descend_a(half, radius, child, x, y)
             p = x if split_a else y
             c0, c1 = child[p, 0], child[p, 1]
-            limit = _prune_at(best, rel, abs_tol)
             if split_a:  # y moved once for both
                 cy, uy, vy = _moved_frame(center, u, v, R, t, i, y)
                 g0 = _moved_gap(center, u, v, half, radius, c0, cy, uy, vy, y, limit)
@@ -458,24 +484,18 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
             if g1 < g0:  # c0 the nearer
                 c0, c1, g0, g1 = c1, c0, g1, g0
             xx, yy = (c1, y) if split_a else (x, c1)
+            x, y, g = (c0, y, g0) if split_a else (x, c0, g0)
             if g1 >= limit:
                 _keep(fx, fy, fl, fn, i, xx, yy, g1)
+            elif nh == cap or ns == cap:
+                return -1.0
+            elif g1 > 0.0 and priority:
+                nh = heap_push(key, hx, hy, nh, g1, xx, yy)
             else:
-                if nh == cap or ns == cap:
-                    return -1.0
-                if g1 > 0.0 and priority:
-                    nh = heap_push(key, hx, hy, nh, g1, xx, yy)
-                else:
-                    sk[ns], sx[ns], sy[ns] = g1, xx, yy
-                    ns += 1
-            x, y, g = (c0, y, g0) if split_a else (x, c0, g0)
+                sk[ns], sx[ns], sy[ns] = g1, xx, yy
+                ns += 1
             if g >= limit:
                 _keep(fx, fy, fl, fn, i, x, y, g)
                 break
-    for j in range(ns):  # what is still pending stays on the front
-        x = sx[j]
-        _keep(fx, fy, fl, fn, i, -x - 1 if x < 0 else x, sy[j], sk[j])
-    for j in range(nh):
-        x = hx[j]
-        _keep(fx, fy, fl, fn, i, -x - 1 if x < 0 else x, hy[j], key[j])
+    _pending_to_front(fx, fy, fl, fn, i, sk, sx, sy, ns, key, hx, hy, nh)
     return best
