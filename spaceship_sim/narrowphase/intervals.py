@@ -40,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..geometry.poses import relative_poses
+from ..geometry.poses import relative_pose
 from ..geometry.triangles import closest_point_triangle, distance_triangle_triangle
 from ..sorting import argsort_stable, heap_pop, heap_push
 from .kernels import Leaves, leaves_of
@@ -267,30 +267,44 @@ def node_levels(first_child, child_count, node_offset):
     return level
 
 
-def row_poses(T, pairs) -> tuple[np.ndarray, np.ndarray]:
-    """B's rotation and origin in A's frame per pair row (T: the ships' world poses)."""
-    return relative_poses(np.ascontiguousarray(T[pairs[:, 0]]), np.ascontiguousarray(T[pairs[:, 1]]))
+@njit(cache=True)
+def row_poses(T, pairs):
+    """B's rotation (k, 3, 3) and origin (k, 3) in A's frame per pair row (pairs (k, 2); T: the
+    ships' world poses), as geometry.poses.relative_poses makes them, with no gathered copies."""
+    k = len(pairs)
+    R, t = np.empty((k, 3, 3)), np.empty((k, 3))
+    for r in range(k):
+        i, j = pairs[r, 0], pairs[r, 1]
+        relative_pose(T[i, :3, :3], T[i, :3, 3], T[j, :3, :3], T[j, :3, 3], R[r], t[r])
+    return R, t
 
 
 def verdict_bounds(answer, A, B, T, poses=None) -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) per pair row of a refinement's answer (refine.FrameNarrowResult over banks A
     and B, the ships' world poses T; poses: their row_poses where already made), from what the
-    verdict knows: the root spheres' gap and witnesses; 0 and the separation bound for pairs
-    colliding at a sphere level; [0, 0] where triangles intersect; the exact distance where a
-    strategy measured it."""
-    pairs = answer.pairs
-    root_a, root_b = answer._spheres[3], answer._spheres[4]
-    R, t = row_poses(T, pairs) if poses is None else poses
-    lower, upper = np.zeros(len(pairs)), np.full(len(pairs), np.inf)
-    narrow_rows(bank_parts(A), bank_parts(B), R, t, np.arange(len(pairs)), root_a, root_b, 0, NO_LEVEL_CAP, lower,
-                upper)
-    colliding = answer.colliding
-    upper[colliding] = np.minimum(upper[colliding], answer.separation_bound[colliding])
-    lower[colliding] = 0.0
-    known = np.isfinite(answer.distance)
-    lower[known] = upper[known] = answer.distance[known]
-    touching = colliding & answer.certain
-    lower[touching] = upper[touching] = 0.0
+    verdict knows (_verdict_bounds)."""
+    R, t = row_poses(T, answer.pairs) if poses is None else poses
+    return _verdict_bounds(bank_parts(A), bank_parts(B), R, t, answer._spheres[3], answer._spheres[4],
+                           answer.colliding, answer.certain, answer.separation_bound, answer.distance)
+
+
+@njit(cache=True)
+def _verdict_bounds(A, B, R, t, root_a, root_b, colliding, certain, separation_bound, distance):
+    """The root spheres' gap and witnesses (narrow_rows with no pops); for pairs colliding at a
+    sphere level 0 and their separation bound; [0, 0] where triangles intersect (certain); the
+    exact distance where a strategy measured it."""
+    k = len(root_a)
+    lower, upper = np.zeros(k), np.full(k, np.inf)
+    narrow_rows(A, B, R, t, np.arange(k), root_a, root_b, 0, NO_LEVEL_CAP, lower, upper)
+    for r in range(k):
+        if colliding[r]:
+            lower[r] = 0.0
+            if not separation_bound[r] >= upper[r]:  # np.minimum's: a nan bound is kept
+                upper[r] = separation_bound[r]
+        if np.isfinite(distance[r]):
+            lower[r] = upper[r] = distance[r]
+        if colliding[r] and certain[r]:
+            lower[r] = upper[r] = 0.0
     return lower, upper
 
 

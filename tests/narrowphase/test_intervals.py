@@ -12,8 +12,8 @@ from spaceship_sim.clock import TickClock
 from spaceship_sim.geometry.poses import relative_poses
 from spaceship_sim.meshes import load_model
 from spaceship_sim.narrowphase import TreeBank, refine_frame
-from spaceship_sim.narrowphase.intervals import (NO_LEVEL_CAP, CarriedIntervals, _reach, bank_parts, narrow_rows,
-                                                 pose_motion)
+from spaceship_sim.narrowphase.intervals import (NO_LEVEL_CAP, CarriedIntervals, _reach, _verdict_bounds, bank_parts,
+                                                 narrow_rows, pose_motion, row_poses)
 from spaceship_sim.narrowphase.kernels import min_distance_all_pairs
 from spaceship_sim.spheretree import build_tree, load_or_build
 
@@ -167,6 +167,34 @@ def test_what_the_spheres_down_to_a_level_know_brackets_the_distance(shipped, ma
         lower, upper = narrowed(banks[method], ma, mb, R, t, ALL, max_level=max_level)
         assert np.all(lower <= truth + 1e-9) and np.all(truth <= upper + 1e-9)
         assert np.all(np.isfinite(upper))
+
+
+def test_row_poses_and_verdict_bounds_match_their_numpy_references(shipped):
+    """The set-up kernels against the plain numpy they replace: poses bit for bit, and the verdict's
+    bounds from the roots' gap and witnesses with colliding, touching and measured rows masked in."""
+    bank, rng = shipped[1]["medial"], np.random.default_rng(7)
+    n, k = 9, 40
+    T = np.tile(np.eye(4), (n, 1, 1))
+    T[:, :3, :3] = Rotation.random(n, random_state=3).as_matrix()
+    T[:, :3, 3] = rng.normal(size=(n, 3)) * 20.0
+    pairs = rng.integers(0, n, (k, 2)).astype(np.int32)
+    R, t = row_poses(T, pairs)
+    R0, t0 = relative_poses(np.ascontiguousarray(T[pairs[:, 0]]), np.ascontiguousarray(T[pairs[:, 1]]))
+    assert np.array_equal(R, R0) and np.array_equal(t, t0)
+    ra, rb = bank.node_offset[rng.integers(0, 3, k)].astype(np.int64), bank.node_offset[rng.integers(0, 3, k)].astype(np.int64)
+    colliding, certain = rng.random(k) < 0.5, rng.random(k) < 0.3
+    bound = np.where(rng.random(k) < 0.5, rng.random(k) * 30.0, np.inf)
+    distance = np.where(rng.random(k) < 0.3, rng.random(k) * 5.0, np.nan)
+    lower, upper = np.zeros(k), np.full(k, np.inf)
+    narrow_rows(bank_parts(bank), bank_parts(bank), R, t, np.arange(k), ra, rb, 0, NO_LEVEL_CAP, lower, upper)
+    upper[colliding] = np.minimum(upper[colliding], bound[colliding])
+    lower[colliding] = 0.0
+    known = np.isfinite(distance)
+    lower[known] = upper[known] = distance[known]
+    lower[colliding & certain] = upper[colliding & certain] = 0.0
+    got = _verdict_bounds(bank_parts(bank), bank_parts(bank), R, t, ra, rb, colliding, certain, bound, distance)
+    assert np.array_equal(got[0], lower) and np.array_equal(got[1], upper)
+    assert (colliding & certain).any() and (known & ~colliding).any() and np.isfinite(upper[~colliding]).all()
 
 
 def test_pose_motion_bounds_every_point_within_reach_and_is_reached():
