@@ -89,7 +89,7 @@ class OverlayModel:
         self.series: dict[str, deque[float]] = {k: deque(maxlen=history) for k in SERIES}
         self.target_ms = target_ms
         self.render_predicted_ms = self.render_actual_ms = math.nan
-        self.budget_ms = self.detection_used_ms = math.nan
+        self.budget_ms = self.detection_used_ms = self.margin_ms = math.nan
         self.frame = -1
         self.candidate_pairs = self.colliding_pairs = 0
         self.overrun = False
@@ -118,6 +118,7 @@ class OverlayModel:
         self.render_actual_ms = 1e3 * stats.render_actual
         self.budget_ms = 1e3 * stats.budget
         self.detection_used_ms = 1e3 * stats.detection_used
+        self.margin_ms = 1e3 * stats.margin
         self.candidate_pairs, self.colliding_pairs = stats.candidate_pairs, stats.colliding_pairs
         self.overrun = bool(stats.overrun)
         self.level_hist = [int(x) for x in stats.level_hist]
