@@ -168,7 +168,9 @@ class CollisionConfig:
                                  lo=0.0, hi=1e3)
     render_average_frames: int = _f(8, "recent frames whose render times predict the next (a high quantile "
                                     "of them) [-]", lo=1, hi=10_000)
-    safety_margin: float = _f(0.001, "time held back from the detection budget [s]", lo=0.0, hi=1.0)
+    safety_margin: float = _f(0.0005, "time held back from the detection budget, besides the frames' lateness "
+                              "past their plan, which is learned (a high quantile of recent frames') [s]",
+                              lo=0.0, hi=1.0)
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,7 @@ class CompiledSample:
         broad.set_lead(t)
         if len(self.T) != state.n:
             self.T = np.empty((state.n, 4, 4))
-        budget_args = BudgetArgs(s.start, stats.target, stats.render_predicted, cfg.collision.safety_margin,
+        budget_args = BudgetArgs(s.start, stats.target, stats.render_predicted, stats.margin,
                                  s.samples_left, s.timing.overrun.predict(), s.timing.fixed.predict(s.samples_left))
         advanced, detected, done = _sample(
             kernel_clock(clock, self.clk), s.stages.integrator.kernel_args(state, s.dt), 0.5 * cfg.arena.size,

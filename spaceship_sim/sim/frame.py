@@ -52,6 +52,19 @@ class Timing:
     render: CostModel           # the render time: a high quantile of recent frames' [s]
     overrun: CostModel          # what the narrow phase overran its deadline by: a high quantile [s]
     fixed: FixedCost            # the frame's stages outside the narrow phase still to come [s]
+    late: CostModel             # how far frames ended past their plan: a high quantile [s]
+
+    def margin(self, safety: float) -> float:
+        """What a frame's budgets hold back [s]: the `safety` margin, and the lateness past the plan
+        that nothing else predicts (the OS descheduling the process mid-stage, a render woken late
+        beyond what the render's own quantile learned), as a high quantile of recent frames'."""
+        return safety + max(0.0, self.late.predict())
+
+    def end_frame(self, stats) -> None:
+        """Learn from a finished frame (render time known) how far it ended past its plan, the target
+        less the margin its budgets held back."""
+        self.render.observe(stats.render_actual)
+        self.late.observe(stats.frame_time - (stats.target - stats.margin))
 
 
 @dataclass(eq=False)

@@ -50,7 +50,8 @@ def step(stages: Stages, sim: SimState, timing: Timing, config: Config) -> Frame
     """Advance `sim` by one frame; returns the frame's stats (render fields filled later)."""
     clock, state, t0 = timing.clock, sim.state, sim.t
     start = clock()
-    stats = FrameStats(frame=sim.frame, target=timing.target_frame_time, render_predicted=timing.render.predict())
+    stats = FrameStats(frame=sim.frame, target=timing.target_frame_time, render_predicted=timing.render.predict(),
+                       margin=timing.margin(config.collision.safety_margin))
     # each stage's time: a clock read on either side (no context manager: its three Python-level
     # calls a stage are frame objects more to run with cold caches after the render)
     t = clock()
@@ -108,7 +109,7 @@ def sample_budget(s: _Sample) -> float:
     if not timing.time_critical:
         return math.inf
     return detection_budget(s.stats.target, s.stats.render_predicted, spent=timing.clock() - s.start,
-                            margin=s.config.collision.safety_margin, samples_left=s.samples_left,
+                            margin=s.stats.margin, samples_left=s.samples_left,
                             overrun=timing.overrun.predict(), rest=timing.fixed.predict(s.samples_left))
 
 

@@ -35,6 +35,7 @@ class FrameStats:
     t_response: float = 0.0         # collision response [s]
     t_other: float = 0.0            # the frame's work between the stages: budgets, ordering, statistics [s]
     render_predicted: float = 0.0   # this frame's render time as predicted from recent frames [s]
+    margin: float = 0.0             # held back from its budgets: the safety margin and the lateness learned [s]
     render_actual: float = 0.0      # measured render time of this frame [s] (0 when not rendered)
     budget: float = 0.0             # detection time the frame allowed (earlier samples' use + last budget) [s]
     detection_used: float = 0.0     # narrow-phase time actually used [s]

@@ -41,6 +41,9 @@ from .tree_builds import first_trees
 # the quantile of recent frames that predicts the render time and the narrow phase's overrun: the
 # third highest of the default 8 frames, so lateness in a quarter of recent frames counts in full
 LATENESS_QUANTILE = 0.75
+# the frames' lateness past their plan (frame.Timing.margin): the third highest of the last 40, so that
+# lateness in more than ~5% of recent frames is held back in full
+LATE_FRAMES, LATE_QUANTILE = 40, 0.95
 COMPILING = "compiling numba kernels (first start only; later starts load them from the cache): "
 
 
@@ -69,7 +72,7 @@ class World:
     exact_only = _Part("stages")  # see __init__
     clock, target_frame_time, time_critical = (_Part("timing") for _ in range(3))
     render_predictor, overrun_predictor = _Part("timing", "render"), _Part("timing", "overrun")
-    fixed_predictor = _Part("timing", "fixed")
+    fixed_predictor, late_predictor = _Part("timing", "fixed"), _Part("timing", "late")
     state, t, frame, last_narrow = (_Part("sim") for _ in range(4))
 
     def __init__(self, config: Config, models, trees, user: str = "autopilot", warm: bool = True, clock=WALL,
@@ -285,17 +288,17 @@ class World:
         self.broad = make_broadphase(self.broadphase_name if self.compiled else "brute_force", self.state.radius,
                                      min_resolution=cfg.sim.min_temporal_resolution)
         self.fair = FairOrder()  # which pairs the narrow phase deepens first
-        self.render_predictor, self.overrun_predictor, self.fixed_predictor = self._predictors()
+        self.render_predictor, self.overrun_predictor, self.fixed_predictor, self.late_predictor = self._predictors()
         self.last_stats: FrameStats | None = None
 
     def _predictors(self) -> tuple:
         """Fresh estimates of the render time, of what the narrow phase overruns its deadline by
         (work past its last clock check) and of the frame's stages outside the narrow phase still
-        to come after a sample's narrow phase. The render and the overrun are predicted by a high
-        quantile (cost.CostModel): lateness the OS adds now and then shrinks the budget before frames are
-        missed, where a mean would dilute it."""
+        to come after a sample's narrow phase, and of how far frames end past their plan. The render,
+        the overrun and the lateness are predicted by a high quantile (cost.CostModel): lateness the OS
+        adds now and then shrinks the budget before frames are missed, where a mean would dilute it."""
         n, q = self.config.collision.render_average_frames, LATENESS_QUANTILE
-        return CostModel(0.0, n, q), CostModel(0.0, n, q), FixedCost(n)
+        return CostModel(0.0, n, q), CostModel(0.0, n, q), FixedCost(n), CostModel(0.0, LATE_FRAMES, LATE_QUANTILE)
 
     def state_hash(self) -> str:
         """SHA-256 of every body's state (ships, and asteroids when there are any)."""
@@ -323,9 +326,10 @@ class World:
         return stats
 
     def end_frame(self, render_time: float) -> None:
-        """Record the last frame's measured render time [s] (feeds the next prediction)."""
+        """Record the last frame's measured render time [s] (feeds the render's and the lateness's
+        predictions, frame.Timing.end_frame)."""
         self.last_stats.finish(render_time)
-        self.render_predictor.observe(render_time)
+        self.timing.end_frame(self.last_stats)
         if self.recorder is not None:
             self.recorder.end_frame(self, render_time)
 

@@ -90,6 +90,31 @@ def test_frames_advance_time_and_record_stages():
     assert 0 < s.budget <= s.target - w.config.collision.safety_margin, "samples' budgets are not double-counted"
 
 
+def test_frames_that_end_past_their_plan_shrink_the_budget_until_they_stop():
+    """The margin a frame's budgets hold back learns how far recent frames ended past their plan
+    (target less margin), as the third highest of the last 40: late in more than ~5% of frames (a
+    render woken late, say) it grows by that lateness and the budgets shrink with it; once frames end
+    on plan it falls back to the safety margin within the window. On a TickClock, with render times
+    given: 10 ms, and every tenth frame 35 ms (one late render in 8 stays out of the render's own
+    prediction, the 3rd highest of 8)."""
+    w = small_world(clock=TickClock(1e-5))
+    safety, target = w.config.collision.safety_margin, w.config.sim.target_frame_time
+
+    def frame(late: bool):
+        s = w.step()
+        w.end_frame(0.035 if late else 0.010)
+        return s
+
+    quiet = [frame(False) for _ in range(10)]
+    assert all(s.margin == safety for s in quiet), "frames on plan hold back the safety margin only"
+    busy = [frame(i % 10 == 0) for i in range(80)]
+    past = [s.frame_time - (s.target - s.margin) for s in busy[-41:-1]]  # what the last frame learned from
+    assert busy[-1].margin == pytest.approx(safety + sorted(past)[37]) and busy[-1].margin > safety + 0.035 - target
+    assert max(s.budget for s in busy[-10:]) < min(s.budget for s in quiet) - 0.5 * (busy[-1].margin - safety)
+    calm = [frame(False) for _ in range(50)]
+    assert calm[-1].margin == safety and calm[-1].budget == pytest.approx(quiet[-1].budget, rel=0.05)
+
+
 def test_collisions_happen_and_ships_separate():
     """Hubbard's crowded lamps collide; response makes every colliding pair part along its centre line, so a
     contact lasts no longer than it takes to move the centres apart by the bounding radii at the
