@@ -58,12 +58,12 @@ PROFILES = {p.name: p for p in (
     Profile("quick", ("--model", "lamp,fighter,torus,capsules", "--poses", "300", "--poses-kind", "both",
                       "--brute-poses", "1", "--repeat", "3", "--threads", "1"),
             ("--frames", "300", "--detectors", "medial,sphere_leaves", "--calls", "0", "--budgets", "0.1,1",
-             "--sweep-render", "28,30,31,32.3"),
+             "--sweep-render", "28,30,31,32.3", "--intervals-ab"),
             ("--model", "lamp,fighter,torus,capsules", "--poses", "200")),
     Profile("full", ("--poses", "1000", "--poses-kind", "both", "--brute-poses", "1", "--repeat", "3",
                      "--threads", "1"),
             ("--frames", "600", "--detectors", "medial,sphere_leaves", "--calls", "0",
-             "--sweep-render", "20,26,28,30,31,32,32.3"),
+             "--sweep-render", "20,26,28,30,31,32,32.3", "--intervals-ab"),
             ("--model", "lamp,fighter,torus,capsules", "--poses", "1000")),
 )}
 

@@ -19,6 +19,9 @@ FCL_FIRST, FCL_ALL = FclPair.FIRST, FclPair.ALL  # bench narrowphase's rows of t
 WITHIN = 0.99            # share of frames within target the lamps target asks for
 SLACK_MS = 1.0           # ... at every stand-in render up to the target frame time minus this
 TOLERANCE_MS = 1e-6      # a render of 32.3 ms counts as target - 1 ms (33.33 - 1 = 32.33 ms)
+NARROWER = 3.0           # verdict-then-tighten's interval width this many times narrower than verdict-only ...
+NARROWER_RENDER_MS = 31  # ... on the lamps at this stand-in render,
+SAME_FRAMES = 0.005      # with frames within target within this share of each other (~one frame in 300)
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,26 @@ def interval_figures(bench: dict) -> list[Figure]:
                1.0, "<=", ratios)]
 
 
+def narrowing_figure(bench: dict) -> Figure:
+    """Verdict-then-tighten against verdict-only (bench hubbard --intervals-ab) at NARROWER_RENDER_MS:
+    the median interval width narrower by NARROWER at least, frames within target the same within
+    SAME_FRAMES; not measured without the A/B's columns."""
+    rows = [r for r in bench["sweep"] if r["render_ms"] == NARROWER_RENDER_MS
+            and r.get("time_critical_verdict_width_median_m") and r.get("time_critical_width_median_m")]
+    values = [dict(render_ms=r["render_ms"], value=r["time_critical_verdict_width_median_m"] / r["time_critical_width_median_m"],
+                   frames=r["time_critical_within_target"], frames_verdict_only=r["time_critical_verdict_within_target"])
+              for r in rows]
+    shown = "; ".join(f"{num(v['value'])}× narrower ({percent(v['frames'])}% of frames within target)" for v in values)
+    return Figure("intervals_narrower", f"lamps at a {NARROWER_RENDER_MS} ms stand-in render: separation intervals "
+                  f"≥ {NARROWER:g}× narrower with verdict-then-tighten (the default) than verdict-only, frames "
+                  "within target unchanged", f"median width {shown or 'not measured'}",
+                  "verdict-only: " + "; ".join(f"{percent(v['frames_verdict_only'])}% of frames within target"
+                                               for v in values),
+                  bench["command"], verdict([holds(v["value"], NARROWER, ">=")
+                                             and abs(v["frames"] - v["frames_verdict_only"]) <= SAME_FRAMES
+                                             for v in values]), NARROWER, ">=", values)
+
+
 def model_level(value: dict) -> str:
     return f"{value['model']} level {value['level']}"
 
@@ -187,6 +210,7 @@ def figures(benches: dict) -> list[Figure]:
     if "intervals" in benches:
         out += interval_figures(benches["intervals"])
     out.append(sweep_figure(benches["hubbard"], "lamps_sweep", True))
+    out.append(narrowing_figure(benches["hubbard"]))
     if "hubbard_load" in benches:
         out.append(sweep_figure(benches["hubbard_load"], "lamps_sweep_load", False))
     return out

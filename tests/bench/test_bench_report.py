@@ -98,7 +98,8 @@ def test_each_profile_is_what_the_benches_accept_and_reaches_the_targets_last_re
     build_parser().parse_args(["bench", "narrowphase", *profile.narrowphase])
     hubbard = build_parser().parse_args(["bench", "hubbard", *profile.hubbard])
     renders = [float(ms) for ms in hubbard.sweep_render.split(",")]
-    assert hubbard.detectors == "medial,sphere_leaves" and hubbard.calls == 0
+    assert hubbard.detectors == "medial,sphere_leaves" and hubbard.calls == 0 and hubbard.intervals_ab
+    assert rf.NARROWER_RENDER_MS in renders  # the intervals' target is measured
     assert max(renders) == pytest.approx(100 / 3 - rf.SLACK_MS, abs=0.05)  # the target's hardest load is measured
     assert "--clock" not in profile.narrowphase + profile.hubbard  # figures on the wall clock, as a frame is timed
 
@@ -121,6 +122,24 @@ def test_the_interval_targets_read_bench_intervals_rows():
     assert "intervals_level" not in [f.key for f in rf.figures(dict(narrowphase=narrowphase(LEVEL2), hubbard=LAMPS))]
 
 
+def test_the_narrowing_target_reads_the_render_sweeps_intervals_ab():
+    """At 31 ms: the verdict-only width over verdict-then-tighten's at least 3, frames within target the
+    same within half a point; a sweep without the A/B's columns is not measured."""
+    def lamps(tighten_m, frames, frames_verdict_only):
+        bench = sweep((28.0, 1.0, 1.0), (31.0, frames, 0.7))
+        bench["sweep"][1] |= dict(time_critical_width_median_m=tighten_m, time_critical_verdict_width_median_m=6.0,
+                                  time_critical_verdict_within_target=frames_verdict_only)
+        return figure(dict(narrowphase=narrowphase(LEVEL2), hubbard=bench), "intervals_narrower")
+
+    met = lamps(1.5, 0.997, 1.0)
+    assert met.verdict == rf.MET and [v["value"] for v in met.values] == [4.0]
+    assert met.figure == "median width 4× narrower (99.7% of frames within target)"
+    assert met.peer == "verdict-only: 100% of frames within target"
+    assert lamps(2.5, 0.997, 1.0).verdict == rf.NOT_MET  # 2.4x
+    assert lamps(1.5, 0.99, 1.0).verdict == rf.NOT_MET   # a point of frames lost
+    assert figure(dict(narrowphase=narrowphase(LEVEL2), hubbard=LAMPS), "intervals_narrower").verdict == rf.NOT_MEASURED
+
+
 @pytest.fixture()
 def tree_cache(tmp_path, monkeypatch):
     """The torus's trees go to a throwaway cache."""
@@ -141,10 +160,11 @@ def test_a_tiny_report_writes_the_document_its_data_its_plots_and_the_readme_blo
     # the saved figures are the ones the saved data gives
     assert report["figures"] == rf.as_dicts(rf.figures(report["benches"]))
     assert [f["key"] for f in report["figures"]] == [s.key for s in rf.RATIO_TARGETS] + [
-        "intervals_level", "intervals_medial_vs_octree", "lamps_sweep", "lamps_sweep_load"]
+        "intervals_level", "intervals_medial_vs_octree", "lamps_sweep", "intervals_narrower", "lamps_sweep_load"]
     # a depth-2 tree has no level 3: that target is not measured; levels 1 and 2 are compared
     by_key = {f["key"]: f for f in report["figures"]}
     assert by_key["intervals_level"]["verdict"] == rf.NOT_MEASURED
+    assert by_key["intervals_narrower"]["verdict"] == rf.NOT_MEASURED  # no 31 ms render, no A/B
     assert [(v["model"], v["level"]) for v in by_key["intervals_medial_vs_octree"]["values"]] == [
         ("torus", 1), ("torus", 2)]
     assert report["command"] == command and report["profile"] == "tiny" and report["minutes"] >= 0
