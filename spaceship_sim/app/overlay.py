@@ -189,8 +189,8 @@ class Overlay:
         imgui.text(f"frame {m.frames_run}   target {m.target_ms:.1f} ms" + ("   OVERRUN" if m.overrun else ""))
         imgui.text(m.accuracy_lines()[0])
         imgui.text(f"render: predicted {m.render_predicted_ms:.2f} ms, actual {m.render_actual_ms:.2f} ms")
-        imgui.text(f"detection: budget {m.budget_ms:.2f} ms, used {m.detection_used_ms:.2f} ms, "
-                   f"held back {m.margin_ms:.2f} ms")
+        imgui.text(f"detection ms: budget {m.budget_ms:.2f}, used {m.detection_used_ms:.2f}, "
+                   f"held back {m.margin_ms:.2f}")
         imgui.text(m.load_line)
         frames, series = m.arrays()
         if implot.begin_plot("##frame times", imgui.ImVec2(-1, -1)):

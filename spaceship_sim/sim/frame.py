@@ -60,11 +60,15 @@ class Timing:
         beyond what the render's own quantile learned), as a high quantile of recent frames'."""
         return safety + max(0.0, self.late.predict())
 
-    def end_frame(self, stats) -> None:
-        """Learn from a finished frame (render time known) how far it ended past its plan, the target
-        less the margin its budgets held back."""
+    def end_frame(self, stats, safety: float) -> None:
+        """Learn from a finished frame (render time known) how far it ended past its plan: the target
+        less the `safety` margin and less what the learned lateness took from its budgets, all of it
+        where the last sample still had a budget, none where it had none (it may have had nothing to
+        give): so the learned part cannot feed on itself (renders longer than the target would
+        otherwise grow it without end, and it would never come back down)."""
         self.render.observe(stats.render_actual)
-        self.late.observe(stats.frame_time - (stats.target - stats.margin))
+        held = stats.margin - safety if stats.last_budget > 0.0 else 0.0
+        self.late.observe(stats.frame_time - (stats.target - safety - held))
 
 
 @dataclass(eq=False)

@@ -38,6 +38,7 @@ class FrameStats:
     margin: float = 0.0             # held back from its budgets: the safety margin and the lateness learned [s]
     render_actual: float = 0.0      # measured render time of this frame [s] (0 when not rendered)
     budget: float = 0.0             # detection time the frame allowed (earlier samples' use + last budget) [s]
+    last_budget: float = 0.0        # of that, the last sample's budget [s]
     detection_used: float = 0.0     # narrow-phase time actually used [s]
     frame_time: float = 0.0         # all stages + render [s]
     slack: float = 0.0              # target - frame_time [s] (negative: over target)
@@ -113,7 +114,7 @@ class FrameStats:
         self.responses += responses
         if math.isfinite(budget):
             # the frame's budget: what earlier samples used plus what this (later) sample may use
-            self.budget = self.detection_used + budget
+            self.budget, self.last_budget = self.detection_used + budget, budget
         self.detection_used += narrow.time_used
         self.t_narrow_batches += narrow.time_in_batches
         hist = narrow.level_histogram.tolist()

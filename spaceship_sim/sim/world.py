@@ -329,7 +329,7 @@ class World:
         """Record the last frame's measured render time [s] (feeds the render's and the lateness's
         predictions, frame.Timing.end_frame)."""
         self.last_stats.finish(render_time)
-        self.timing.end_frame(self.last_stats)
+        self.timing.end_frame(self.last_stats, self.config.collision.safety_margin)
         if self.recorder is not None:
             self.recorder.end_frame(self, render_time)
 

@@ -109,10 +109,30 @@ def test_frames_that_end_past_their_plan_shrink_the_budget_until_they_stop():
     assert all(s.margin == safety for s in quiet), "frames on plan hold back the safety margin only"
     busy = [frame(i % 10 == 0) for i in range(80)]
     past = [s.frame_time - (s.target - s.margin) for s in busy[-41:-1]]  # what the last frame learned from
+    assert all(s.last_budget > 0 for s in busy), "every budget gave up what was held back"
     assert busy[-1].margin == pytest.approx(safety + sorted(past)[37]) and busy[-1].margin > safety + 0.035 - target
     assert max(s.budget for s in busy[-10:]) < min(s.budget for s in quiet) - 0.5 * (busy[-1].margin - safety)
     calm = [frame(False) for _ in range(50)]
     assert calm[-1].margin == safety and calm[-1].budget == pytest.approx(quiet[-1].budget, rel=0.05)
+
+
+def test_renders_longer_than_the_target_do_not_grow_the_margin_without_end():
+    """Frames that cannot end on plan whatever their budget (a render longer than the target) hold
+    back their lateness past the target, not more each frame; once renders are short again the
+    margin comes back to the safety margin within two windows."""
+    w = small_world(clock=TickClock(1e-5))
+    safety, target = w.config.collision.safety_margin, w.config.sim.target_frame_time
+    slow = []
+    for _ in range(100):
+        slow.append(w.step())
+        w.end_frame(0.050)
+    late = max(s.frame_time for s in slow) - target + safety
+    assert all(s.last_budget == 0.0 for s in slow[10:]) and max(s.margin for s in slow) <= safety + late + 1e-12
+    fast = []
+    for _ in range(80):
+        fast.append(w.step())
+        w.end_frame(0.010)
+    assert fast[-1].margin == safety and fast[-1].budget > 0.010
 
 
 def test_collisions_happen_and_ships_separate():
