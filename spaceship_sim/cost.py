@@ -1,9 +1,10 @@
 """The estimates the time-critical loop plans with: one small model of the cost of a kind of work.
 
 Every prediction the frame's budget and the narrow phase carry from call to call — the render time
-(sim/world.py), what the narrow phase overruns its deadline by, the frame's stages outside the
-narrow phase (stats.FixedCost), an exact strategy's cost per unit of work and per distance query
-(narrowphase/refine.py), serial against parallel throughput (threads.py) — is a `CostModel`:
+(sim/world.py), how far frames end past their plan (sim/frame.py, Timing.margin), what the narrow
+phase overruns its deadline by, the frame's stages outside the narrow phase (stats.FixedCost), an
+exact strategy's cost per unit of work and per distance query (narrowphase/refine.py), serial
+against parallel throughput (threads.py) — is a `CostModel`:
 `predict(units)` prices work, `observe` records what some work cost. (The sphere levels' time per row and the on-collide trees'
 build rounds are measured afresh inside each call, by a first probe batch: they cannot lock
 themselves out across calls.)
