@@ -49,26 +49,27 @@ class Timing:
     clock: Any                  # spaceship_sim.clock: WALL, or a TickClock in tests
     target_frame_time: float    # [s]
     time_critical: bool         # refine only as deep as the budget allows (else every pair to the exact level)
+    safety: float               # held back from every frame's budgets besides the lateness learned [s]
     render: CostModel           # the render time: a high quantile of recent frames' [s]
     overrun: CostModel          # what the narrow phase overran its deadline by: a high quantile [s]
     fixed: FixedCost            # the frame's stages outside the narrow phase still to come [s]
     late: CostModel             # how far frames ended past their plan: a high quantile [s]
 
-    def margin(self, safety: float) -> float:
-        """What a frame's budgets hold back [s]: the `safety` margin, and the lateness past the plan
+    def margin(self) -> float:
+        """What a frame's budgets hold back [s]: the safety margin, and the lateness past the plan
         that nothing else predicts (the OS descheduling the process mid-stage, a render woken late
         beyond what the render's own quantile learned), as a high quantile of recent frames'."""
-        return safety + max(0.0, self.late.predict())
+        return self.safety + max(0.0, self.late.predict())
 
-    def end_frame(self, stats, safety: float) -> None:
+    def end_frame(self, stats) -> None:
         """Learn from a finished frame (render time known) how far it ended past its plan: the target
-        less the `safety` margin and less what the learned lateness took from its budgets, all of it
+        less the safety margin and less what the learned lateness took from its budgets, all of it
         where the last sample still had a budget, none where it had none (it may have had nothing to
         give): so the learned part cannot feed on itself (renders longer than the target would
         otherwise grow it without end, and it would never come back down)."""
         self.render.observe(stats.render_actual)
-        held = stats.margin - safety if stats.last_budget > 0.0 else 0.0
-        self.late.observe(stats.frame_time - (stats.target - safety - held))
+        held = stats.margin - self.safety if stats.last_budget > 0.0 else 0.0
+        self.late.observe(stats.frame_time - (stats.target - self.safety - held))
 
 
 @dataclass(eq=False)

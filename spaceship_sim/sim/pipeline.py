@@ -51,7 +51,7 @@ def step(stages: Stages, sim: SimState, timing: Timing, config: Config) -> Frame
     clock, state, t0 = timing.clock, sim.state, sim.t
     start = clock()
     stats = FrameStats(frame=sim.frame, target=timing.target_frame_time, render_predicted=timing.render.predict(),
-                       margin=timing.margin(config.collision.safety_margin))
+                       margin=timing.margin())
     # each stage's time: a clock read on either side (no context manager: its three Python-level
     # calls a stage are frame objects more to run with cold caches after the render)
     t = clock()

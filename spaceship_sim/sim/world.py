@@ -104,7 +104,8 @@ class World:
             bank=bank if bank is not None else self._tree_bank(trees),
             narrow=make_narrow_phase(config, models, lambda: self.t),
             exact_only=exact_only, swept=SweptCatch(models) if config.collision.swept else None)
-        self.timing = Timing(clock, config.sim.target_frame_time, config.collision.time_critical, *self._predictors())
+        self.timing = Timing(clock, config.sim.target_frame_time, config.collision.time_critical,
+                             config.collision.safety_margin, *self._predictors())
         self.deforming = getattr(self.narrow, "ships", None)  # faceoctree.deform.DeformingShips
         self.broadphase_name = config.collision.broadphase
         self.kernels_ready = threading.Event()  # set by warm_up
@@ -329,7 +330,7 @@ class World:
         """Record the last frame's measured render time [s] (feeds the render's and the lateness's
         predictions, frame.Timing.end_frame)."""
         self.last_stats.finish(render_time)
-        self.timing.end_frame(self.last_stats, self.config.collision.safety_margin)
+        self.timing.end_frame(self.last_stats)
         if self.recorder is not None:
             self.recorder.end_frame(self, render_time)
 
