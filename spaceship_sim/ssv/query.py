@@ -7,8 +7,9 @@ of threads gives the same result (numba.set_num_threads(1) is the serial run).
 
 The kernels take their arrays in groups, plain tuples unpacked into named locals once at each
 kernel's top (tree.SSVArrays's fields: the bank's; the pairs' poses and roots; a distance query's
-asks; its fronts). Plain tuples, not named ones: numba types a named tuple's fields in Python on
-every call (~2 us a call more, which a one-pair query each frame would pay), a plain tuple's in C.
+asks, its fronts, a row's pending pairs, work arrays and answers). Plain tuples, not named ones:
+numba types a named tuple's fields in Python on every call (~2 us a call more, which a one-pair
+query each frame would pay), a plain tuple's in C.
 
 - collide_pairs: depth-first over node pairs whose boxes overlap (each SSV node also stores the
   oriented box of its triangles, as fcl's OBBRSS pairs an OBB with its RSS: a 15-axis test is
@@ -254,33 +255,27 @@ def distance_pairs(tree, pairs, bounds, room, ask, fronts):
     found), tri (k, 2) int64 global faces (-1 when nothing closer than `bound`), points (k, 2, 3)
     float64 closest points in A's frame (nan when intersecting or none found).
     """
-    center, u, v, half, radius, kind, child, face, tris, box_center, box_half, extent = tree
     R, t, root_a, root_b = pairs
-    seed_a, seed_b, bound, stop_at, rel, abs_tol, priority = ask
-    fx, fy, fl, fn, fresh, pivot, R0, t0 = fronts
+    fn, fresh = fronts[3], fronts[4]
     k = len(root_a)
-    dist = np.empty(k)
-    tri = np.full((k, 2), -1, np.int64)
-    points = np.full((k, 2, 3), np.nan)
+    answer = (np.empty(k), np.full((k, 2), -1, np.int64), np.full((k, 2, 3), np.nan))  # dist, tri, points
+    dist, tri, points = answer
     for c in prange(len(bounds) - 1):
-        Vb, out = np.empty((3, 3)), np.empty((2, 3))
-        cap = room + fx.shape[1]  # room for a whole front besides
-        key, hx, hy, sk, sx, sy = _pending(cap)
+        work = (np.empty((3, 3)), np.empty((2, 3)))  # B's triangle in A's frame, a distance's closest points
+        cap = room + fronts[0].shape[1]  # room for a whole front besides
+        pending = _pending(cap)
         for i in range(bounds[c], bounds[c + 1]):
             m = fn[i] if fn[i] <= FRONT_GROWTH * fresh[i] else 0
             while True:
                 fn[i] = 0
-                dist[i] = _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, root_a[i],
-                                        root_b[i], seed_a[i], seed_b[i], bound[i], rel, abs_tol, stop_at[i], priority,
-                                        Vb, out, tri, points, key, hx, hy, sk, sx, sy, extent, fx, fy, fl, fn, m,
-                                        pivot[i], R0, t0)
+                dist[i] = _distance_row(tree, pairs, ask, fronts, pending, work, answer, i, m)
                 if dist[i] >= 0.0:
                     break
                 # the pending pairs overflowed: the row again from the roots (the front was spent) with twice the room
                 tri[i, 0], tri[i, 1] = -1, -1
                 points[i] = np.nan
                 cap, m = cap * 2, 0
-                key, hx, hy, sk, sx, sy = _pending(cap)
+                pending = _pending(cap)
             if m <= 0:
                 fresh[i] = fn[i]
     return dist, tri, points
@@ -330,25 +325,73 @@ def _motion(R0, t0, R, t, tris, i, f):
     return np.sqrt(a / 2.0) + 1e-15, np.sqrt(m) + 1e-15 * size, o[0], o[1], o[2]
 
 
+SEED_ANSWERS = -2  # _row_start: the seed triangle pair answers the row (touching)
+OVERFLOW = -1      # the pending pairs outgrew their arrays
+
+
 @njit(cache=True)
-def _seeded(tris, R, t, i, sa, sb, bound, Vb, out, tri, points):
+def _distance_row(tree, pairs, ask, fronts, pending, work, answer, i, m):
+    """distance_pairs for row i, m pairs on its front (coherence, `_front_pending`): writes its
+    answer (tri[i], points[i]) and new front, returns the distance, or -1 when the pending pairs
+    outgrow their arrays (the caller reruns the row with more room; arrays grown in the search would
+    cost reference counting on every use, ~20% of the time)."""
+    best, ns, nh = _row_start(tree, pairs, ask, fronts, pending, work, answer, i, m)
+    if ns == SEED_ANSWERS:  # touching: the front stays as it was, at its pose
+        fronts[3][i] = m
+        return best
+    if ns == OVERFLOW:
+        return -1.0
+    return _search(tree, pairs, ask, fronts, pending, work, answer, i, ns, nh, best)
+
+
+@njit(cache=True)
+def _row_start(tree, pairs, ask, fronts, pending, work, answer, i, m):
+    """Row i's first best distance (its seed's, `_seeded`) and first pending pairs: its m front pairs
+    below the prune limit, or its root pair. Returns (best, ns, nh): the pairs on the stack and heap,
+    ns = SEED_ANSWERS where the seed answers the row, OVERFLOW where the pending pairs do not fit.
+    Sets the pose the new front's bounds hold at (element by element: _put_points says why)."""
+    center, u, v, half, radius, _, _, _, tris, _, _, _ = tree
+    R, t, root_a, root_b = pairs
+    seed_a, seed_b, bound, stop_at, rel, abs_tol, priority = ask
+    R0, t0 = fronts[6], fronts[7]
+    best = _seeded(tris, R, t, i, seed_a[i], seed_b[i], bound[i], work, answer)
+    if m > 0 and best <= stop_at[i]:
+        return best, SEED_ANSWERS, 0
+    limit = _prune_at(best, rel, abs_tol)
+    ns, nh = 1, 0
+    if m > 0:
+        ns, nh = _front_pending(tree, pairs, fronts, pending, i, m, limit, priority)
+    else:
+        sk, sx, sy = pending[3], pending[4], pending[5]
+        sk[0] = _node_gap(center, u, v, half, radius, R, t, i, root_a[i], root_b[i], limit)
+        sx[0], sy[0] = root_a[i], root_b[i]
+    for r in range(3):
+        t0[i, r] = t[i, r]
+        for c in range(3):
+            R0[i, r, c] = R[i, r, c]
+    return best, ns, nh
+
+
+@njit(cache=True)
+def _seeded(tris, R, t, i, sa, sb, bound, work, answer):
     """Row i's best distance to start from: `bound`, or its seed triangle pair's (sa, sb) distance
     where that is nearer (then tri[i] and points[i] say so)."""
+    Vb, out = work
     best = bound
     if sa >= 0:
         _triangle_b(tris, R, t, i, sb, Vb)
         d = distance_triangle_triangle(tris[sa], Vb, out)
         if d < best:
-            best, tri[i, 0], tri[i, 1] = d, sa, sb
-            _put_points(points, i, out)
+            best, answer[1][i, 0], answer[1][i, 1] = d, sa, sb
+            _put_points(answer[2], i, out)
     return best
 
 
 @njit(cache=True)
-def _front_pending(center, extent, tris, R, t, i, m, pivot, R0, t0, limit, priority, fx, fy, fl, fn, key, hx, hy,
-                   sk, sx, sy):
+def _front_pending(tree, pairs, fronts, pending, i, m, limit, priority):
     """Row i's m front pairs (coherence), read and rewritten in place: those still above the prune
-    `limit` stay on the front, the others go pending; returns (ns, nh), (-1, -1) when they do not fit.
+    `limit` stay on the front, the others go pending; returns (ns, nh), (OVERFLOW, OVERFLOW) when
+    they do not fit.
 
     Every node pair a search evaluates and does not descend (pruned, a leaf pair, or pending at the
     end) goes on the row's front with its lower bound; together they cover all triangle pairs. A
@@ -357,8 +400,11 @@ def _front_pending(center, extent, tris, R, t, i, m, pivot, R0, t0, limit, prior
     stay above the limit are kept without a test; the others go pending with that stale bound
     (marked by x stored as -x - 1) and get a fresh one when popped. Most of a query's work is the
     proof that nothing is closer, and between close frames most of it stays proven."""
+    center, _, _, _, _, _, _, _, tris, _, _, extent = tree
+    fx, fy, fl, fn, _, pivot, R0, t0 = fronts
+    key, hx, hy, sk, sx, sy = pending
     cap = len(key)
-    dR, dT, ox, oy, oz = _motion(R0, t0, R, t, tris, i, pivot)
+    dR, dT, ox, oy, oz = _motion(R0, t0, pairs[0], pairs[1], tris, i, pivot[i])
     ns, nh = 0, 0
     for j in range(m):
         x, y = fx[i, j], fy[i, j]
@@ -367,7 +413,7 @@ def _front_pending(center, extent, tris, R, t, i, m, pivot, R0, t0, limit, prior
         if g >= limit:
             _keep(fx, fy, fl, fn, i, x, y, g)
         elif ns == cap or nh == cap:
-            return -1, -1
+            return OVERFLOW, OVERFLOW
         elif g > 0.0 and priority:
             nh = heap_push(key, hx, hy, nh, g, -x - 1, y)
         else:
@@ -377,8 +423,10 @@ def _front_pending(center, extent, tris, R, t, i, m, pivot, R0, t0, limit, prior
 
 
 @njit(cache=True)
-def _pending_to_front(fx, fy, fl, fn, i, sk, sx, sy, ns, key, hx, hy, nh):
+def _pending_to_front(fronts, pending, i, ns, nh):
     """What is still pending when row i's search ends stays on its front (stale marks undone)."""
+    fx, fy, fl, fn = fronts[0], fronts[1], fronts[2], fronts[3]
+    key, hx, hy, sk, sx, sy = pending
     for j in range(ns):
         x = sx[j]
         _keep(fx, fy, fl, fn, i, -x - 1 if x < 0 else x, sy[j], sk[j])
@@ -387,43 +435,46 @@ def _pending_to_front(fx, fy, fl, fn, i, sk, sx, sy, ns, key, hx, hy, nh):
         _keep(fx, fy, fl, fn, i, -x - 1 if x < 0 else x, hy[j], key[j])
 
 
+LEAF_DISTANCE, LEAF_PRUNED, LEAF_WAITS = 0, 1, 2  # _leaf_pair's verdicts
+
+
+@njit(cache=True, inline=INLINE)
+def _leaf_pair(tris, R, t, i, fa, fb, g, limit, work):
+    """A leaf pair, triangle fa of A and fb of B, whose SSVs are g apart (<= 0: they overlap).
+    Returns (LEAF_DISTANCE, d): their distance (closest points in work[1], nan where they intersect);
+    (LEAF_PRUNED, lb): a lower bound >= limit (apart SSVs: the triangles' plane gaps, a dozen
+    products, before the 15-feature distance); or (LEAF_WAITS, lb): triangles found disjoint though
+    their SSVs overlap, with a lower bound lb > 0 (they wait until no overlapping pair is left:
+    where the ships intersect elsewhere their distance is never needed)."""
+    Vb, out = work
+    _triangle_b(tris, R, t, i, fb, Vb)
+    if g > 0.0:  # their SSVs, which hold them, are apart: no intersection test
+        lb = triangle_plane_gap(tris[fa], Vb)
+        if lb >= limit:
+            return LEAF_PRUNED, lb
+        return LEAF_DISTANCE, distance_triangle_triangle_disjoint(tris[fa], Vb, out)
+    if intersect_triangle_triangle(tris[fa], Vb):
+        for r in range(3):
+            out[0, r], out[1, r] = np.nan, np.nan
+        return LEAF_DISTANCE, 0.0
+    return LEAF_WAITS, max(triangle_plane_gap(tris[fa], Vb), MIN_GAP)
+
+
 @njit(cache=True)
-def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, ra, rb, sa, sb, bound, rel,
-                  abs_tol, stop_at, priority, Vb, out, tri, points, key, hx, hy, sk, sx, sy, extent, fx, fy, fl, fn,
-                  m, pivot, R0, t0):
-    """distance_pairs for row i (its roots, seed, bound, stop; m pairs on its front, `_front_pending`):
-    writes tri[i], points[i] and the new front, returns the distance, or -1 when the pending pairs
-    outgrow their arrays (the caller reruns the row with more room; arrays grown in the loop would
-    cost reference counting on every use, ~20% of the time). Pending pairs whose SSVs overlap (lower
-    bound <= 0, all equally promising) go on the stack and are worked first, depth first, as a
-    collide query would: where the ships intersect, that finds a touching pair soonest. The others
-    go on a heap by lower bound (priority) or on the same stack (depth-first).
-
-    Leaf pairs: apart SSVs get the triangles' plane gaps (a dozen products) first, the 15-feature
-    distance only where those cannot prune; overlapping ones the intersection test, and triangles
-    found disjoint there wait on the heap until no overlapping pair is left (where the ships
-    intersect elsewhere their distance is never needed).
-
-    The search loop is one piece by measure: with its steps (pop, push, child pairs, the leaf pair)
-    as inlined functions, the queries ran 4-16% slower (lamp, same run); the per-row parts around
-    it are functions at no cost."""
-    cap = len(key)
-    best = _seeded(tris, R, t, i, sa, sb, bound, Vb, out, tri, points)
-    if m > 0 and best <= stop_at:  # the seed answers (touching): the front stays as it was, at its pose
-        fn[i] = m
-        return best
-    if m > 0:
-        ns, nh = _front_pending(center, extent, tris, R, t, i, m, pivot, R0, t0, _prune_at(best, rel, abs_tol),
-                                priority, fx, fy, fl, fn, key, hx, hy, sk, sx, sy)
-        if ns < 0:
-            return -1.0
-    else:
-        sk[0], sx[0], sy[0] = _node_gap(center, u, v, half, radius, R, t, i, ra, rb, _prune_at(best, rel, abs_tol)), ra, rb
-        ns, nh = 1, 0
-    for r in range(3):  # the pose the new front's bounds hold at (element by element: _put_points says why)
-        t0[i, r] = t[i, r]
-        for c in range(3):
-            R0[i, r, c] = R[i, r, c]
+def _search(tree, pairs, ask, fronts, pending, work, answer, i, ns, nh, best):
+    """Row i's search from its ns + nh pending pairs and first `best` distance: returns the distance
+    found (its pair written to answer, what it left undescended to the front) or -1 when the pending
+    pairs outgrow their arrays. Pending pairs whose SSVs overlap (lower bound <= 0, all equally
+    promising) go on the stack and are worked first, depth first, as a collide query would: where
+    the ships intersect, that finds a touching pair soonest. The others go on a heap by lower bound
+    (priority) or on the same stack (depth-first). One piece by measure: with its pop, push and
+    child pairs as inlined functions the queries ran 4-16% slower (lamp, same run)."""
+    center, u, v, half, radius, _, child, face, tris, _, _, _ = tree
+    R, t = pairs[0], pairs[1]
+    rel, abs_tol, priority, stop_at = ask[4], ask[5], ask[6], ask[3][i]
+    fx, fy, fl, fn = fronts[0], fronts[1], fronts[2], fronts[3]
+    key, hx, hy, sk, sx, sy = pending
+    tri, cap = answer[1], len(key)
     while ns + nh > 0 and best > stop_at:  # stop_at >= 0: nothing beats touching
         from_heap = ns == 0
         if from_heap:
@@ -449,26 +500,16 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
         # a first triangle distance early, which then prunes
         while True:
             if child[x, 0] < 0 and child[y, 0] < 0:
-                _triangle_b(tris, R, t, i, face[y], Vb)
-                if g > 0.0:  # their SSVs, which hold them, are apart: no intersection test
-                    lb = triangle_plane_gap(tris[face[x]], Vb)  # most leaf pairs cannot help: a cheap proof first
-                    if lb >= limit:
-                        _keep(fx, fy, fl, fn, i, x, y, lb)
-                        break
-                    d = distance_triangle_triangle_disjoint(tris[face[x]], Vb, out)
-                elif intersect_triangle_triangle(tris[face[x]], Vb):
-                    d = 0.0
-                    for r in range(3):
-                        out[0, r], out[1, r] = np.nan, np.nan
-                else:  # disjoint among overlapping pairs: waits, pending as apart (lower bound > 0)
+                verdict, d = _leaf_pair(tris, R, t, i, face[x], face[y], g, limit, work)
+                if verdict == LEAF_WAITS:  # pending as apart (lower bound > 0)
                     if nh == cap:
                         return -1.0
-                    nh = heap_push(key, hx, hy, nh, max(triangle_plane_gap(tris[face[x]], Vb), MIN_GAP), x, y)
+                    nh = heap_push(key, hx, hy, nh, d, x, y)
                     break
                 _keep(fx, fy, fl, fn, i, x, y, d)
-                if d < best:
+                if verdict == LEAF_DISTANCE and d < best:
                     best, tri[i, 0], tri[i, 1] = d, face[x], face[y]
-                    _put_points(points, i, out)
+                    _put_points(answer[2], i, work[1])
                 break
             limit = _prune_at(best, rel, abs_tol)
             split_a = _descend_a(half, radius, child, x, y)
@@ -497,5 +538,5 @@ def _distance_row(center, u, v, half, radius, kind, child, face, tris, R, t, i, 
             if g >= limit:
                 _keep(fx, fy, fl, fn, i, x, y, g)
                 break
-    _pending_to_front(fx, fy, fl, fn, i, sk, sx, sy, ns, key, hx, hy, nh)
+    _pending_to_front(fronts, pending, i, ns, nh)
     return best
