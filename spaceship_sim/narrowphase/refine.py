@@ -444,7 +444,7 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, mi
     four stages: the sphere levels, the exact level while time allows, the summary, and (tighten)
     the separation intervals narrowed until the deadline."""
     start = clock()
-    search = _Search(bank_a, bank_b, model_id, T, pairs, max_level, clock, fair)
+    search = _Search(bank_a, bank_b, model_id, T, pairs, max_level, clock, start, fair)
     final, deadline = deadline, start + (1.0 - tighten_share) * (deadline - start) if tighten else deadline
     try:
         leaves = search.levels(deadline, min_level)
@@ -611,8 +611,8 @@ class _Search(SearchArrays):
     fields, views into a scratch this search holds until _refine gives it back).
     """
 
-    def __init__(self, A, B, model_id, T, pairs, max_level, clock, fair=None):
-        self.clock, self.fair = clock, fair
+    def __init__(self, A, B, model_id, T, pairs, max_level, clock, start, fair=None):
+        self.clock, self.start, self.fair = clock, start, fair  # start: the refinement's first reading
         k = len(pairs)
         if A is not B:
             volume_of(A, B)  # both banks' nodes must be the same kind of volume
@@ -628,6 +628,11 @@ class _Search(SearchArrays):
         """The deadline for more work, less the time the summary will take over the held pairs."""
         return deadline - FINISH_COST * int(self.height.sum())
 
+    def out_of_time(self, deadline: float) -> bool:
+        """Whether the deadline had passed when the refinement began: then nothing runs past the
+        forced work, and the clock, which only moves on, is not read to find that out again."""
+        return deadline <= self.start
+
     def levels(self, deadline, min_level) -> int:
         """The sphere levels: `min_level` — every level when there is no deadline — whatever the
         clock says, then Hubbard's round-robin, one level at a time over all rows, until the
@@ -636,20 +641,19 @@ class _Search(SearchArrays):
         turned into rows as _run_batches does: per level, a first probe of PROBE rows measures the
         time per row and each later call gets a third of the time left, so the deadline is
         approached geometrically with few calls and an overshoot of a few rows at most. When the
-        deadline has passed, that is one kernel call for the whole search."""
+        deadline had passed at the start, that is one kernel call for the whole search."""
         search, plan = self._searcher(min_level if math.isfinite(deadline) else NO_LIMIT), self.plan
-        self.clock()  # one read before the forced pass and one after (below): a TickClock budget (tests,
-        n, more, leaves = search(0)  # replays) counts reads, and the compiled sample makes the same ones
+        _, more, leaves = search(0)
         if plan[0] in (BAD_PAIRS, BAD_MODELS):
             raise ValueError("pairs refer to ships outside 0..n-1" if plan[0] == BAD_PAIRS else
                              f"model_id outside 0..{min(self.A.n_models, self.B.n_models) - 1}")
-        if n:
-            self.clock()
+        if self.out_of_time(deadline):
+            return leaves
         level = None
         while more:
-            if plan[0] != level:  # a new level: its rows are timed from here
-                level, t_start, done, left = plan[0], self.clock(), 0, self.time_left(deadline)
             now = self.clock()
+            if plan[0] != level:  # a new level: its rows are timed from here
+                level, t_start, done, left = plan[0], now, 0, self.time_left(deadline)
             if now >= left:
                 break  # out of time: the rest stay at this level
             budget = PROBE
@@ -700,6 +704,8 @@ class _Search(SearchArrays):
         leaves = order[want[order]]
 
         n_forced, left = int(np.sum(min_level > self.depth[leaves])), self.time_left(deadline)
+        if not n_forced and self.out_of_time(deadline):
+            return
 
         def kernel(s, e):
             if detector is None and not all_contacts:

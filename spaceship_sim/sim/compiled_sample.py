@@ -9,10 +9,11 @@ makes one dispatch and the bookkeeping around it (cProfile, a lamps frame of two
 What: `_sample` runs `_advance` — the integration, the arena rule, the acceleration bound, the
 space-time broad phase and the narrow phase's budget (pipeline._advance) — then, when that budget is
 zero, `_detect_forced` — the forced levels of the refinement and its summary, the response and the
-verdict tally (pipeline._detect with a deadline already passed, where the Python refinement's clock
-checks all stop it at once). Both read the world's clock inside the kernel (clock.read_clock)
-exactly where the Python stages read it, and both call the stages' own kernels, so a TickClock run
-ends in the same state, stats and clock as the Python sample (tests/sim/test_compiled_sample.py).
+verdict tally (pipeline._detect with a deadline already passed, where the Python refinement runs its
+forced work and reads the clock no more: refine._Search.out_of_time). Both read the world's clock
+inside the kernel (clock.read_clock) at the stages' ends, where the Python stages read it, and both
+call the stages' own kernels, so a TickClock run ends in the same state, stats and clock as the
+Python sample (tests/sim/test_compiled_sample.py).
 
 When (`for_frame`): the common case only — compiled stages, time-critical, ships only (no
 asteroids, no swept test, no exact-only strategy), prebuilt trees with the leaves as exact level,
@@ -56,7 +57,6 @@ class NarrowArgs(NamedTuple):
     max_level: int        # the deepest level a row may reach (refine.NO_LIMIT: none)
     levels: int           # the bank's levels, exact level included (summarize_stacks's histogram)
     min_level: int        # every colliding pair is refined at least this deep
-    triangle_tests: bool  # finish with triangle tests when time allows (NarrowPhase.triangle_tests)
 
 
 class BudgetArgs(NamedTuple):
@@ -149,7 +149,7 @@ class CompiledSample:
         self.width = stack_width(bank, bank, deepest if narrow.max_level is None else min(deepest, max_level))
         args = bank_args(bank, bank)
         self.narrow_args = NarrowArgs(*args.trees, args.models, max_level, bank.max_level + 1,
-                                      int(narrow.min_level), bool(narrow.triangle_tests))
+                                      int(narrow.min_level))
         self.scratch = Scratch(64, 64 * self.width)
         self.T = np.empty((0, 4, 4))
         self.clock, self.clk = clock, kernel_clock(clock)
@@ -299,28 +299,18 @@ def _detect_forced(clk, pos, vel, dirty, pairs, detection):
     the clock `clk` where pipeline._detect and the refinement do, moving the ships `pos`, `vel` and
     marking `dirty` those the response moved (detection: Detection). Returns Detected."""
     quat, inv_mass, model_id, radius, T, narrow, scratch, width, fair, response = detection
-    A, B, models, max_level, levels, min_level, triangle_tests = narrow
+    A, B, models, max_level, levels, min_level = narrow
     narrow_start = read_clock(clk)
-    read_clock(clk)  # the deadline: that read plus a zero budget
     poses_kernel(quat, pos, T)
     rows = pairs.astype(np.int64)
     k = len(rows)
     start = read_clock(clk)
     plan = scratch_views(scratch, k, width)[4]
     plan[0] = -1
-    read_clock(clk)
     w0 = read_wall()
-    n, more, leaves = search_levels(A, B, models, (model_id.astype(np.int64), T, rows, max_level), scratch, k, width,
-                                    fair, min_level, 0)
+    n = search_levels(A, B, models, (model_id.astype(np.int64), T, rows, max_level), scratch, k, width, fair,
+                      min_level, 0)[0]
     busy = read_wall() - w0 if n else 0.0
-    if n:
-        read_clock(clk)
-    if more:  # a level's first read, then the check that finds the deadline passed
-        read_clock(clk)
-        read_clock(clk)
-    if triangle_tests and leaves:  # the exact level's batches: their first read, then the same check
-        read_clock(clk)
-        read_clock(clk)
     hit_ptr = np.zeros(k + 1, np.int64)
     summary = summarize_stacks(A[0], B[0], scratch, k, width, hit_ptr, levels, rows, fair)
     time_used = read_clock(clk) - start

@@ -118,8 +118,8 @@ def _detect(s: _Sample, pairs, budget: float, before):
     Returns the narrow phase's answer."""
     p, sim, stats, clock = s.stages, s.sim, s.stats, s.timing.clock
     state, field = sim.state, p.field
-    t = clock()  # two reads, as the compiled sample makes: a TickClock run counts them
-    deadline = clock() + budget  # first: on-collide trees' evictions (maintain) count against it
+    t = clock()
+    deadline = t + budget  # first: on-collide trees' evictions (maintain) count against it
     p.bank.maintain(sim.t)  # on-collide trees evict what went unused (prebuilt: nothing)
     convex = field.collide(p.compiled)  # asteroid pairs: exact and cheap, first on the budget
     model_id, T = field.model_ids(state), field.transforms(state, p.compiled)

@@ -9,7 +9,7 @@ from spaceship_sim.narrowphase import TreeBank, refine_frame
 from spaceship_sim.narrowphase.fairness import FairOrder
 
 N_PAIRS = 24
-BUDGET_TICKS = 6  # clock reads per sample: level 1 is forced, level 2 fits a third of the pairs
+BUDGET_TICKS = 3  # clock reads per sample: level 1 is forced, level 2 fits a third of the pairs
 
 
 @pytest.fixture(scope="module")

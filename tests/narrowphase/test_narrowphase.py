@@ -573,7 +573,7 @@ def test_lazy_stacks_hold_colliding_pairs_and_complete_to_the_leaf_frontier(tree
     pairs = np.arange(len(T)).reshape(-1, 2)
     model_id = np.tile([0, 1], len(poses))
     for L in range(depth + 1):
-        search = refine_module._Search(bank, bank, model_id, T, pairs, L, WALL)
+        search = refine_module._Search(bank, bank, model_id, T, pairs, L, WALL, WALL())
         try:
             search.levels(np.inf, L)
             assert search.sa.shape[1] == stack_width(bank, bank, L) == 1 + 2 * L
