@@ -25,7 +25,7 @@ import itertools
 import numpy as np
 from numba import njit
 
-from ..geometry.triangles import _orient, intersect_triangle_triangle
+from ..geometry.triangles import intersect_triangle_triangle, orient
 
 _TRIS = np.array(list(itertools.combinations(range(6), 3)), np.int64)  # (20, 3)
 _TETS = np.array(list(itertools.combinations(range(6), 4)), np.int64)  # (15, 4)
@@ -35,13 +35,13 @@ _TETS = np.array(list(itertools.combinations(range(6), 4)), np.int64)  # (15, 4)
 def _in_tet(P, q, i, X, x):
     """Closed tetrahedron P[q[i, 0..3]] contains X[x]; False when it is flat."""
     a, b, c, d = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
-    vol = _orient(P, a, P, b, P, c, P, d)
+    vol = orient(P, a, P, b, P, c, P, d)
     if vol == 0.0:
         return False
-    s1 = _orient(P, a, P, b, P, c, X, x)
-    s2 = _orient(P, a, P, b, X, x, P, d)
-    s3 = _orient(P, a, X, x, P, c, P, d)
-    s4 = _orient(X, x, P, b, P, c, P, d)
+    s1 = orient(P, a, P, b, P, c, X, x)
+    s2 = orient(P, a, P, b, X, x, P, d)
+    s3 = orient(P, a, X, x, P, c, P, d)
+    s4 = orient(X, x, P, b, P, c, P, d)
     if vol > 0.0:
         return s1 >= 0.0 and s2 >= 0.0 and s3 >= 0.0 and s4 >= 0.0
     return s1 <= 0.0 and s2 <= 0.0 and s3 <= 0.0 and s4 <= 0.0

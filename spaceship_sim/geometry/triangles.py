@@ -35,7 +35,7 @@ FIRST, SECOND = np.bool_(False), np.bool_(True)
 
 
 @njit(cache=True)
-def _orient(A, i, B, j, C, k, D, l):
+def orient(A, i, B, j, C, k, D, l):
     """(d - c) . ((a - c) x (b - c)) for the points a = A[i], b = B[j], c = C[k], d = D[l] (rows
     of (3, 3) arrays): signed volume of the tetrahedron (a, b, c, d) (x6). Rows are indexed,
     never sliced: array views cost reference counting in the innermost loop."""
@@ -48,9 +48,9 @@ def _orient(A, i, B, j, C, k, D, l):
 @njit(cache=True)
 def _check_min_max(V1, p1, q1, r1, V2, p2, q2, r2):
     # the two triangles' intervals on the planes' intersection line overlap
-    if _orient(V2, p2, V1, p1, V1, q1, V2, q2) > 0.0:
+    if orient(V2, p2, V1, p1, V1, q1, V2, q2) > 0.0:
         return False
-    return not _orient(V2, p2, V1, r1, V1, p1, V2, r2) > 0.0
+    return not orient(V2, p2, V1, r1, V1, p1, V2, r2) > 0.0
 
 
 @njit(cache=True)
@@ -150,14 +150,14 @@ def intersect_triangle_triangle(V1, V2):
     # typed indices, not literals: one compiled signature for the functions below
     i0, i1, i2 = np.int64(0), np.int64(1), np.int64(2)
     # signs of T1's vertices relative to T2's plane; all strictly on one side -> disjoint
-    dp1 = _orient(V2, i0, V2, i1, V2, i2, V1, i0)
-    dq1 = _orient(V2, i0, V2, i1, V2, i2, V1, i1)
-    dr1 = _orient(V2, i0, V2, i1, V2, i2, V1, i2)
+    dp1 = orient(V2, i0, V2, i1, V2, i2, V1, i0)
+    dq1 = orient(V2, i0, V2, i1, V2, i2, V1, i1)
+    dr1 = orient(V2, i0, V2, i1, V2, i2, V1, i2)
     if (dp1 > 0.0 and dq1 > 0.0 and dr1 > 0.0) or (dp1 < 0.0 and dq1 < 0.0 and dr1 < 0.0):
         return False
-    dp2 = _orient(V1, i1, V1, i2, V1, i0, V2, i0)
-    dq2 = _orient(V1, i1, V1, i2, V1, i0, V2, i1)
-    dr2 = _orient(V1, i1, V1, i2, V1, i0, V2, i2)
+    dp2 = orient(V1, i1, V1, i2, V1, i0, V2, i0)
+    dq2 = orient(V1, i1, V1, i2, V1, i0, V2, i1)
+    dr2 = orient(V1, i1, V1, i2, V1, i0, V2, i2)
     if (dp2 > 0.0 and dq2 > 0.0 and dr2 > 0.0) or (dp2 < 0.0 and dq2 < 0.0 and dr2 < 0.0):
         return False
     # rotate T1 so its first vertex is alone on its side of T2's plane; flip = T2 taken as

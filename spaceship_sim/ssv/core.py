@@ -14,22 +14,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..geometry.vectors import cross, dot, sub
+
 PSS, LSS, RSS = 0, 1, 2
-
-
-@njit(cache=True)
-def _sub(p, q):
-    return (p[0] - q[0], p[1] - q[1], p[2] - q[2])
-
-
-@njit(cache=True)
-def _dot(p, q):
-    return p[0] * q[0] + p[1] * q[1] + p[2] * q[2]
-
-
-@njit(cache=True)
-def _cross(p, q):
-    return (p[1] * q[2] - p[2] * q[1], p[2] * q[0] - p[0] * q[2], p[0] * q[1] - p[1] * q[0])
 
 
 @njit(cache=True)
@@ -41,12 +28,12 @@ def _clamp(x, lo, hi):
 def core_frame(c1, u1, v1, c2, u2, v2):
     """Core 2 seen from core 1's frame (u1, v1, n1 = u1 x v1; centre c1 at 0): (T, U, V, tu, tv), its
     centre T and axes U, V there, and d . u2, d . v2 (d = c2 - c1: T in core 2's own axes)."""
-    n1 = _cross(u1, v1)
-    d = _sub(c2, c1)
-    T = (_dot(d, u1), _dot(d, v1), _dot(d, n1))
-    U = (_dot(u2, u1), _dot(u2, v1), _dot(u2, n1))
-    V = (_dot(v2, u1), _dot(v2, v1), _dot(v2, n1))
-    return T, U, V, _dot(d, u2), _dot(d, v2)
+    n1 = cross(u1, v1)
+    d = sub(c2, c1)
+    T = (dot(d, u1), dot(d, v1), dot(d, n1))
+    U = (dot(u2, u1), dot(u2, v1), dot(u2, n1))
+    V = (dot(v2, u1), dot(v2, v1), dot(v2, n1))
+    return T, U, V, dot(d, u2), dot(d, v2)
 
 
 @njit(cache=True)
@@ -54,8 +41,8 @@ def normal_gaps(T, U, V, a1, b1, a2, b2):
     """A lower bound on the distance of two cores (core 2 as `core_frame` gives it, half-extents
     a, b): the larger gap of their projections on the two normals, along which each has no extent
     of its own."""
-    n2 = _cross(U, V)
-    return max(abs(T[2]) - a2 * abs(U[2]) - b2 * abs(V[2]), abs(_dot(T, n2)) - a1 * abs(n2[0]) - b1 * abs(n2[1]))
+    n2 = cross(U, V)
+    return max(abs(T[2]) - a2 * abs(U[2]) - b2 * abs(V[2]), abs(dot(T, n2)) - a1 * abs(n2[0]) - b1 * abs(n2[1]))
 
 
 @njit(cache=True)
@@ -70,13 +57,13 @@ def _edge_pair(T, wk, wl, ha_m, ha_o, hb_k, hb_l, sm, sk):
     w = (T[0] + sk * hb_k * wk[0] - sm * ha_m, T[1] + sk * hb_k * wk[1], T[2] + sk * hb_k * wk[2])
     denom = wl[0] * wl[0] + wl[2] * wl[2]
     s = _clamp(w[1] - wl[1] * (w[0] * wl[0] + w[2] * wl[2]) / denom, -ha_o, ha_o) if denom > 0.0 else 0.0
-    t = s * wl[1] - _dot(wl, w)
+    t = s * wl[1] - dot(wl, w)
     if t < -hb_l or t > hb_l:  # the lines' closest point lies off edge 2: its end, then s again
         t = _clamp(t, -hb_l, hb_l)
         s = _clamp(w[1] + t * wl[1], -ha_o, ha_o)
     r = (w[0] + t * wl[0], w[1] + t * wl[1] - s, w[2] + t * wl[2])
-    nr = np.sqrt(_dot(r, r))
-    if nr == 0.0 or (sm * r[0] >= -1e-12 * nr and sk * _dot(r, wk) <= 1e-12 * nr):
+    nr = np.sqrt(dot(r, r))
+    if nr == 0.0 or (sm * r[0] >= -1e-12 * nr and sk * dot(r, wk) <= 1e-12 * nr):
         return nr
     return -1.0
 
@@ -144,8 +131,8 @@ def framed_rect_distance(T, U, V, tu, tv, a1, b1, a2, b2):
     g1, inside = _face_gap(T, U, V, a1, b1, a2, b2)
     if inside:
         return g1
-    n2 = _cross(U, V)  # rectangle 1 seen from rectangle 2's frame (u2, v2, n2)
-    g2, inside = _face_gap((-tu, -tv, -_dot(T, n2)), (U[0], V[0], n2[0]), (U[1], V[1], n2[1]), a2, b2, a1, b1)
+    n2 = cross(U, V)  # rectangle 1 seen from rectangle 2's frame (u2, v2, n2)
+    g2, inside = _face_gap((-tu, -tv, -dot(T, n2)), (U[0], V[0], n2[0]), (U[1], V[1], n2[1]), a2, b2, a1, b1)
     if inside:
         return g2
     # rectangle 1's edges x = +-a1 (as they are), then y = +-b1 (x, y swapped)
@@ -189,15 +176,15 @@ def box_gap(T, U, V, N, ea, eb):
     if g > 0.0:
         return g
     m = max(m, g)
-    g = abs(_dot(T, U)) - b0 - a0 * R00 - a1 * R10 - a2 * R20
+    g = abs(dot(T, U)) - b0 - a0 * R00 - a1 * R10 - a2 * R20
     if g > 0.0:
         return g
     m = max(m, g)
-    g = abs(_dot(T, V)) - b1 - a0 * R01 - a1 * R11 - a2 * R21
+    g = abs(dot(T, V)) - b1 - a0 * R01 - a1 * R11 - a2 * R21
     if g > 0.0:
         return g
     m = max(m, g)
-    g = abs(_dot(T, N)) - b2 - a0 * R02 - a1 * R12 - a2 * R22
+    g = abs(dot(T, N)) - b2 - a0 * R02 - a1 * R12 - a2 * R22
     if g > 0.0:
         return g
     m = max(m, g)
@@ -227,9 +214,9 @@ def box_gap(T, U, V, N, ea, eb):
 def ssv_box_gap(c1, u1, v1, a1, b1, r1, c2, u2, v2, a2, b2, r2):
     """`box_gap` of the boxes holding two SSVs (core centre c, unit axes u, v, half-extents a, b,
     radius r): axes u, v, u x v, half-extents (a + r, b + r, r). > 0 only when the SSVs are apart."""
-    n1 = _cross(u1, v1)
-    d = _sub(c2, c1)
-    T = (_dot(d, u1), _dot(d, v1), _dot(d, n1))
-    U = (_dot(u2, u1), _dot(u2, v1), _dot(u2, n1))
-    V = (_dot(v2, u1), _dot(v2, v1), _dot(v2, n1))
-    return box_gap(T, U, V, _cross(U, V), (a1 + r1, b1 + r1, r1), (a2 + r2, b2 + r2, r2))
+    n1 = cross(u1, v1)
+    d = sub(c2, c1)
+    T = (dot(d, u1), dot(d, v1), dot(d, n1))
+    U = (dot(u2, u1), dot(u2, v1), dot(u2, n1))
+    V = (dot(v2, u1), dot(v2, v1), dot(v2, n1))
+    return box_gap(T, U, V, cross(U, V), (a1 + r1, b1 + r1, r1), (a2 + r2, b2 + r2, r2))

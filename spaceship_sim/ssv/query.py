@@ -33,8 +33,9 @@ from numba import get_num_threads, njit, prange
 
 from ..geometry.triangles import (distance_triangle_triangle, distance_triangle_triangle_disjoint, intersect_triangle_triangle,
                                   triangle_plane_gap)
+from ..geometry.vectors import cross, dot
 from ..sorting import heap_pop, heap_push
-from .core import _cross, _dot, box_gap, core_frame, framed_rect_distance, normal_gaps
+from .core import box_gap, core_frame, framed_rect_distance, normal_gaps
 
 CHUNKS_PER_THREAD = 4
 PRUNE_ROUNDING = 1e-12  # relative: far above a few ulps, far below any tolerance asked for
@@ -80,7 +81,7 @@ def _moved_gap(center, u, v, half, radius, x, cy, uy, vy, y, enough):
     T, U, V, tu, tv = core_frame(cx, ux, vx, cy, uy, vy)  # y's core in x's frame, once for all three
     ax, bx, ay, by = half[x, 0], half[x, 1], half[y, 0], half[y, 1]
     rr = radius[x] + radius[y]
-    dd = np.sqrt(_dot(T, T))
+    dd = np.sqrt(dot(T, T))
     if dd > 0.0:
         quick = dd - (ax * abs(T[0]) + bx * abs(T[1]) + ay * abs(tu) + by * abs(tv)) / dd - rr
         if quick > enough:
@@ -97,11 +98,11 @@ def _box_gap(box_center, box_half, u, v, x, cy, uy, vy, y):
     already in A's frame (`_moved_frame`): > 0 only when the boxes are apart (collide prunes
     there), else <= 0, the deepest face-axis overlap (orders the children). In x's box frame."""
     ux, vx = (u[x, 0], u[x, 1], u[x, 2]), (v[x, 0], v[x, 1], v[x, 2])
-    nx = _cross(ux, vx)
+    nx = cross(ux, vx)
     d = (cy[0] - box_center[x, 0], cy[1] - box_center[x, 1], cy[2] - box_center[x, 2])
-    U = (_dot(uy, ux), _dot(uy, vx), _dot(uy, nx))
-    V = (_dot(vy, ux), _dot(vy, vx), _dot(vy, nx))
-    return box_gap((_dot(d, ux), _dot(d, vx), _dot(d, nx)), U, V, _cross(U, V),
+    U = (dot(uy, ux), dot(uy, vx), dot(uy, nx))
+    V = (dot(vy, ux), dot(vy, vx), dot(vy, nx))
+    return box_gap((dot(d, ux), dot(d, vx), dot(d, nx)), U, V, cross(U, V),
                    (box_half[x, 0], box_half[x, 1], box_half[x, 2]), (box_half[y, 0], box_half[y, 1], box_half[y, 2]))
 
 
