@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from spaceship_sim.clock import TickClock
+from spaceship_sim.clock import RecordingClock, TickClock
 from spaceship_sim.narrowphase import TreeBank, TreeError, collide_pair, refine, refine_frame, refine_roots
 from spaceship_sim.narrowphase.kernels import Leaves, complete_pairs, min_distance_all_pairs
 from spaceship_sim.narrowphase.refine import tree_of
@@ -224,6 +224,21 @@ def test_past_deadline_still_reaches_min_level(trees, min_level):
     # a late answer may only err on the side of contact: everything apart is really apart
     assert not np.any(~late.colliding & full.colliding)
     assert np.all(late.separation_bound[full.colliding] >= 0)
+
+
+@pytest.mark.parametrize("min_level", [1, 2])
+def test_a_refinement_begun_past_its_deadline_reads_the_clock_at_its_ends_only(trees, min_level):
+    """The forced levels run whatever the clock says; past them nothing can fit, so the clock is
+    read where the refinement starts and where its summary ends, and nowhere between — on a
+    TickClock, the answer of a deadline long past and of one just past are the same."""
+    rng = np.random.default_rng(7)
+    bank, model_id, T, pairs = random_scene(trees, rng, 12, ["torus", "ico", "torus_hand3"])
+    clock = RecordingClock(TickClock(1.0))
+    late = refine_frame(bank, model_id, T, pairs, deadline=clock(), min_level=min_level, clock=clock)
+    assert late.colliding.any() and np.all(late.level[late.colliding] == min_level)
+    assert clock.take() == [1.0, 2.0, 3.0], "the deadline's reading, the start and the summary's end"
+    refine_frame(bank, model_id, T, pairs, deadline=clock() + 2.0, min_level=min_level, clock=clock)
+    assert len(clock.take()) > 3, "a deadline not yet passed at the start is checked between levels"
 
 
 @pytest.mark.parametrize("ticks", [2, 4, 8, 16, 24])
