@@ -52,8 +52,8 @@ from ..clock import WALL
 from ..cost import CostModel
 from .bank import TreeBank, bank_of
 from .fairness import NOT_FAIR
-from .intervals import (NO_LEVEL_CAP, CarriedIntervals, bank_parts, narrow_rows, row_poses, verdict_bounds,
-                        widest_first)
+from .intervals import (NO_KEPT, NO_LEVEL_CAP, CarriedIntervals, bank_parts, narrow_rows, opened, row_poses,
+                        verdict_bounds, widest_first)
 from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, Tree,
                       complete_pairs, count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, first_contacts,
                       leaves_of, scratch_views, search_levels, stack_width, stacks_csr, summarize_stacks, SCRATCH_FLAGS,
@@ -91,13 +91,15 @@ FINISH_COST = 6e-8      # [s] per held node pair: time kept back from the deadli
 # _Search._first_contacts says why)
 LEAF_PAIRS_TRIED = {"prebuilt": 4, "on-collide": -1}
 NO_LIMIT = 1 << 62      # a forced level past every tree: each row straight to its deepest sphere level
-# verdict-then-tighten (intervals.py): the node pairs each open row gets in the first round (x4 a round)
-TIGHTEN_POPS = 4
+# verdict-then-tighten (intervals.py): the node pairs each open row gets in the first round (x4 a
+# round). On lamps.toml's apart pairs 4 leave a median interval of 2.6 m of the verdict's 6.9 m and
+# 8 leave 1.3 m: a first round of 8 is what takes most rows below a third of the verdict's width
+TIGHTEN_POPS = 8
 # ... and the time the narrowing takes besides its node pairs, per clock (_tighten_cost): before
 # them, the intervals made, carried and ordered; after them, the verdicts settled and the intervals
-# kept (~100 and ~40 µs a sample of ~10 pairs on lamps.toml after a 31 ms render, caches cold)
+# kept (~55 and ~25 µs a sample of ~20 pairs on lamps.toml after a 31 ms render, caches cold)
 _TIGHTEN_COST = weakref.WeakKeyDictionary()
-TIGHTEN_SET_UP_COST, TIGHTEN_FINISH_COST = 1e-4, 4e-5
+TIGHTEN_SET_UP_COST, TIGHTEN_FINISH_COST = 5.5e-5, 2.5e-5
 # ... and per node pair a row may pop (_Search._narrow_rounds; a pop with its children's tests and
 # up to TRIANGLES_PER_POP triangle pairs: ~1 µs)
 _POP_COST = weakref.WeakKeyDictionary()
@@ -868,12 +870,8 @@ class _Search(SearchArrays):
         if now + set_up.predict() + finish.predict() >= deadline and not set_up.probe_due:
             set_up.refused()
             return _carry_when_read(carried, self.A, answer, model_id, T)
-        R, t = row_poses(T, pairs)
-        if not answer.interval_known:  # made from these poses: not twice
-            answer.interval_source = functools.partial(verdict_bounds, A=self.A, B=self.B, T=T, poses=(R, t))
+        R, t = self._opened(answer, carried)
         lower, upper = answer.lower, answer.upper
-        if carried is not None:
-            carried.carry(self.A, answer, model_id, T)
         set_up.observe(self.clock() - now)  # the distance queries below are priced by their own model
         root_a, root_b = answer._spheres[3], answer._spheres[4]
         size = self.A.spheres[root_a, 3] + self.B.spheres[root_b, 3]
@@ -892,6 +890,21 @@ class _Search(SearchArrays):
         end = self.clock()
         finish.observe(end - narrowed)
         answer.time_used = end - start
+
+    def _opened(self, answer, carried) -> tuple:
+        """B's pose in A's frame per pair row (R, t), with answer's intervals made (what the verdict
+        knows, narrowed by those `carried`; None: none) where they were not yet."""
+        model_id, T, pairs = self.frame[:3]
+        if answer.interval_known:  # read already: only carried
+            if carried is not None:
+                carried.carry(self.A, answer, model_id, T)
+            return row_poses(T, pairs)
+        kept = NO_KEPT if carried is None else carried.kept_for(self.A)
+        R, t, lower, upper = opened(bank_parts(self.A), bank_parts(self.B), T, pairs, model_id, answer._spheres[3],
+                                    answer._spheres[4], answer.colliding, answer.certain, answer.separation_bound,
+                                    answer.distance, kept)
+        answer.interval = lower, upper
+        return R, t
 
     def _narrow_rounds(self, parts, answer, size, deadline) -> None:
         """Rounds of intervals.narrow_rows over answer's open rows until the deadline, widest first

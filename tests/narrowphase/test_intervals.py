@@ -12,8 +12,9 @@ from spaceship_sim.clock import TickClock
 from spaceship_sim.geometry.poses import relative_poses
 from spaceship_sim.meshes import load_model
 from spaceship_sim.narrowphase import TreeBank, refine_frame
-from spaceship_sim.narrowphase.intervals import (NO_LEVEL_CAP, CarriedIntervals, _reach, _verdict_bounds, bank_parts,
-                                                 narrow_rows, pose_motion, row_poses)
+from spaceship_sim.narrowphase.intervals import (NO_KEPT, NO_LEVEL_CAP, CarriedIntervals, _reach, _verdict_bounds,
+                                                 bank_parts, carry_rows, kept_of, narrow_rows, opened, pose_motion,
+                                                 row_poses)
 from spaceship_sim.narrowphase.kernels import min_distance_all_pairs
 from spaceship_sim.spheretree import build_tree, load_or_build
 
@@ -313,6 +314,38 @@ def test_a_sample_with_no_time_to_narrow_still_carries_when_its_intervals_are_re
     assert np.all(got.lower >= alone.lower) and np.all(got.upper <= alone.upper)
     assert np.median(got.upper - got.lower) < np.median(alone.upper - alone.lower) / 3
     assert carried.kept is kept
+
+
+def test_a_tightening_samples_set_up_and_keep_match_the_steps_they_fuse(shipped):
+    """opened (poses, the verdict's bounds and the carried intervals in one call) against the three
+    calls it fuses, and kept_of against numpy's stable sort and gathers, on moving random frames:
+    bit for bit, carried or not."""
+    models, banks = shipped
+    bank = banks["medial"]
+    model_id, pairs, frames = moving_frames(models, np.random.default_rng(14), frames=3)
+    rng, A = np.random.default_rng(15), bank_parts(bank)
+    kept, carried = NO_KEPT, 0
+    for T, _ in frames:
+        first = refine_frame(bank, model_id, T, pairs, deadline=np.inf, max_level=1, triangle_tests=False)
+        roots = first._spheres[3], first._spheres[4]
+        verdict = first.colliding, first.certain, first.separation_bound, first.distance
+        R, t, lower, upper = opened(A, A, T, pairs, model_id, *roots, *verdict, kept)
+        R0, t0 = row_poses(T, pairs)
+        lower0, upper0 = _verdict_bounds(A, A, R0, t0, *roots, *verdict)
+        alone = upper0.copy()
+        carry_rows(kept, pairs, model_id, T, bank.spheres, *roots, lower0, upper0)
+        carried += not np.array_equal(upper0, alone)
+        for got, want in ((R, R0), (t, t0), (lower, lower0), (upper, upper0)):
+            assert np.array_equal(got, want)
+        shuffled = pairs[rng.permutation(len(pairs))]
+        lower, upper = rng.random(len(pairs)), 1.0 + rng.random(len(pairs))
+        kept = kept_of(shuffled, model_id, T, lower, upper)
+        keys = (shuffled[:, 0].astype(np.int64) << 32) | shuffled[:, 1]
+        order = np.argsort(keys, kind="stable")
+        in_order = shuffled[order]
+        want = (keys[order], model_id[in_order], T[in_order[:, 0]], T[in_order[:, 1]], lower[order], upper[order])
+        assert all(np.array_equal(got, w) for got, w in zip(kept, want))
+    assert carried == len(frames) - 1  # every frame after the first carried something
 
 
 def test_intervals_are_not_carried_to_another_model_or_bank(shipped):
