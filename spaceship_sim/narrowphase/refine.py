@@ -48,12 +48,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..clock import WALL
+from ..clock import WALL, kernel_clock, sync_clock
 from ..cost import CostModel
 from .bank import TreeBank, bank_of
 from .fairness import NOT_FAIR
-from .intervals import (NO_KEPT, NO_LEVEL_CAP, CarriedIntervals, bank_parts, narrow_rows, opened, row_poses,
-                        verdict_bounds, widest_first)
+from .intervals import (NO_KEPT, CarriedIntervals, bank_parts, narrow_round, narrow_round_reference, opened,
+                        row_poses, verdict_bounds, widest_first)
 from .kernels import (BAD_MODELS, BAD_PAIRS, CAP, DEPTH, MA, MB, ROOT_A, ROOT_B, ROWS, TRI_A, TRI_B, Tree,
                       complete_pairs, count_leaves, csr_by_pose_row, descend_stacks, exact_pairs, first_contacts,
                       leaves_of, scratch_views, search_levels, stack_width, stacks_csr, summarize_stacks, SCRATCH_FLAGS,
@@ -907,29 +907,32 @@ class _Search(SearchArrays):
         return R, t
 
     def _narrow_rounds(self, parts, answer, size, deadline) -> None:
-        """Rounds of intervals.narrow_rows over answer's open rows until the deadline, widest first
-        relative to the pair's size (k,), each row TIGHTEN_POPS node pairs in the first round and 4x
-        as many in each later one. parts: narrow_rows's banks and row poses. A round's first row is
-        priced at the node pairs it may pop times the time per node pair popped so far (_pop_cost, per
-        clock): none starts that would end past the deadline, and a price too low overruns by one row."""
-        lower, upper, root_a, root_b = answer.lower, answer.upper, answer._spheres[3], answer._spheres[4]
-        per_pop, pops = _pop_cost(self.clock), TIGHTEN_POPS
+        """Rounds of narrowing over answer's open rows until the deadline, widest first relative to
+        the pair's size (k,), each row TIGHTEN_POPS node pairs in the first round and 4x as many in
+        each later one (intervals.narrow_round: one kernel call a round, the clock read after every
+        row). parts: narrow_rows's banks and row poses. A round's first row is priced at the node
+        pairs it may pop times the time per node pair popped so far (_pop_cost, per clock): none
+        starts that would end past the deadline, and a price too low overruns by one row."""
+        lower, upper, roots = answer.lower, answer.upper, answer._spheres[3:5]
+        per_pop, pops, clk = _pop_cost(self.clock), TIGHTEN_POPS, kernel_clock(self.clock)
         while True:
             order = widest_first(lower, upper, size, False, answer.colliding)
             if not len(order):
                 return
-
-            def kernel(s, e):
-                return e, narrow_rows(*parts, order[s:e], root_a, root_b, pops, NO_LEVEL_CAP, lower, upper)
-
             first = 0.0 if per_pop.probe_due else per_pop.predict(pops)
-            begun = self.clock()
-            done, work, busy = _run_batches(kernel, len(order), deadline, 0, self.clock, probe=1, first_cost=first)
-            self.busy += busy
+            t0 = time.perf_counter()
+            if clk is None:
+                done, work, begun, end = narrow_round_reference(*parts, order, *roots, pops, lower, upper, self.clock,
+                                                                deadline, first)
+            else:
+                done, work, begun, end = narrow_round(*parts, order, *roots, pops, lower, upper,
+                                                      kernel_clock(self.clock, clk), deadline, first)
+                sync_clock(self.clock, clk)
+            self.busy += time.perf_counter() - t0
             if not done:
                 per_pop.refused()
                 return
-            per_pop.observe(self.clock() - begun, max(sum(work), 1))
+            per_pop.observe(end - begun, max(work, 1))
             if done < len(order):
                 return
             pops *= 4

@@ -147,6 +147,32 @@ def test_refine_frame_tightens_until_its_deadline_and_every_interval_holds(shipp
         assert widths[True] * 3 <= widths[False]
 
 
+class PythonTickClock(TickClock):
+    """A TickClock no kernel reads: the narrowing reads it in Python (as a recording's clock)."""
+
+    kernel_kind = None
+
+
+@pytest.mark.parametrize("budget_us", [0, 100, 150, 300, 30000])
+def test_the_narrowing_kernel_makes_its_python_references_decisions(shipped, budget_us):
+    """Verdict-then-tighten with the rounds in one kernel call each (a TickClock) and with the clock
+    read in Python between the rows (narrow_round_reference): the same readings, the same
+    intervals and verdicts, on random frames and budgets from none to every interval closed (a
+    tick of 4 µs: a row's reading costs about what narrowing it does)."""
+    models, banks = shipped
+    for seed in (4, 5):
+        model_id, T, pairs, _ = frame(models, banks["medial"], np.random.default_rng(seed))
+        runs = []
+        for clock in (TickClock(4e-6), PythonTickClock(4e-6), TickClock(4e-6)):
+            r = refine_frame(banks["medial"], model_id, T, pairs, deadline=clock() + budget_us * 1e-6, clock=clock,
+                             tighten=len(runs) < 2)
+            runs.append((clock.now, r.lower, r.upper, r.colliding, r.certain))
+        assert all(np.array_equal(a, b) for a, b in zip(*runs[:2]))
+        widths = [np.mean(run[2] - run[1]) for run in runs]
+        assert widths[0] < widths[2] if budget_us >= 150 else widths[0] == widths[2]
+        assert np.all(runs[0][1] == runs[0][2]) == (budget_us == 30000)  # all closed only with time for all
+
+
 def test_an_unlimited_verdict_only_frame_closes_what_it_knows(shipped):
     """Without a deadline every pair reaches its triangles: the colliding ones are [0, 0]."""
     models, banks = shipped
