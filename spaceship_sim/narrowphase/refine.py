@@ -862,7 +862,7 @@ class _Search(SearchArrays):
         deadline, so a sample with no budget reads the clock as one without tightening
         (compiled_sample.py)."""
         now = start + answer.time_used  # the summary's reading
-        model_id, T, pairs = self.frame[0], self.frame[1], answer.pairs
+        model_id, T = self.frame[0], self.frame[1]
         carried = carried if self.A is self.B else None  # kept per bank: one pair of banks
         if not (self.prebuilt and math.isfinite(deadline) and now < deadline):
             return _carry_when_read(carried, self.A, answer, model_id, T)
