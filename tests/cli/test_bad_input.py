@@ -217,7 +217,7 @@ CASES = [
     Case("replay-not-json", REPLAY, "{tmp}/r.gz", "line 1", "damaged: not JSON",
          files={"r.gz": gzip.compress(b"{oops\n")}),
     replayed("replay-not-a-recording", "format", "not a spaceship-sim recording", edit(format="a diary")),
-    replayed("replay-other-version", "version", "format version 1, this program replays version 3", edit(version=1)),
+    replayed("replay-other-version", "version", "format version 1, this program replays version 4", edit(version=1)),
     replayed("replay-no-end", "end", "cut short", lambda lines: lines.pop()),
     replayed("replay-end-count", "end.frames", "says 5 frames, the file holds 2", edit(_3={"end": {
         "frames": 5, "state_hash": "0"}})),
