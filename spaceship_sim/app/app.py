@@ -288,6 +288,7 @@ class App:
         if self.controls.overlay_visible:
             self.overlay.width, self.overlay.height = self.window.get_size()
             self.model.frames_run = self.world.frame
+            self.model.show_sample(narrow)  # the table shows the pairs the scene labels
             self.overlay.draw(self.model, self.controls, self._screen_labels(labels))
         self.ctx.finish()  # wait for the GPU so the measured time is the real render cost
         render_time = time.perf_counter() - render_start

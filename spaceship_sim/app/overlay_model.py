@@ -134,6 +134,12 @@ class OverlayModel:
             self.load_line = machine_line(load_average(), self.load.preempted())
         self.frames_timed += 1
         self.frames_within += stats.frame_time <= stats.target
+        self.show_sample(narrow)
+
+    def show_sample(self, narrow) -> None:
+        """Take in the narrow-phase result the scene draws (None: none): the pair table and its
+        counts. The app calls it before drawing the overlay, so that the table and the scene's
+        labels show the same sample; the frame's stats come after its render, a frame later."""
         self.pairs = pair_rows(narrow)
         self.candidates_now = 0 if narrow is None else len(narrow.pairs)
 

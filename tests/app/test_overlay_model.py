@@ -87,6 +87,21 @@ def test_pair_rows_are_the_colliding_pairs(narrow):
     assert [r.sep_bound for r in rows] == sorted(r.sep_bound for r in rows)
 
 
+def test_the_pair_table_shows_the_sample_it_is_given_before_the_frames_stats():
+    """The app hands the overlay the sample its scene draws before drawing the panels (the frame's
+    stats come after the render): the table and its count are that sample's, at once."""
+    narrow = SimpleNamespace(pairs=np.array([[0, 1], [2, 3], [4, 5]]), colliding=np.array([True, False, True]),
+                             level=np.array([4, 1, 2]), certain=np.array([True, False, False]),
+                             separation_bound=np.array([0.0, np.inf, 0.3]), distance=np.full(3, np.nan),
+                             lower=np.array([0.0, 1.0, 0.0]), upper=np.array([0.0, 2.0, 0.3]))
+    model = OverlayModel()
+    model.show_sample(narrow)
+    assert model.candidates_now == 3 and [(r.ship_a, r.ship_b) for r in model.pairs] == [(0, 1), (4, 5)]
+    assert model.frames_timed == 0
+    model.show_sample(None)
+    assert model.candidates_now == 0 and model.pairs == []
+
+
 def _astuple(r: PairRow):
     return (r.ship_a, r.ship_b, r.level, r.certain, r.sep_bound, r.distance)
 
