@@ -201,9 +201,9 @@ def scratch_for(A, B):
 
 @njit(cache=True)
 def narrow_rows_with(A, B, R, t, rows, root_a, root_b, pops, max_level, lower, upper, scratch):
-    """narrow_rows with its scratch (scratch_for) given: returns (its work, the scratch, its heap
-    grown where it had to), so that a caller narrowing a row at a time allocates it once (~1 µs a
-    row)."""
+    """narrow_rows with its scratch (scratch_for) given: returns (its work, the scratch with its heap
+    grown where it had to), so that a caller narrowing a row at a time allocates it once (~2 µs a
+    row less on the lamps)."""
     fca, cca, ea, wa, la, leaves_a, ha = A
     fcb, ccb, eb, wb, lb, leaves_b, hb = B
     key, hx, hy, work = scratch
