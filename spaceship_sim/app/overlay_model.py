@@ -96,6 +96,7 @@ class OverlayModel:
         self.level_hist: list[int] = []
         self.pairs: list[PairRow] = []  # colliding pairs of the frame's last detection sample
         self.candidates_now = 0         # candidate pairs of that sample (the stats sum over samples)
+        self.shown = None               # that sample's narrow-phase result
         self.sep_bound_min = math.nan
         self.interval_width = (math.nan, math.nan)  # the frame's separation intervals: median, p90 width [m]
         self.accuracy = Accuracy()  # every colliding pair verdict of the run (memory stays flat)
@@ -134,12 +135,14 @@ class OverlayModel:
             self.load_line = machine_line(load_average(), self.load.preempted())
         self.frames_timed += 1
         self.frames_within += stats.frame_time <= stats.target
-        self.show_sample(narrow)
+        if narrow is not self.shown:  # the app showed it before drawing: not twice
+            self.show_sample(narrow)
 
     def show_sample(self, narrow) -> None:
         """Take in the narrow-phase result the scene draws (None: none): the pair table and its
         counts. The app calls it before drawing the overlay, so that the table and the scene's
         labels show the same sample; the frame's stats come after its render, a frame later."""
+        self.shown = narrow
         self.pairs = pair_rows(narrow)
         self.candidates_now = 0 if narrow is None else len(narrow.pairs)
 

@@ -337,11 +337,10 @@ def row_poses(T, pairs):
     return R, t
 
 
-def verdict_bounds(answer, A, B, T, poses=None) -> tuple[np.ndarray, np.ndarray]:
+def verdict_bounds(answer, A, B, T) -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) per pair row of a refinement's answer (refine.FrameNarrowResult over banks A
-    and B, the ships' world poses T; poses: their row_poses where already made), from what the
-    verdict knows (_verdict_bounds)."""
-    R, t = row_poses(T, answer.pairs) if poses is None else poses
+    and B, the ships' world poses T), from what the verdict knows (_verdict_bounds)."""
+    R, t = row_poses(T, answer.pairs)
     return _verdict_bounds(bank_parts(A), bank_parts(B), R, t, answer._spheres[3], answer._spheres[4],
                            answer.colliding, answer.certain, answer.separation_bound, answer.distance)
 
