@@ -79,6 +79,9 @@ class SimConfig:
     min_temporal_resolution: float = _f(1 / 60, "collision detection samples at least this often [s]",
                                         lo=0.0, lo_open=True, hi=1.0)
     target_frame_time: float = _f(1 / 30, "wall-clock time wanted per frame [s]", lo=0.0, lo_open=True, hi=10.0)
+    time_slice: float = _f(1e-4, "scheduler time slice asked for the thread running the frames (Linux 6.12+: "
+                           "a short slice wakes it on time on a busy machine; 0: the OS default) [s]",
+                           lo=0.0, hi=0.1)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from collections import deque
 import numpy as np
 
 from ..errors import InputError
+from ..machine import short_time_slice
 from .asteroids import ASTEROID_COLOR, field_lines
 from .camera import Camera
 from .keys import resolve
@@ -382,6 +383,10 @@ class App:
     def run(self, frames: int | None = None, screenshot: str | None = None) -> None:
         """Loop until the window closes or `frames` frames are stepped (frames shown while the
         simulation waits, for the kernels or paused, do not count); save the last frame."""
+        with short_time_slice(self.world.config.sim.time_slice):
+            self._loop(frames, screenshot)
+
+    def _loop(self, frames: int | None, screenshot: str | None) -> None:
         while not self.window.has_exit:
             start = time.perf_counter()
             self.frame()

@@ -5,6 +5,8 @@ import contextlib
 import subprocess
 import sys
 
+from ..machine import ask_time_slice
+
 # spins until stopped, and stops by itself when its parent is gone (a killed bench leaves none behind)
 BUSY = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    for _ in range(100000):\n        pass\n"
 
@@ -17,6 +19,7 @@ def cpu_load(n: int):
     try:
         for _ in range(n):
             procs.append(subprocess.Popen([sys.executable, "-c", BUSY], stdin=subprocess.DEVNULL))
+            ask_time_slice(0.0, procs[-1].pid)  # another program's: the OS default, not a slice it inherited
         yield procs
     finally:
         for p in procs:

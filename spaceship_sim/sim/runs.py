@@ -51,29 +51,31 @@ def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, open_log, pr
     exact_only: an exact strategy's name, answering every pair (World.from_config)."""
     from tqdm import tqdm
 
+    from ..machine import short_time_slice
     from .replay import Recorder
     from .world import World
 
     world = World.from_config(cfg, clock=clock, exact_only=exact_only)
-    recorder = Recorder(record, world, "run") if record else None
-    log = open_log(world)
-    try:
-        for _ in tqdm(range(n_frames), desc="frames", unit="frame", disable=not progress):
-            start = time.perf_counter()
-            stats = world.step()
-            world.end_frame(clock.spend(render_s))
-            if on_frame is not None and world.last_narrow is not None:
-                on_frame(world)
-            log.add(stats)
-            if realtime:
-                time.sleep(max(0.0, stats.target - (time.perf_counter() - start)))
-        if recorder is not None:
-            recorder.commit(world)
-    except BaseException:
-        log.discard()
-        if recorder is not None:
-            recorder.discard()
-        raise
+    with short_time_slice(cfg.sim.time_slice):
+        recorder = Recorder(record, world, "run") if record else None
+        log = open_log(world)
+        try:
+            for _ in tqdm(range(n_frames), desc="frames", unit="frame", disable=not progress):
+                start = time.perf_counter()
+                stats = world.step()
+                world.end_frame(clock.spend(render_s))
+                if on_frame is not None and world.last_narrow is not None:
+                    on_frame(world)
+                log.add(stats)
+                if realtime:
+                    time.sleep(max(0.0, stats.target - (time.perf_counter() - start)))
+            if recorder is not None:
+                recorder.commit(world)
+        except BaseException:
+            log.discard()
+            if recorder is not None:
+                recorder.discard()
+            raise
     return log, world
 
 
