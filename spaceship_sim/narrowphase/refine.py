@@ -242,7 +242,7 @@ def collide_pair(tree_a, T_a, tree_b, T_b, max_level=None, triangle_tests=True, 
 def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level: int = 1, max_level=None,
                  triangle_tests: bool = True, all_contacts: bool = True, clock=WALL, detector=None,
                  fair=None, tighten: bool = False, tighten_share: float = 0.0,
-                 carried: CarriedIntervals | None = None) -> FrameNarrowResult:
+                 carried: CarriedIntervals | None = None, tighten_until: float = math.inf) -> FrameNarrowResult:
     """Refine the frame's candidate pairs until `clock()` reaches `deadline`.
 
     model_id : (n,) int, each ship's model (index into bank.trees)
@@ -265,6 +265,8 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
                False: the intervals are what the verdicts know
     carried  : with tighten, the intervals of earlier samples (intervals.CarriedIntervals): carried to
                these poses before the narrowing, and this sample's kept in it after
+    tighten_until: with tighten, the narrowing stops here if that is before the deadline (the
+               frame keeps what the OS may yet take from it: sim/pipeline.py)
     """
     pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)  # contiguous: one kernel compilation
     model_id = np.ascontiguousarray(model_id, dtype=np.int64)
@@ -274,7 +276,8 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
     # pair and model indices are checked by the kernels, where they are read (_Search.levels)
     return _refine(bank, bank, model_id, T, pairs, deadline=deadline, min_level=min_level, max_level=max_level,
                    triangle_tests=triangle_tests, all_contacts=all_contacts, clock=clock, detector=detector,
-                   fair=fair, tighten=tighten, tighten_share=tighten_share, carried=carried)
+                   fair=fair, tighten=tighten, tighten_share=tighten_share, carried=carried,
+                   tighten_until=tighten_until)
 
 
 def refine_roots(bank: TreeBank, model_id, T, pairs, clock=WALL) -> FrameNarrowResult:
@@ -345,12 +348,13 @@ class NarrowPhase:
         if self.max_level is not None and not (isinstance(self.max_level, int) and self.max_level >= 0):
             raise ValueError(f"max_level must be None or an int >= 0, got {self.max_level!r}")
 
-    def __call__(self, bank: TreeBank, model_id, T, pairs, deadline: float, clock=WALL, fair=None) -> FrameNarrowResult:
+    def __call__(self, bank: TreeBank, model_id, T, pairs, deadline: float, clock=WALL, fair=None,
+                 tighten_until: float = math.inf) -> FrameNarrowResult:
         """refine_frame with these settings (arguments as refine_frame's)."""
         return refine_frame(bank, model_id, T, pairs, deadline, min_level=self.min_level, max_level=self.max_level,
                             triangle_tests=self.triangle_tests, all_contacts=self.all_contacts, clock=clock,
                             detector=self.detector, fair=fair, tighten=self.tighten, tighten_share=self.tighten_share,
-                            carried=self.carried)
+                            carried=self.carried, tighten_until=tighten_until)
 
 
 def _transform(T, name) -> np.ndarray:
@@ -440,14 +444,15 @@ def _merge_hits(first, rows, second):
 
 def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, min_level, max_level, triangle_tests,
             all_contacts=True, clock=WALL, detector=None, fair=None, tighten=False, tighten_share=0.0,
-            carried=None) -> FrameNarrowResult:
+            carried=None, tighten_until=math.inf) -> FrameNarrowResult:
     """Refine k pair rows (pairs (k, 2) int64 of bodies with models model_id (n,) int64 — A's in
     bank_a, B's in bank_b — and body->world transforms T (n, 4, 4) float64, all C-contiguous) in
     four stages: the sphere levels, the exact level while time allows, the summary, and (tighten)
     the separation intervals narrowed until the deadline."""
     start = clock()
     search = _Search(bank_a, bank_b, model_id, T, pairs, max_level, clock, start, fair)
-    final, deadline = deadline, start + (1.0 - tighten_share) * (deadline - start) if tighten else deadline
+    final, deadline = min(deadline, tighten_until), start + (1.0 - tighten_share) * (deadline - start) if tighten \
+        else deadline
     try:
         leaves = search.levels(deadline, min_level)
         if triangle_tests and leaves:

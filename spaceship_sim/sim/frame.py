@@ -59,7 +59,11 @@ class Timing:
         """What a frame's budgets hold back [s]: the safety margin, and the lateness past the plan
         that nothing else predicts (the OS descheduling the process mid-stage, a render woken late
         beyond what the render's own quantile learned), as a high quantile of recent frames'."""
-        return self.safety + max(0.0, self.late.predict())
+        return self.safety + self.lateness()
+
+    def lateness(self) -> float:
+        """[s] the lateness learned: how far recent frames ended past their plan (a high quantile)."""
+        return max(0.0, self.late.predict())
 
     def end_frame(self, stats) -> None:
         """Learn from a finished frame (render time known) how far it ended past its plan: the target

@@ -123,7 +123,10 @@ def _detect(s: _Sample, pairs, budget: float, before):
     p.bank.maintain(sim.t)  # on-collide trees evict what went unused (prebuilt: nothing)
     convex = field.collide(p.compiled)  # asteroid pairs: exact and cheap, first on the budget
     model_id, T = field.model_ids(state), field.transforms(state, p.compiled)
-    narrow = _narrow(p, model_id, T, pairs, deadline, clock)
+    # the narrowing is work a frame can do without: it leaves the lateness the machine has shown free, so
+    # that when the OS takes the core mid-sample the verdicts of the samples after it and the frame keep
+    # their time (on a quiet machine it is nothing)
+    narrow = _narrow(p, model_id, T, pairs, deadline, clock, tighten_until=deadline - s.timing.lateness())
     if before is not None and p.compiled:  # crossings between samples (faceoctree.continuous)
         moved = p.swept.catch(narrow, state, before, T, p.bank.max_level)
         p.broad.invalidate(moved)
@@ -138,7 +141,7 @@ def _detect(s: _Sample, pairs, budget: float, before):
     return narrow
 
 
-def _narrow(p: Stages, model_id, T, pairs, deadline: float, clock):
+def _narrow(p: Stages, model_id, T, pairs, deadline: float, clock, tighten_until: float = math.inf):
     """The sample's narrow phase over the bodies of models model_id (n,) at poses T (n, 4, 4)
     (ships, then asteroids): the exact-only strategy alone when there is one (a baseline), else the
     sphere trees refined until the deadline, the pairs least refined so far first (fairness.py) —
@@ -147,7 +150,7 @@ def _narrow(p: Stages, model_id, T, pairs, deadline: float, clock):
         return exact_frame(p.exact_only, p.bank, model_id, T, pairs, all_contacts=p.narrow.all_contacts, clock=clock)
     if not p.compiled:
         return refine_roots(p.bank, model_id, T, pairs, clock=clock)
-    return p.narrow(p.bank, model_id, T, pairs, deadline=deadline, clock=clock, fair=p.fair)
+    return p.narrow(p.bank, model_id, T, pairs, deadline=deadline, clock=clock, fair=p.fair, tighten_until=tighten_until)
 
 
 def collision_response(field, state, narrow, convex, collision, compiled: bool) -> np.ndarray:

@@ -3,6 +3,7 @@ random poses of every shipped model pair and of meshes the project did not make,
 in the work given, width 0 only where the distance is known exactly, and the narrowing inside
 refine_frame held to its deadline on a TickClock."""
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -145,6 +146,27 @@ def test_refine_frame_tightens_until_its_deadline_and_every_interval_holds(shipp
                               r.level_histogram)
     if budget_us >= 3000:
         assert widths[True] * 3 <= widths[False]
+
+
+def test_the_narrowing_stops_at_its_own_deadline_and_leaves_the_verdicts_as_they_were(shipped):
+    """tighten_until ends the narrowing before the deadline (within a round's last row) and takes
+    nothing from the verdicts: they are those of a narrowing given the whole deadline, and every
+    interval still brackets the distance."""
+    models, banks = shipped
+    model_id, T, pairs, truth = frame(models, banks["medial"], np.random.default_rng(4))
+    runs = {}
+    for until_us in (math.inf, 200.0):
+        clock = TickClock(4e-6)  # the whole narrowing takes ~110 readings, the verdicts ~13
+        start = clock()
+        r = refine_frame(banks["medial"], model_id, T, pairs, deadline=start + 3e-3, clock=clock, tighten=True,
+                         tighten_until=start + until_us * 1e-6)
+        assert np.all(r.lower <= truth + 1e-9) and np.all(truth <= r.upper + 1e-9)
+        runs[until_us] = r, clock.now - start
+    (whole, t_whole), (short, t_short) = runs[math.inf], runs[200.0]
+    assert t_short <= 200e-6 + 2 * 4e-6 < t_whole
+    assert np.sum(short.upper - short.lower) > np.sum(whole.upper - whole.lower)
+    for name in ("colliding", "level", "certain", "level_histogram"):
+        assert np.array_equal(getattr(short, name), getattr(whole, name)), name
 
 
 class PythonTickClock(TickClock):

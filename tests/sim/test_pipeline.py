@@ -116,6 +116,26 @@ def test_frames_that_end_past_their_plan_shrink_the_budget_until_they_stop():
     assert calm[-1].margin == safety and calm[-1].budget == pytest.approx(quiet[-1].budget, rel=0.05)
 
 
+def test_the_narrowing_leaves_the_lateness_learned_free_and_the_verdicts_their_deadline():
+    """Each sample's narrow phase gets its deadline for the verdicts, and for the narrowing that
+    deadline less the lateness the frames have shown (none on plan)."""
+    w = small_world(clock=TickClock(1e-5))
+    calls, narrow = [], w.stages.narrow
+
+    def spy(*args, **kw):
+        calls.append((kw["deadline"], kw["tighten_until"], w.timing.lateness()))
+        return narrow(*args, **kw)
+
+    w.stages.narrow = spy
+    for i in range(60):
+        w.step()
+        w.end_frame(0.010 if i < 10 or i % 5 else 0.035)
+    on_plan, late = calls[:10], calls[-10:]
+    assert all(until == deadline for deadline, until, lateness in on_plan if lateness == 0.0) and on_plan
+    assert all(lateness > 0.001 for *_, lateness in late)
+    assert all(until == pytest.approx(deadline - lateness) for deadline, until, lateness in late)
+
+
 def test_renders_longer_than_the_target_do_not_grow_the_margin_without_end():
     """Frames that cannot end on plan whatever their budget (a render longer than the target) hold
     back their lateness past the target, not more each frame; once renders are short again the
