@@ -100,15 +100,25 @@ def ask_time_slice(seconds: float, tid: int = 0) -> float | None:
     return time_slice(tid)
 
 
+def _threads() -> list[int]:
+    """This process's thread ids (/proc/self/task), or [0] (the calling thread) where the OS does not list them."""
+    try:
+        return sorted(int(t) for t in os.listdir("/proc/self/task"))
+    except OSError:
+        return [0]
+
+
 @contextmanager
 def short_time_slice(seconds: float):
-    """The calling thread asks for a time slice of `seconds` in the block (0: leave it as it is);
-    yields the slice in force (None where the OS has none to give), and restores the one before.
-    Threads and processes started inside the block inherit it."""
-    before = time_slice() if seconds > 0 else None
-    granted = ask_time_slice(seconds) if before is not None else None
+    """Every thread of the process asks for a time slice of `seconds` in the block (0: leave them
+    as they are) — numba's worker threads too, made before it: a parallel kernel waits for its
+    slowest thread. Yields the calling thread's slice in force (None where the OS has none to
+    give) and restores each thread's slice after. Threads and processes started inside the block
+    inherit it."""
+    before = {tid: time_slice(tid) for tid in _threads()} if seconds > 0 else {}
+    asked = {tid: was for tid, was in before.items() if was is not None and ask_time_slice(seconds, tid) is not None}
     try:
-        yield granted
+        yield time_slice() if asked else None
     finally:
-        if granted is not None:
-            ask_time_slice(before)
+        for tid, was in asked.items():
+            ask_time_slice(was, tid)  # a thread that ended meanwhile is not there to restore

@@ -19,6 +19,8 @@ import dataclasses
 import numpy as np
 
 from ..cli.args import integer
+from ..config import SimConfig
+from ..machine import short_time_slice
 from .cpu_load import cpu_load
 
 TARGET_ADAPTIVE, TARGET_PARALLEL_QUIET = 1.05, 0.7
@@ -56,8 +58,8 @@ def run(args) -> int:
     queries = make_queries(args)
     print(f"{numba.config.NUMBA_NUM_THREADS} numba threads; {args.repeats} calls per form, timed in turn")
     ok = True
-    for n in levels:
-        with cpu_load(n):
+    for n in levels:  # the cores taken by other programs; the threads wake as the frame loop's do
+        with cpu_load(n), short_time_slice(SimConfig().time_slice):
             for name, forms in queries.items():
                 times = time_in_turn(forms, args.repeats)
                 ok &= report(name, n, times)
