@@ -41,13 +41,13 @@ class CostModel:
         self.rates: deque[float] = deque(maxlen=window)
         self.refusals = 0
 
-    def rate(self) -> float:
-        """[s per unit]: the window's `quantile` (its lower value between two: a lone high outlier
-        in a window of two does not count)."""
+    def rate(self, quantile: float | None = None) -> float:
+        """[s per unit]: the window's `quantile` (the model's unless given; its lower value between
+        two: a lone high outlier in a window of two does not count)."""
         if not self.rates:
             return self.prior
         ordered = sorted(self.rates)
-        return ordered[int(self.quantile * (len(ordered) - 1))]
+        return ordered[int((self.quantile if quantile is None else quantile) * (len(ordered) - 1))]
 
     def predict(self, units: float = 1.0) -> float:
         """[s] that `units` of the work are expected to take."""

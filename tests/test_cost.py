@@ -57,3 +57,11 @@ def test_a_probe_is_due_after_refusals_in_a_row_and_a_measurement_resets_it():
 def test_bad_parameters_are_refused(kw):
     with pytest.raises(ValueError, match="CostModel"):
         CostModel(1.0, **kw)
+
+
+def test_a_caller_may_read_another_quantile_of_the_same_window():
+    m = CostModel(0.0, window=5, quantile=0.5)
+    for x in (3.0, 1.0, 5.0, 2.0, 4.0):
+        m.observe(x)
+    assert (m.rate(), m.rate(0.0), m.rate(0.75), m.rate(1.0)) == (3.0, 1.0, 4.0, 5.0)
+    assert CostModel(7.0).rate(1.0) == 7.0  # the prior before any measurement, whatever the quantile

@@ -61,9 +61,10 @@ class Timing:
         beyond what the render's own quantile learned), as a high quantile of recent frames'."""
         return self.safety + self.lateness()
 
-    def lateness(self) -> float:
-        """[s] the lateness learned: how far recent frames ended past their plan (a high quantile)."""
-        return max(0.0, self.late.predict())
+    def lateness(self, quantile: float | None = None) -> float:
+        """[s] the lateness learned: how far recent frames ended past their plan, as a high quantile
+        of them (`late`'s, unless given)."""
+        return max(0.0, self.late.rate(quantile))
 
     def end_frame(self, stats) -> None:
         """Learn from a finished frame (render time known) how far it ended past its plan: the target
