@@ -161,9 +161,10 @@ class DeformingNarrowPhase(NarrowPhase):
 
     def __call__(self, bank, model_id, T, pairs, deadline: float, clock=WALL, fair=None,
                  tighten_until: float = math.inf) -> FrameNarrowResult:
-        """NarrowPhase's call (its parts give verdicts only: `tighten_until` has nothing to stop). A FairOrder `fair` orders all the pairs before they are split into
-        rigid and flexing ones, and records all their levels after: it forgets the pairs a record
-        leaves out, so the two parts cannot each take it to their own refine_frame."""
+        """NarrowPhase's call (its parts give verdicts only: `tighten_until` has no narrowing to stop).
+        A FairOrder `fair` orders all the pairs before they are split into rigid and flexing ones,
+        and records all their levels after: it forgets the pairs a record leaves out, so the two
+        parts cannot each take it to their own refine_frame."""
         rigid = NarrowPhase(self.min_level, self.max_level, self.triangle_tests, self.all_contacts,
                             self.detector)
         flexing = dataclasses.replace(rigid, detector=self.ships.detector)

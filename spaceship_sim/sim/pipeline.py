@@ -156,7 +156,8 @@ def _narrow(p: Stages, model_id, T, pairs, deadline: float, clock, tighten_until
         return exact_frame(p.exact_only, p.bank, model_id, T, pairs, all_contacts=p.narrow.all_contacts, clock=clock)
     if not p.compiled:
         return refine_roots(p.bank, model_id, T, pairs, clock=clock)
-    return p.narrow(p.bank, model_id, T, pairs, deadline=deadline, clock=clock, fair=p.fair, tighten_until=tighten_until)
+    return p.narrow(p.bank, model_id, T, pairs, deadline=deadline, clock=clock, fair=p.fair,
+                    tighten_until=tighten_until)
 
 
 def collision_response(field, state, narrow, convex, collision, compiled: bool) -> np.ndarray:

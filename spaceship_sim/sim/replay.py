@@ -51,7 +51,8 @@ from ..files import check_input, partial_prefix
 from ..progress import to_stderr
 
 FORMAT = "spaceship-sim recording"
-VERSION = 5  # 5: the narrowing stops short of the deadline by the lateness learned (4's readings diverge where a frame was late)
+VERSION = 5  # 5: the narrowing stops short of the deadline by the lateness learned (4's readings
+#             diverge where a frame was late)
 MAX_RECORDING_BYTES = 16_000_000_000  # compressed: about 5 kB a frame, so ~3 million frames (a day at 30 Hz)
 MAX_LINE_CHARS = 16_000_000  # one record decompressed (a frame with 5,000 clock readings: ~100 kB): a
 #                              compressed file of one endless line would otherwise fill the memory

@@ -48,7 +48,8 @@ def run_frames(cfg, n_frames: int, render_s: float, realtime: bool, open_log, pr
     its candidate pairs and poses), outside the frame's time, before the log takes its stats. The
     stand-in render and every budget are read from `clock` (spaceship_sim.clock).
     record: a file to record the run into (spaceship_sim.sim.replay; written only if the run ends well).
-    exact_only: an exact strategy's name, answering every pair (World.from_config)."""
+    exact_only: an exact strategy's name, answering every pair (World.from_config).
+    The process's threads ask the scheduler for the config's sim.time_slice while the frames run."""
     from tqdm import tqdm
 
     from ..machine import short_time_slice
