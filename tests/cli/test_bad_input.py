@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from spaceship_sim.sim.replay import VERSION
+
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT = str(REPO / "configs/default.toml")
 LAMPS = str(REPO / "configs/lamps.toml")
@@ -217,7 +219,8 @@ CASES = [
     Case("replay-not-json", REPLAY, "{tmp}/r.gz", "line 1", "damaged: not JSON",
          files={"r.gz": gzip.compress(b"{oops\n")}),
     replayed("replay-not-a-recording", "format", "not a spaceship-sim recording", edit(format="a diary")),
-    replayed("replay-other-version", "version", "format version 1, this program replays version 4", edit(version=1)),
+    replayed("replay-other-version", "version", f"format version 1, this program replays version {VERSION}",
+             edit(version=1)),
     replayed("replay-no-end", "end", "cut short", lambda lines: lines.pop()),
     replayed("replay-end-count", "end.frames", "says 5 frames, the file holds 2", edit(_3={"end": {
         "frames": 5, "state_hash": "0"}})),
