@@ -66,14 +66,16 @@ _ATTR = "IIQiIQQQII"  # struct sched_attr (SCHED_ATTR_SIZE_VER1): size, policy, 
 _ATTR_SIZE = struct.calcsize(_ATTR)  # runtime, deadline, period, util_min, util_max
 
 
-def _sched_attr(tid: int) -> tuple | None:
+def _sched(call: int, *args) -> bool:
+    """sched_setattr (call 0) or sched_getattr (1) with `args`; whether the OS did it (False where
+    it has no such call: not Linux, another architecture)."""
     calls = _SYSCALLS.get(platform.machine()) if platform.system() == "Linux" else None
-    if calls is None:
-        return None
+    return calls is not None and ctypes.CDLL(None, use_errno=True).syscall(calls[call], *args) == 0
+
+
+def _sched_attr(tid: int) -> tuple | None:
     buf = ctypes.create_string_buffer(_ATTR_SIZE)
-    if ctypes.CDLL(None, use_errno=True).syscall(calls[1], tid, buf, _ATTR_SIZE, 0) != 0:
-        return None
-    return struct.unpack(_ATTR, buf.raw)
+    return struct.unpack(_ATTR, buf.raw) if _sched(1, tid, buf, _ATTR_SIZE, 0) else None
 
 
 def time_slice(tid: int = 0) -> float | None:
@@ -94,10 +96,7 @@ def ask_time_slice(seconds: float, tid: int = 0) -> float | None:
     wanted = list(attr)
     wanted[0], wanted[2], wanted[5] = _ATTR_SIZE, 0, max(0, round(seconds * 1e9))
     buf = ctypes.create_string_buffer(struct.pack(_ATTR, *wanted), _ATTR_SIZE)
-    calls = _SYSCALLS[platform.machine()]
-    if ctypes.CDLL(None, use_errno=True).syscall(calls[0], tid, buf, 0) != 0:
-        return None
-    return time_slice(tid)
+    return time_slice(tid) if _sched(0, tid, buf, 0) else None
 
 
 def _threads() -> list[int]:
