@@ -7,7 +7,8 @@ mesh's bounding radius, for
   - the verdict's upper bound at level k (the refinement's separation bound: the witness chain it
     stacked, refine_frame with max_level=k and no deadline), and
   - what the spheres down to level k know (intervals.narrow_rows with that level cap and no limit
-    on node pairs: the best witness bound over every node pair it examines),
+    on node pairs: the best witness bound over every node pair it examines, each node's witness
+    and its leaf vertex farthest toward the other),
 and the median width (upper - lower) / R of the latter. The true distance is the interval closed
 without a cap (narrow_rows to the triangles: exact, and checked against brute force in the tests).
 Targets: at level 3, medial trees, median (upper - true) <= 0.05 R; medial tighter than octree at

@@ -14,7 +14,7 @@ is the same in both runs, and a replay that reads the clock more or fewer times 
 has diverged, which it reports. Every frame carries a digest of the state it left, so a replay
 that reaches another state stops at the first frame that differs and names it.
 
-File (VERSION 5): gzip-compressed JSON lines; floats are written with repr, which reads back
+File (VERSION 6): gzip-compressed JSON lines; floats are written with repr, which reads back
 exactly.
   header  {"format": FORMAT, "version": VERSION, "command": "run" | "fly" | "demo", "user": "autopilot" |
            "keyboard", "config": every config key, "source": the config's file, "models": names,
@@ -51,8 +51,8 @@ from ..files import check_input, partial_prefix
 from ..progress import to_stderr
 
 FORMAT = "spaceship-sim recording"
-VERSION = 5  # 5: the narrowing stops short of the deadline by the lateness learned (4's readings
-#             diverge where a frame was late)
+VERSION = 6  # 6: the narrowing's upper bound takes each node's point toward the other (5's narrowing
+#             pops other node pairs, so its readings diverge where a sample narrowed)
 MAX_RECORDING_BYTES = 16_000_000_000  # compressed: about 5 kB a frame, so ~3 million frames (a day at 30 Hz)
 MAX_LINE_CHARS = 16_000_000  # one record decompressed (a frame with 5,000 clock readings: ~100 kB): a
 #                              compressed file of one endless line would otherwise fill the memory

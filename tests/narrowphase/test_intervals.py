@@ -13,8 +13,9 @@ from spaceship_sim.clock import TickClock
 from spaceship_sim.geometry.poses import relative_poses
 from spaceship_sim.meshes import load_model
 from spaceship_sim.narrowphase import TreeBank, refine_frame
-from spaceship_sim.narrowphase.intervals import (NO_KEPT, NO_LEVEL_CAP, CarriedIntervals, _reach, _verdict_bounds,
-                                                 bank_parts, carry_rows, kept_of, narrow_rows, opened, pose_motion,
+from spaceship_sim.narrowphase.intervals import (DIRECTIONS, NO_KEPT, NO_LEVEL_CAP, NULL_DIRECTION, TAN_EIGHTH, BankParts,
+                                                 CarriedIntervals, _direction_of, _reach, _verdict_bounds, bank_parts,
+                                                 carry_rows, kept_of, narrow_rows, opened, pose_motion,
                                                  row_poses)
 from spaceship_sim.narrowphase.kernels import min_distance_all_pairs
 from spaceship_sim.spheretree import build_tree, load_or_build
@@ -216,6 +217,41 @@ def test_what_the_spheres_down_to_a_level_know_brackets_the_distance(shipped, ma
         lower, upper = narrowed(banks[method], ma, mb, R, t, ALL, max_level=max_level)
         assert np.all(lower <= truth + 1e-9) and np.all(truth <= upper + 1e-9)
         assert np.all(np.isfinite(upper))
+
+
+def leaf_vertices_below(bank, node):
+    """The vertices (n, 3) of every leaf triangle in node's subtree, by walking it."""
+    todo, found = [node], []
+    while todo:
+        i = todo.pop()
+        found.append(bank.tri_verts[bank.tri_idx[bank.tri_ptr[i]:bank.tri_ptr[i + 1]]].reshape(-1, 3))
+        todo.extend(range(bank.first_child[i], bank.first_child[i] + bank.child_count[i]))
+    return np.concatenate(found)
+
+
+def test_each_nodes_points_toward_the_directions_are_its_farthest_leaf_vertices(shipped):
+    """BankParts.toward against a walk of each node's subtree: along every direction, a vertex of a
+    triangle below the node, and none lies farther along it."""
+    for bank in shipped[1].values():
+        toward = BankParts(*bank_parts(bank)).toward
+        rng = np.random.default_rng(3)
+        for node in rng.choice(len(bank.first_child), 60, replace=False):
+            verts = leaf_vertices_below(bank, node)
+            along = verts @ DIRECTIONS.T  # (n, 27)
+            assert np.allclose(np.einsum("dk,dk->d", toward[node], DIRECTIONS), along.max(axis=0), rtol=0, atol=1e-12)
+            assert all((verts == p).all(axis=1).any() for p in toward[node])
+
+
+def test_the_direction_toward_a_vector_rounds_each_component_by_its_share_of_the_largest():
+    """_direction_of against numpy: signs of the components at least tan(pi/8) of the largest; each
+    of the 26 directions maps to itself, and a zero vector to the null direction."""
+    rng = np.random.default_rng(4)
+    v = rng.normal(size=(2000, 3)) * rng.choice([1e-9, 1.0, 1e6], size=(2000, 1))
+    v[rng.random((2000, 3)) < 0.2] = 0.0
+    keep = np.abs(v) > TAN_EIGHTH * np.abs(v).max(axis=1, keepdims=True)
+    want = np.where(keep, np.sign(v), 0.0) @ np.array([9, 3, 1]) + NULL_DIRECTION
+    assert [_direction_of(*x) for x in v] == list(want.astype(int))
+    assert [_direction_of(*d) for d in DIRECTIONS] == list(range(len(DIRECTIONS)))
 
 
 def test_row_poses_and_verdict_bounds_match_their_numpy_references(shipped):
