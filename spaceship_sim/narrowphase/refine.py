@@ -265,8 +265,9 @@ def refine_frame(bank: TreeBank, model_id, T, pairs, deadline: float, min_level:
                False: the intervals are what the verdicts know
     carried  : with tighten, the intervals of earlier samples (intervals.CarriedIntervals): carried to
                these poses before the narrowing, and this sample's kept in it after
-    tighten_until: with tighten, the narrowing stops here if that is before the deadline (the
-               frame keeps what the OS may yet take from it: sim/pipeline.py)
+    tighten_until: the work a frame can do without (the narrowing, with tighten; the exact distances
+               of pairs found apart) stops here if that is before the deadline (the frame keeps what
+               the OS may yet take from it: sim/pipeline.py)
     """
     pairs = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)  # contiguous: one kernel compilation
     model_id = np.ascontiguousarray(model_id, dtype=np.int64)
@@ -457,10 +458,12 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, mi
         leaves = search.levels(deadline, min_level)
         if triangle_tests and leaves:
             search.exact_level(deadline, min_level, all_contacts, detector)
-        if detector is not None and hasattr(detector, "distance"):  # pairs found apart, time allowing
+        if detector is not None and hasattr(detector, "distance"):  # pairs found apart, time allowing: work
+            # a frame can do without, so it ends where the narrowing must (on a busy machine it took the
+            # whole deadline, and the verdicts of the sample after it their time)
             todo = np.flatnonzero(search.apart & np.isnan(search.distance))
             search.distance[todo], busy = _apart_distances(detector, search.ma, search.mb, search.Ta, search.Tb,
-                                                           todo, search.time_left(deadline), clock)
+                                                           todo, search.time_left(min(deadline, final)), clock)
             search.busy += busy
         answer = search.summary(pairs, start)
         if tighten:

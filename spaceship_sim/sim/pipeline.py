@@ -128,9 +128,9 @@ def _detect(s: _Sample, pairs, budget: float, before):
     p.bank.maintain(sim.t)  # on-collide trees evict what went unused (prebuilt: nothing)
     convex = field.collide(p.compiled)  # asteroid pairs: exact and cheap, first on the budget
     model_id, T = field.model_ids(state), field.transforms(state, p.compiled)
-    # the narrowing is work a frame can do without: it leaves the lateness the machine has shown free, so
-    # that when the OS takes the core mid-sample the verdicts of the samples after it and the frame keep
-    # their time (on a quiet machine it is nothing)
+    # the narrowing (and the exact distances of pairs found apart) is work a frame can do without: it leaves
+    # the lateness the machine has shown free, so that when the OS takes the core mid-sample the verdicts
+    # of the samples after it and the frame keep their time (on a quiet machine it is nothing)
     narrow = _narrow(p, model_id, T, pairs, deadline, clock,
                      tighten_until=deadline - s.timing.lateness(NARROWING_LATENESS_QUANTILE))
     if before is not None and p.compiled:  # crossings between samples (faceoctree.continuous)

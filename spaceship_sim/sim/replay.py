@@ -51,8 +51,8 @@ from ..files import check_input, partial_prefix
 from ..progress import to_stderr
 
 FORMAT = "spaceship-sim recording"
-VERSION = 6  # 6: the narrowing's upper bound takes each node's point toward the other (5's narrowing
-#             pops other node pairs, so its readings diverge where a sample narrowed)
+VERSION = 6  # 6: the narrowing's upper bound takes each node's point toward the other, and the distances of
+#             pairs found apart end where the narrowing must (5's readings diverge where a sample narrowed)
 MAX_RECORDING_BYTES = 16_000_000_000  # compressed: about 5 kB a frame, so ~3 million frames (a day at 30 Hz)
 MAX_LINE_CHARS = 16_000_000  # one record decompressed (a frame with 5,000 clock readings: ~100 kB): a
 #                              compressed file of one endless line would otherwise fill the memory

@@ -48,3 +48,28 @@ def test_past_the_deadline_no_distance_and_no_exact_level_beyond_min_level(model
                      detector=lamp, clock=clock)
     assert np.all(np.isnan(r.distance[~r.colliding]))  # no time: measured nothing, claimed nothing
     assert np.all(r.level[r.colliding] >= 1) and not r.certain[r.colliding].any()
+
+
+def test_distances_of_pairs_found_apart_stop_where_the_narrowing_must_and_leave_the_verdicts(models):
+    """The exact distance of pairs the spheres found apart is work a frame can do without: it ends at
+    tighten_until (the lateness learned left free), as the narrowing does; the verdicts are those of
+    a call given the whole deadline."""
+    from spaceship_sim.ssv.exact import SSVExact
+    lamp = SSVExact([models[2]], cache=False)
+    bank = TreeBank.from_trees([load_or_build(models[2], method="medial")])
+    T, pairs = _scene()
+    ids = np.zeros(len(T), np.int64)
+    runs = {}
+    for until in (math.inf, 0.0):
+        clock = TickClock(1e-6)
+        start = clock()
+        runs[until] = refine_frame(bank, ids, T, pairs, deadline=start + 1.0, min_level=0, detector=lamp, clock=clock,
+                                   tighten_until=start + until)
+    whole, short = runs[math.inf], runs[0.0]
+    for name in ("colliding", "certain", "level"):
+        assert np.array_equal(getattr(short, name), getattr(whole, name)), name
+    apart = ~whole.colliding
+    assert np.all(np.isfinite(whole.distance[apart]))
+    unmeasured = apart & np.isnan(short.distance)
+    assert unmeasured.any()  # the pairs the sphere levels found apart
+    assert np.array_equal(short.distance[apart & ~unmeasured], whole.distance[apart & ~unmeasured])
