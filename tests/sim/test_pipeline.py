@@ -118,25 +118,29 @@ def test_frames_that_end_past_their_plan_shrink_the_budget_until_they_stop():
 
 def test_the_narrowing_leaves_the_lateness_learned_free_and_the_verdicts_their_deadline():
     """Each sample's narrow phase gets its deadline for the verdicts, and for the narrowing that
-    deadline less the lateness the frames have shown (none on plan), as the second highest of the
-    window where the budgets hold back the third."""
+    deadline less the lateness the frames have shown (none on plan): the second highest of the
+    window where the budgets hold back the third, the highest in the frame's last sample."""
     w = small_world(clock=TickClock(1e-5))
-    calls, narrow = [], w.stages.narrow
+    frames, narrow = [], w.stages.narrow
 
     def spy(*args, **kw):
         late = sorted(w.timing.late.rates)
-        calls.append((kw["deadline"], kw["tighten_until"], max(0.0, late[-2]) if len(late) == 40 else None))
+        frames[-1].append((kw["deadline"], kw["tighten_until"], *(max(0.0, x) for x in late[-2:]))
+                          if len(late) == 40 else (kw["deadline"], kw["tighten_until"], None, None))
         assert w.timing.lateness() == max(0.0, late[-3]) if len(late) == 40 else True
         return narrow(*args, **kw)
 
     w.stages.narrow = spy
     for i in range(60):
+        frames.append([])
         w.step()
-        w.end_frame(0.010 if i < 10 or i % 5 else 0.035)
-    on_plan, late = calls[:10], calls[-10:]
-    assert all(until == deadline for deadline, until, _ in on_plan)
-    assert all(lateness > 0.001 for *_, lateness in late)
-    assert all(until == pytest.approx(deadline - lateness) for deadline, until, lateness in late)
+        w.end_frame(0.010 if i < 10 or i % 5 else 0.030 + 0.0002 * i)  # late renders, each later
+    assert all(len(f) == 2 for f in frames), "two samples a frame"
+    on_plan, late = frames[:10], frames[-10:]
+    assert all(until == deadline for f in on_plan for deadline, until, *_ in f)
+    assert all(second > 0.001 and highest > second for f in late for *_, second, highest in f)
+    assert all(f[0][1] == pytest.approx(f[0][0] - f[0][2]) for f in late)
+    assert all(f[1][1] == pytest.approx(f[1][0] - f[1][3]) for f in late)
 
 
 def test_renders_longer_than_the_target_do_not_grow_the_margin_without_end():
