@@ -841,7 +841,10 @@ class _Search(SearchArrays):
         of global triangle ids."""
         rows = front.rows[:take]
         ma, mb = self.ma[rows], self.mb[rows]
-        got = detector.collide(ma, mb, self.Ta[rows], self.Tb[rows], all_contacts)
+        # a strategy that measures distance leaves the rows it finds apart to _apart_distances: work a frame
+        # can do without, after every verdict (inside the verdicts, ~half the SSV exact level's time on lamps)
+        extra = {"with_distance": False} if hasattr(detector, "distance") else {}
+        got = detector.collide(ma, mb, self.Ta[rows], self.Tb[rows], all_contacts, **extra)
         self.distance[rows] = got.distance
         pair_row = np.repeat(np.arange(len(rows)), np.diff(got.tri_ptr))
         return (got.tri_ptr, got.tri_a + self.A.tri_offset[ma][pair_row], got.tri_b + self.B.tri_offset[mb][pair_row])
