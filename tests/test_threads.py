@@ -77,3 +77,18 @@ def test_a_form_far_slower_under_load_is_re_measured_ever_more_rarely(two_thread
     clock.cost[2] = 100.0
     ran = [run(choice, clock) for _ in range(2000)]
     assert ran.count(2) <= 6 and ran[-500:].count(2) <= 1
+
+
+@pytest.mark.parametrize("given", [None, "5"])
+def test_the_openmp_workers_spin_briefly_unless_the_user_says_otherwise(given):
+    """The package asks libgomp for a short spin after parallel kernels (spaceship_sim/__init__.py
+    says why) before numba can load it; a value the user set is kept."""
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
+    if given is not None:
+        env["GOMP_SPINCOUNT"] = given
+    out = subprocess.run([sys.executable, "-c", "import os, spaceship_sim; print(os.environ['GOMP_SPINCOUNT'])"],
+                         env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert out == (given or "20000")
