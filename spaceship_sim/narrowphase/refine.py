@@ -842,7 +842,7 @@ class _Search(SearchArrays):
         rows = front.rows[:take]
         ma, mb = self.ma[rows], self.mb[rows]
         # a strategy that measures distance leaves the rows it finds apart to _apart_distances: work a frame
-        # can do without, after every verdict (inside the verdicts, ~half the SSV exact level's time on lamps)
+        # can do without, after every verdict (inside the verdicts, a quarter of the SSV exact level's time on lamps)
         extra = {"with_distance": False} if hasattr(detector, "distance") else {}
         got = detector.collide(ma, mb, self.Ta[rows], self.Tb[rows], all_contacts, **extra)
         self.distance[rows] = got.distance
