@@ -22,7 +22,7 @@ once (the background tree builds and warm-up do). Quiet, TBB and OpenMP split th
 hung, pinned to one core beside a busy process (tests/app stopped at its first window test; with
 OpenMP all 39 passed in 155 s). So the package keeps numba's default (OpenMP here), and this
 choice is what keeps OpenMP's 37x off the frame: adaptive / serial 1.06x median at load 2. OpenMP's
-workers also spin only briefly after a kernel (GOMP_SPINCOUNT, spaceship_sim/__init__.py): their long
+workers also spin only briefly after a kernel (machine.spin_briefly_after_kernels): their long
 default spin took a core's share from the serial batches that followed one on a parallel batch.
 """
 from __future__ import annotations

@@ -81,7 +81,7 @@ def test_a_form_far_slower_under_load_is_re_measured_ever_more_rarely(two_thread
 
 @pytest.mark.parametrize("given", [None, "5"])
 def test_the_openmp_workers_spin_briefly_unless_the_user_says_otherwise(given):
-    """The package asks libgomp for a short spin after parallel kernels (spaceship_sim/__init__.py
+    """The package asks libgomp for a short spin after parallel kernels (machine.spin_briefly_after_kernels
     says why) before numba can load it; a value the user set is kept."""
     import os
     import subprocess
