@@ -452,15 +452,16 @@ def _refine(bank_a: TreeBank, bank_b: TreeBank, model_id, T, pairs, deadline, mi
     the separation intervals narrowed until the deadline."""
     start = clock()
     search = _Search(bank_a, bank_b, model_id, T, pairs, max_level, clock, start, fair)
-    final, deadline = min(deadline, tighten_until), start + (1.0 - tighten_share) * (deadline - start) if tighten \
-        else deadline
+    final = min(deadline, tighten_until)  # where the work a frame can do without ends
+    if tighten:  # the verdicts' own deadline: the share kept from them for the narrowing
+        deadline = start + (1.0 - tighten_share) * (deadline - start)
     try:
         leaves = search.levels(deadline, min_level)
         if triangle_tests and leaves:
             search.exact_level(deadline, min_level, all_contacts, detector)
-        if detector is not None and hasattr(detector, "distance"):  # pairs found apart, time allowing: work
-            # a frame can do without, so it ends where the narrowing must (on a busy machine it took the
-            # whole deadline, and the verdicts of the sample after it their time)
+        if _measures_distance(detector):  # pairs found apart, time allowing: work a frame can do without,
+            # so it ends where the narrowing must (to the verdicts' deadline, on a busy machine it took the
+            # time of the next sample's verdicts)
             todo = np.flatnonzero(search.apart & np.isnan(search.distance))
             search.distance[todo], busy = _apart_distances(detector, search.ma, search.mb, search.Ta, search.Tb,
                                                            todo, search.time_left(min(deadline, final)), clock)
@@ -843,7 +844,7 @@ class _Search(SearchArrays):
         ma, mb = self.ma[rows], self.mb[rows]
         # a strategy that measures distance leaves the rows it finds apart to _apart_distances: work a frame
         # can do without, after every verdict (inside the verdicts, a quarter of the SSV exact level's time on lamps)
-        extra = {"with_distance": False} if hasattr(detector, "distance") else {}
+        extra = {"with_distance": False} if _measures_distance(detector) else {}
         got = detector.collide(ma, mb, self.Ta[rows], self.Tb[rows], all_contacts, **extra)
         self.distance[rows] = got.distance
         pair_row = np.repeat(np.arange(len(rows)), np.diff(got.tri_ptr))
@@ -886,7 +887,7 @@ class _Search(SearchArrays):
         set_up.observe(self.clock() - now)  # the distance queries below are priced by their own model
         root_a, root_b = answer._spheres[3], answer._spheres[4]
         size = self.A.spheres[root_a, 3] + self.B.spheres[root_b, 3]
-        if detector is not None and hasattr(detector, "distance"):
+        if _measures_distance(detector):
             todo = widest_first(lower, upper, size, True, answer.colliding)
             found, busy = _apart_distances(detector, self.ma, self.mb, self.Ta, self.Tb, todo, deadline, self.clock)
             self.busy += busy
@@ -977,6 +978,11 @@ def _carry_when_read(carried, bank, answer, model_id, T) -> None:
     """A sample that does not narrow: its intervals, if read, still narrowed by those carried."""
     if carried is not None:
         carried.carry_when_read(bank, answer, model_id, T)
+
+
+def _measures_distance(detector) -> bool:
+    """Whether the exact strategy `detector` (None: the sphere leaves) has a distance query."""
+    return detector is not None and hasattr(detector, "distance")
 
 
 def _remembered(table, clock, make):
