@@ -102,6 +102,7 @@ class OverlayModel:
         self.accuracy = Accuracy()  # every colliding pair verdict of the run (memory stays flat)
         self.median_sep_bound = self.median_sep_bound_rel = math.nan  # [m], [-]: refreshed every MEDIAN_EVERY
         self.frames_timed = self.frames_within = 0  # running, over the whole run
+        self.frames_off_core = 0  # of the frames over target, those only the OS taking the core put there
         self.frames_run = 0  # frames the world has stepped (the app sets it before drawing)
         self.status = ""  # a line shown above the timing figures (e.g. while kernels compile)
         self.swept = ""   # the latest swept-space catch (app.swept.crossing_text), shown in the collisions panel
@@ -132,9 +133,10 @@ class OverlayModel:
         if self.frames_timed % MEDIAN_EVERY == 0 or math.isnan(self.median_sep_bound):
             self.median_sep_bound = self.accuracy.bound_m.quantile(0.5)
             self.median_sep_bound_rel = self.accuracy.bound_rel.quantile(0.5)
-            self.load_line = machine_line(load_average(), self.load.preempted())
+            self.load_line = machine_line(load_average(), self.load.preempted(), self.frames_off_core)
         self.frames_timed += 1
         self.frames_within += stats.frame_time <= stats.target
+        self.frames_off_core += stats.overrun and stats.frame_time - stats.t_off_core <= stats.target
         if narrow is not self.shown:  # the app showed it before drawing: not twice
             self.show_sample(narrow)
 
@@ -173,11 +175,11 @@ def interval_line(median: float, p90: float) -> str:
     return f"separation intervals: width median {median:.3f} m, p90 {p90:.3f} m"
 
 
-def machine_line(load: list[float] | None, preempted: int) -> str:
-    """The overlay's line on the machine: its load average and how often the OS took this process's
-    core away since the start."""
+def machine_line(load: list[float] | None, preempted: int, late: int) -> str:
+    """The overlay's line on the machine: its load average, how often the OS took this process's
+    core away since the start, and the frames over target only for the time it took (FrameStats.t_off_core)."""
     shown = "-" if load is None else f"{load[0]:.2f}"
-    return f"machine load {shown}, preempted {preempted} times"
+    return f"machine load {shown}, preempted {preempted} times, {late} frames late by it"
 
 
 def pair_rows(narrow) -> list[PairRow]:

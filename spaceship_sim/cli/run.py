@@ -111,7 +111,8 @@ def print_summary(out, s: dict) -> None:
           f"{s['colliding_pairs_total']} colliding pair-samples, resident memory {s['rss_mb']['end']:.0f} MB")
     load = s["machine_load"]
     print(f"machine: load average {load['load_average_start']} at the start, {load['load_average_end']} at the end "
-          f"({load['cores']} cores), preempted {load['preempted']} times")
+          f"({load['cores']} cores), preempted {load['preempted']} times; "
+          f"{load['frames_over_target_off_core']} frames over target only by the time the OS took their core")
     print("accuracy: no colliding pair" if not bound else
           f"accuracy: separation bound median {bound['median']:.3g} m "
           f"({a['separation_bound_fraction']['median']:.3g} of the bounding radius), p99 {bound['p99']:.3g} m; "

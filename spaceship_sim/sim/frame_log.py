@@ -42,7 +42,8 @@ class RunSummary:
     number of frames: medians, p99s and maxima of the times (stats.Quantiles, within 0.1%), frames
     over target — and of those, with a stand-in render of `render_nominal` seconds, the ones that
     only the render's running long put there (t_sim + render_nominal <= target: a late wake-up of
-    the stand-in, not the simulation) — pair totals, the level histogram and the frames' smallest separation
+    the stand-in, not the simulation) and the ones that only the OS taking the frame's core put there
+    (frame_time - t_off_core <= target: `machine_figures`, beside the machine's load) — pair totals, the level histogram and the frames' smallest separation
     bounds, and the accuracy over every colliding pair verdict (stats.Accuracy). The first `skip` frames
     (numba compile, caches) are left out unless the run has no others."""
 
@@ -57,6 +58,7 @@ class RunSummary:
         self.accuracy.level_hist = np.zeros(max_level + 1, np.int64)
         self.target_ms = math.nan
         self.over = self.over_render_late = self.candidate_pairs = self.colliding_pairs = self.exact_pairs = 0
+        self.over_off_core, self.off_core = 0, Quantiles()  # [ms]
 
     def add(self, s) -> None:
         self.frames += 1
@@ -74,6 +76,8 @@ class RunSummary:
         self.over += s.overrun
         if self.render_nominal is not None:
             self.over_render_late += s.overrun and s.t_sim + self.render_nominal <= s.target
+        self.over_off_core += s.overrun and s.frame_time - s.t_off_core <= s.target
+        self.off_core.add(s.t_off_core * 1e3)
         self.candidate_pairs += s.candidate_pairs
         self.colliding_pairs += s.colliding_pairs
         self.exact_pairs += s.exact_pairs
@@ -92,6 +96,13 @@ class RunSummary:
                    if self.width.count else None,
                    accuracy=self.accuracy.to_dict())
         return out
+
+    def machine_figures(self) -> dict:
+        """What the machine took from the frames' work, measured on this machine (a replay's differs
+        from the recorded run's): the time its thread was off its core, and the frames over target
+        that would have been within it without that time."""
+        return {"frames_over_target_off_core": self.over_off_core,
+                "off_core_ms": self.off_core.figures() if self.off_core.count else None}
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -273,7 +284,8 @@ class FrameLog:
         """Finish the files (profile titled `title`, `extra` added to summary.json) and move them
         into `out`; returns the summary."""
         self.rss_mb["end"] = resident_mb()
-        summary = {**self.summary.to_dict(), "rss_mb": self.rss_mb, "machine_load": self.load.figures(), **extra}
+        summary = {**self.summary.to_dict(), "rss_mb": self.rss_mb, "machine_load": {**self.load.figures(), **self.summary.machine_figures()},
+                   **extra}
         if self.out is None:
             return summary
         try:

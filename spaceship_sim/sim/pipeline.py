@@ -17,6 +17,7 @@ hands back to them wherever it stops early.
 from __future__ import annotations
 
 import math
+from time import perf_counter, thread_time
 from typing import NamedTuple
 
 import numpy as np
@@ -59,6 +60,7 @@ def step(stages: Stages, sim: SimState, timing: Timing, config: Config) -> Frame
     """Advance `sim` by one frame; returns the frame's stats (render fields filled later)."""
     clock, state, t0 = timing.clock, sim.state, sim.t
     start = clock()
+    wall, cpu = perf_counter(), thread_time()  # instruments (t_off_core), never a decision
     stats = FrameStats(frame=sim.frame, target=timing.target_frame_time, render_predicted=timing.render.predict(),
                        margin=timing.margin())
     # each stage's time: a clock read on either side (no context manager: its three Python-level
@@ -86,6 +88,7 @@ def step(stages: Stages, sim: SimState, timing: Timing, config: Config) -> Frame
     stats.sim_time = sim.t
     stats.samples = n_samples
     stats.t_other = max(0.0, clock() - start - stats.t_sim)  # the frame's time is all of it, not the stages'
+    stats.t_off_core = max(0.0, (perf_counter() - wall) - (thread_time() - cpu))
     timing.fixed.record(stats)
     return stats
 

@@ -34,6 +34,10 @@ class FrameStats:
                                     # wall clock: bench hubbard's overhead column; not in frames.csv)
     t_response: float = 0.0         # collision response [s]
     t_other: float = 0.0            # the frame's work between the stages: budgets, ordering, statistics [s]
+    t_off_core: float = 0.0         # of the frame's work (t_sim), the time its thread was off its core: wall
+                                    # time less the thread's CPU time — the OS ran another program, or the
+                                    # thread waited for numba's workers [s] (always the wall and CPU clocks,
+                                    # an instrument: summary.json's machine_load; not in frames.csv)
     render_predicted: float = 0.0   # this frame's render time as predicted from recent frames [s]
     margin: float = 0.0             # held back from its budgets: the safety margin and the lateness learned [s]
     render_actual: float = 0.0      # measured render time of this frame [s] (0 when not rendered)
@@ -154,7 +158,7 @@ class FrameStats:
 PER_VERDICT = ("sep_bounds", "sep_bounds_rel")  # FrameStats' arrays, one entry per colliding pair verdict
 # not in frames.csv: the per-verdict and per-pair arrays, and an instrument read from the wall clock
 # whatever the world's clock is (a replayed run's frames.csv must equal the recorded one's)
-NOT_IN_CSV = PER_VERDICT + ("interval_widths", "t_narrow_batches")
+NOT_IN_CSV = PER_VERDICT + ("interval_widths", "t_narrow_batches", "t_off_core")
 
 
 def tally_verdicts_numpy(colliding, certain, bound, pairs, radii, distance):

@@ -198,8 +198,20 @@ def test_panels_fit_the_window_without_overlapping_each_other_or_the_chase_ship(
 def test_the_machine_line_shows_load_and_preemptions():
     from spaceship_sim.app.overlay_model import machine_line
 
-    assert machine_line([1.5, 1.0, 0.5], 7) == "machine load 1.50, preempted 7 times"
-    assert machine_line(None, 0) == "machine load -, preempted 0 times"
+    assert machine_line([1.5, 1.0, 0.5], 7, 2) == "machine load 1.50, preempted 7 times, 2 frames late by it"
+    assert machine_line(None, 0, 0) == "machine load -, preempted 0 times, 0 frames late by it"
+
+
+def test_the_overlay_counts_the_frames_only_the_os_made_late():
+    from spaceship_sim.app.overlay_model import OverlayModel
+    from spaceship_sim.sim.stats import FrameStats
+
+    model = OverlayModel()
+    for off_core in (0.004, 0.001, 0.0):  # each frame 2 ms over a 30 ms target
+        s = FrameStats(target=0.030, t_integrate=0.005, t_off_core=off_core)
+        s.finish(0.027)
+        model.update(s)
+    assert model.frames_off_core == 1
 
 
 def test_the_interval_line_gives_the_frames_median_and_p90_width():

@@ -27,6 +27,7 @@ def random_frames(n: int, seed: int = 0) -> list[FrameStats]:
                        sep_bound_min=float(bounds.min()) if hits else math.nan, sep_bounds=bounds,
                        sep_bounds_rel=bounds / rng.uniform(1, 5, hits))
         s.finish(rng.uniform(0.02, 0.034))
+        s.t_off_core = rng.uniform(0, 0.004) * (rng.random() < 0.3)
         frames.append(s)
     return frames
 
@@ -79,6 +80,12 @@ def test_run_summary_matches_figures_from_every_frame():
         for fig, value in figures.items():
             assert accuracy[key][fig] == pytest.approx(value, rel=Quantiles.RESOLUTION, abs=1e-9), (key, fig)
     assert got["fraction_within_target"] == 1 - want["frames_over_target"] / 2995
+    off_core = sum(s.overrun and s.frame_time - s.t_off_core <= s.target for s in frames[5:])
+    assert 0 < off_core < want["frames_over_target"]  # both kinds drawn
+    machine = acc.machine_figures()
+    assert machine["frames_over_target_off_core"] == off_core
+    v = np.array([s.t_off_core for s in frames[5:]]) * 1e3
+    assert machine["off_core_ms"]["p99"] == pytest.approx(np.percentile(v, 99), rel=Quantiles.RESOLUTION, abs=1e-9)
 
 
 def test_profile_has_one_column_per_frame_in_short_runs_and_keeps_spikes_in_long_ones():

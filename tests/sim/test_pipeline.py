@@ -90,6 +90,18 @@ def test_frames_advance_time_and_record_stages():
     assert 0 < s.budget <= s.target - w.config.collision.safety_margin, "samples' budgets are not double-counted"
 
 
+def test_a_frame_counts_the_time_its_thread_was_off_its_core(monkeypatch):
+    """Wall time less the thread's CPU time over the frame's work: what the OS took (an instrument
+    read on the machine's own clocks, whatever clock the frame plans on)."""
+    from spaceship_sim.sim import pipeline
+    w = small_world(clock=TickClock(1e-5))
+    w.step()
+    readings = {"perf_counter": iter([10.0, 10.009]), "thread_time": iter([3.0, 3.002])}
+    for name, values in readings.items():
+        monkeypatch.setattr(pipeline, name, lambda values=values: next(values))
+    assert w.step().t_off_core == pytest.approx(0.007)
+
+
 def test_frames_that_end_past_their_plan_shrink_the_budget_until_they_stop():
     """The margin a frame's budgets hold back learns how far recent frames ended past their plan
     (target less margin), as the third highest of the last 40: late in more than ~5% of frames (a
