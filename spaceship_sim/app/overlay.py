@@ -192,6 +192,9 @@ class Overlay:
         imgui.text(f"detection ms: budget {m.budget_ms:.2f}, used {m.detection_used_ms:.2f}, "
                    f"held back {m.margin_ms:.2f}")
         imgui.text(m.load_line)
+        if imgui.is_item_hovered():
+            imgui.set_tooltip("the 1-minute load average; how often the OS took this process's core since the start,\n"
+                              "and the frames over target only for the time it took (late: within it without that)")
         frames, series = m.arrays()
         if implot.begin_plot("##frame times", imgui.ImVec2(-1, -1)):
             implot.setup_axes("frame", "ms", implot.AxisFlags_.auto_fit, 0)
@@ -214,10 +217,10 @@ class Overlay:
         imgui.text(f"candidate pairs {m.candidates_now}, colliding {hits}{apart}")
         if m.swept:
             imgui.text_colored(imgui.ImVec4(*SWEPT_FACE_COLOR), m.swept)
-        imgui.text(f"sep. bound now {_metres(m.sep_bound_min)}")
-        imgui.text(interval_line(*m.interval_width))
+        imgui.text(f"sep. bound now {_metres(m.sep_bound_now)}")
         if imgui.is_item_hovered():
-            imgui.set_tooltip("smallest separation bound of this frame's colliding pairs")
+            imgui.set_tooltip("smallest separation bound of the colliding pairs below")
+        imgui.text(interval_line(*m.interval_width))
         imgui.text(m.accuracy_lines()[1])
         if imgui.is_item_hovered():
             imgui.set_tooltip(f"over all {m.accuracy.verdicts} colliding pair verdicts since the start (each "

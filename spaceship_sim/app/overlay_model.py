@@ -97,7 +97,6 @@ class OverlayModel:
         self.pairs: list[PairRow] = []  # colliding pairs of the frame's last detection sample
         self.candidates_now = 0         # candidate pairs of that sample (the stats sum over samples)
         self.shown = None               # that sample's narrow-phase result
-        self.sep_bound_min = math.nan
         self.interval_width = (math.nan, math.nan)  # the frame's separation intervals: median, p90 width [m]
         self.accuracy = Accuracy()  # every colliding pair verdict of the run (memory stays flat)
         self.median_sep_bound = self.median_sep_bound_rel = math.nan  # [m], [-]: refreshed every MEDIAN_EVERY
@@ -124,7 +123,6 @@ class OverlayModel:
         self.candidate_pairs, self.colliding_pairs = stats.candidate_pairs, stats.colliding_pairs
         self.overrun = bool(stats.overrun)
         self.level_hist = [int(x) for x in stats.level_hist]
-        self.sep_bound_min = stats.sep_bound_min
         self.interval_width = (stats.interval_width_median, stats.interval_width_p90)
         if math.isnan(self.interval_width[0]) and narrow is not None and len(narrow.pairs):
             widths = narrow.upper - narrow.lower  # verdict-only frames: the table's intervals
@@ -147,6 +145,12 @@ class OverlayModel:
         self.shown = narrow
         self.pairs = pair_rows(narrow)
         self.candidates_now = 0 if narrow is None else len(narrow.pairs)
+
+    @property
+    def sep_bound_now(self) -> float:
+        """The smallest separation bound of the colliding pairs the table shows (the sample the scene
+        draws), nan when none collides: the line above the table speaks of the same pairs."""
+        return min((r.sep_bound for r in self.pairs if math.isfinite(r.sep_bound)), default=math.nan)
 
     @property
     def within_target(self) -> float:
@@ -179,7 +183,7 @@ def machine_line(load: list[float] | None, preempted: int, late: int) -> str:
     """The overlay's line on the machine: its load average, how often the OS took this process's
     core away since the start, and the frames over target only for the time it took (FrameStats.t_off_core)."""
     shown = "-" if load is None else f"{load[0]:.2f}"
-    return f"machine load {shown}, preempted {preempted} times, {late} frames late by it"
+    return f"machine load {shown}, preempted {preempted} times ({late} late)"
 
 
 def pair_rows(narrow) -> list[PairRow]:

@@ -152,6 +152,14 @@ def test_running_share_within_target_and_median_separation_bound():
     assert math.isnan(OverlayModel().within_target) and math.isnan(OverlayModel().median_sep_bound)
 
 
+def test_the_bound_now_is_the_smallest_of_the_colliding_pairs_the_table_shows():
+    model = OverlayModel()
+    model.pairs = [PairRow(4, 6, 4, True, math.inf, 0.01, 0.01, 0.01)]  # measured apart: not colliding
+    assert math.isnan(model.sep_bound_now)
+    model.pairs += [PairRow(0, 2, 1, False, 0.8, math.nan), PairRow(1, 5, 2, False, 0.3, math.nan)]
+    assert model.sep_bound_now == 0.3
+
+
 def test_table_sorts_by_any_column_and_shows_the_interval_for_the_distance():
     rows = [PairRow(3, 7, 4, True, 0.0, math.nan), PairRow(0, 2, 1, False, 0.8, math.nan),
             PairRow(1, 5, 2, False, 0.3, math.nan)]
@@ -198,8 +206,8 @@ def test_panels_fit_the_window_without_overlapping_each_other_or_the_chase_ship(
 def test_the_machine_line_shows_load_and_preemptions():
     from spaceship_sim.app.overlay_model import machine_line
 
-    assert machine_line([1.5, 1.0, 0.5], 7, 2) == "machine load 1.50, preempted 7 times, 2 frames late by it"
-    assert machine_line(None, 0, 0) == "machine load -, preempted 0 times, 0 frames late by it"
+    assert machine_line([1.5, 1.0, 0.5], 7, 2) == "machine load 1.50, preempted 7 times (2 late)"
+    assert machine_line(None, 0, 0) == "machine load -, preempted 0 times (0 late)"
 
 
 def test_the_overlay_counts_the_frames_only_the_os_made_late():
