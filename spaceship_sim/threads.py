@@ -50,7 +50,8 @@ def numba_threads(n: int):
 
 class ThreadChoice:
     """Serial or `most` threads (numba's pool size by default), per batch, from measured throughput;
-    adaptive=False: always `most` (a benchmark timing one thread count)."""
+    adaptive=False: always `most` (a benchmark timing one thread count). One choice per kind of
+    work: its rates compare only batches whose units cost alike (ssv.exact keeps one per query)."""
 
     def __init__(self, most: int | None = None, explore_every: int = 16, adaptive: bool = True):
         most = numba.config.NUMBA_NUM_THREADS if most is None else max(1, min(int(most),

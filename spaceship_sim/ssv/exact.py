@@ -28,6 +28,7 @@ from .tree import SSVBank, build_ssv, load_or_build_ssv
 ALL_CONTACTS_CAP = 64        # triangle pairs stored per row on a first all-contacts pass (rows with more run
 MAX_REMEMBERED_CAP = 4096    # again); a larger count seen is remembered for later calls, up to this
 PARALLEL_MIN_ROWS = 64       # smaller batches run on one thread: waking the pool costs more than they take
+QUERY_KINDS = ("first contact", "all contacts", "distance")  # each with its own thread choice
 PENDING_ROOM = 16            # a distance row's room for pending node pairs per tree level (doubled when short)
 FRONT_ROOM = 8192            # node pairs a row's front may hold (a row whose front outgrows it starts over next time)
 
@@ -101,20 +102,23 @@ class SSVExact:
         self.cap = ALL_CONTACTS_CAP
         self.room = PENDING_ROOM * (self.depth + 2)  # distance's pending pairs (tests set it small)
         self._idle_rows = {}
-        self.threads = ThreadChoice(threads, adaptive=adaptive_threads)
+        # one choice per kind of query: their costs per row differ some 30-fold (first contact ~3 us, a
+        # distance ~100 us), and one choice's recent rates, mixing them, would price one kind by another's
+        self.threads = {kind: ThreadChoice(threads, adaptive=adaptive_threads) for kind in QUERY_KINDS}
 
     @contextmanager
-    def _pool(self, rows: int):
+    def _pool(self, rows: int, kind: str):
         """The chunk bounds for a batch of `rows` pairs, under numba's thread count for it (restored
         after). A small batch is one chunk on one thread: on the whole pool, the kernel would wait
         at its end for every thread, and beside a busy process the idle one may first wait a time
         slice for its core (a one-row crowd.toml distance query: 2.8 ms on one thread, 5-12 ms
-        median on two with one busy process beside)."""
+        median on two with one busy process beside). A larger one runs on the thread count the
+        choice for its `kind` (QUERY_KINDS) measured faster."""
         if rows < PARALLEL_MIN_ROWS:
             with numba_threads(1):
                 yield np.array([0, rows], np.int64)
             return
-        with self.threads.threads_for(rows):
+        with self.threads[kind].threads_for(rows):
             yield chunks(rows)
 
     def _setup(self, ma, mb, Ta, Tb):
@@ -133,8 +137,10 @@ class SSVExact:
         """Intersecting triangle pairs (all, or the first found) and `distance`: 0 for intersecting
         pairs, the exact separation of the pairs found apart (nan for them when not with_distance)."""
         ma, mb, Ta, R, t, ra, rb = self._setup(ma, mb, Ta, Tb)
+        kind = "all contacts" if all_contacts else "first contact"
+
         def run(rows, cap):
-            with self._pool(len(ra[rows])) as bounds:
+            with self._pool(len(ra[rows]), kind) as bounds:
                 return collide_pairs(self.bank.arrays, (R[rows], t[rows], ra[rows], rb[rows]), bounds, self.depth, cap)
 
         count, hits = run(slice(None), self.cap if all_contacts else 1)
@@ -169,7 +175,7 @@ class SSVExact:
             fronts = front.x, front.y, front.lb, front.n, front.fresh, front.tri[:, 1], front.R, front.t
         ask = (none if seed_a is None else seed_a, none if seed_b is None else seed_b, far if bound is None else bound,
                zero if stop_at is None else stop_at, float(rel), float(abs_tol), bool(priority))
-        with self._pool(k) as bounds:
+        with self._pool(k, "distance") as bounds:
             return distance_pairs(self.bank.arrays, (R, t, ra, rb), bounds, self.room, ask, fronts)
 
     def _idle(self, k):

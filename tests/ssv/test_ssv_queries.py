@@ -335,3 +335,31 @@ def test_bad_arguments_are_refused(ssv):
         ssv.collide([0], [9], np.eye(4)[None], np.eye(4)[None])
     with pytest.raises(ValueError, match="tolerances"):
         ssv.distance([0], [0], np.eye(4)[None], np.eye(4)[None], rel=-1)
+
+
+def test_each_kind_of_query_chooses_its_thread_count_from_its_own_batches(models, monkeypatch):
+    """First contact costs a few microseconds a row, a distance a hundred: one choice for both would
+    price one by the other. Here (a fake clock, per row and thread count) parallel loses for first
+    contacts and wins for distances, and interleaved calls still run each on its faster count."""
+    from spaceship_sim import threads
+    from spaceship_sim.ssv import exact
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    cost = {"collide": {1: 1.0, 2: 5.0}, "distance": {1: 100.0, 2: 50.0}}  # per row
+    clock, ran = [0.0], {"collide": [], "distance": []}
+    monkeypatch.setattr(threads.time, "perf_counter", lambda: clock[0])
+    for name, kernel in (("collide", exact.collide_pairs), ("distance", exact.distance_pairs)):
+        def timed(arrays, rows, *rest, name=name, kernel=kernel):
+            n = numba.get_num_threads()
+            ran[name].append(n)
+            clock[0] += cost[name][n] * len(rows[2])
+            return kernel(arrays, rows, *rest)
+        monkeypatch.setattr(exact, f"{name}_pairs", timed)
+    ssv = exact.SSVExact(models[:2], cache=False)
+    rng = np.random.default_rng(3)
+    Ta, Tb = _poses(rng, models, 0, 1, 2 * exact.PARALLEL_MIN_ROWS)
+    ma, mb = np.zeros(len(Ta), np.int64), np.ones(len(Ta), np.int64)
+    for _ in range(40):
+        ssv.collide(ma, mb, Ta, Tb, all_contacts=False, with_distance=False)
+        ssv.distance(ma, mb, Ta, Tb)
+    assert ran["collide"].count(2) <= 4 and ran["distance"].count(1) <= 4
