@@ -213,13 +213,14 @@ def print_runs(traces: dict, name: str, args) -> None:
           + (f" ({args.exact_frames} exact-only)" if args.exact_frames else "")
           + (f", {args.cpu_load} busy processes beside" if args.cpu_load else "")
           + (f", timed on the {args.clock} clock" if args.clock != "wall" else "") + ":")
-    print(f"{'detector':8s} {'mode':13s} {'within target':>13s} {'render late':>11s} {'off core':>9s} "
+    w = max(len("detector"), *map(len, traces))  # sphere_leaves is wider than the header
+    print(f"{'detector':{w}s} {'mode':13s} {'within target':>13s} {'render late':>11s} {'off core':>9s} "
           f"{'median':>9s} {'p99':>9s} "
           f"{'sim median':>10s} {'sim p99':>9s} {'detection':>10s} {'overhead/sample':>16s} "
           f"{'median separation bound':>24s}")
     for d, t in traces.items():
         r = t.row(d)
-        print(f"{d:8s} {'time-critical' if r['time_critical'] else 'exact-only':13s} "
+        print(f"{d:{w}s} {'time-critical' if r['time_critical'] else 'exact-only':13s} "
               f"{100 * r['within_target']:12.1f}% {100 * r['render_late']:10.1f}% {100 * r['off_core']:8.1f}% "
               f"{r['frame_ms_median']:6.2f} ms {r['frame_ms_p99']:6.2f} ms {r['sim_ms_median']:7.2f} ms "
               f"{r['sim_ms_p99']:6.2f} ms {r['detection_ms_median']:7.2f} ms {r['overhead_us_per_sample_median']:13.0f} µs "

@@ -32,7 +32,13 @@ def test_hubbard_bench_writes_runs_histograms_accuracy_and_render_sweep(tmp_path
     # exact-only detectors answer every colliding pair exactly: bound 0
     assert float(runs["bsp"]["separation_bound_median_m"]) == 0.0 == float(runs["sphere_leaves"]["separation_bound_median_m"])
     printed = capsys.readouterr().out
-    assert "bsp      exact-only" in printed and "1 busy processes beside" in printed
+    rows = {line.split()[0]: line.split()[1] for line in printed.splitlines()
+            if line.split()[:1] in (["bsp"], ["sphere_leaves"], ["medial"])}
+    assert rows == {"bsp": "exact-only", "sphere_leaves": "exact-only", "medial": "time-critical"}
+    header = next(line for line in printed.splitlines() if line.startswith("detector"))
+    sphere_leaves = next(line for line in printed.splitlines() if line.startswith("sphere_leaves"))
+    assert header.index("mode") == sphere_leaves.index("exact-only")  # the columns line up
+    assert "1 busy processes beside" in printed
     calls = list(csv.DictReader(open(out / "calls.csv")))
     assert len(calls) == 12 and {"t_bsp_s", "t_sphere_leaves_s", "t_level1_s", "bound_level4_m"} <= set(calls[0])
     hist = list(csv.DictReader(open(out / "histograms.csv")))
