@@ -28,8 +28,9 @@ BENCHES = [
     "spaceship_sim.bench.bench_dynamics",
     "spaceship_sim.bench.bench_broadphase",
     "spaceship_sim.bench.bench_narrowphase",
-    "spaceship_sim.bench.bench_intervals",
-    "spaceship_sim.bench.bench_threads",  # serial, parallel and the adaptive thread choice under CPU load  # separation intervals per sphere level, medial against octree
+    "spaceship_sim.bench.bench_intervals",  # separation intervals per sphere level, medial against octree
+    "spaceship_sim.bench.bench_threads",  # serial, parallel and the adaptive thread choice under CPU load
+    "spaceship_sim.bench.bench_stalls",  # how often the machine itself runs a fixed kernel slow
     "spaceship_sim.bench.bench_hubbard",
     "spaceship_sim.bench.bench_multibody",
     "spaceship_sim.bench.bench_ocst",
