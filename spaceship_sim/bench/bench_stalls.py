@@ -14,13 +14,14 @@ machine slowed, not the OS. On a steady machine both shares are near zero.
 """
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
 
 from ..cli.args import integer, number
-from .cpu_load import cpu_load
 from .bench_threads import loads
+from .cpu_load import cpu_load
 
 SLOW = 2.0  # a call this many times its way's median is a slow one
 
@@ -29,8 +30,10 @@ def register(sub) -> None:
     p = sub.add_parser("stalls", help="a fixed CPU-bound kernel timed back to back and after sleeps: how often "
                                       "the machine itself runs it slow")
     p.add_argument("--calls", type=integer(20, 1_000_000), default=300, help="timed calls per way (default: 300)")
-    p.add_argument("--work-ms", type=number(0.0, 1000.0, lo_open=True, unit=" ms"), default=2.0, help="the kernel's time on a steady machine [ms] (default: 2)")
-    p.add_argument("--sleep-ms", type=number(0.0, 1000.0, unit=" ms"), default=30.0, help="the sleep before each call of the second way [ms]")
+    p.add_argument("--work-ms", type=number(0.0, 1000.0, lo_open=True, unit=" ms"), default=2.0,
+                   help="the kernel's time on a steady machine [ms] (default: 2)")
+    p.add_argument("--sleep-ms", type=number(0.0, 1000.0, unit=" ms"), default=30.0,
+                   help="the sleep before each call of the second way [ms] (default: 30, a frame's render)")
     p.add_argument("--cpu-load", default="0", help="busy processes beside the bench, comma-separated")
     p.set_defaults(func=run)
 
@@ -46,7 +49,9 @@ def run(args) -> int:
     return 0
 
 
+@functools.cache
 def _kernel():
+    """The fixed kernel, compiled (or loaded from numba's cache) once per process."""
     from numba import njit
 
     @njit(cache=True)

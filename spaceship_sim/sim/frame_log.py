@@ -43,9 +43,10 @@ class RunSummary:
     over target — and of those, with a stand-in render of `render_nominal` seconds, the ones that
     only the render's running long put there (t_sim + render_nominal <= target: a late wake-up of
     the stand-in, not the simulation) and the ones that only the OS taking the frame's core put there
-    (frame_time - t_off_core <= target: `machine_figures`, beside the machine's load) — pair totals, the level histogram and the frames' smallest separation
-    bounds, and the accuracy over every colliding pair verdict (stats.Accuracy). The first `skip` frames
-    (numba compile, caches) are left out unless the run has no others."""
+    (frame_time - t_off_core <= target: `machine_figures`, beside the machine's load) — pair totals,
+    the level histogram and the frames' smallest separation bounds, and the accuracy over every
+    colliding pair verdict (stats.Accuracy). The first `skip` frames (numba compile, caches) are
+    left out unless the run has no others."""
 
     def __init__(self, n_frames: int, skip: int, max_level: int, render_nominal: float | None = None):
         self.skip = skip if n_frames > skip else 0
@@ -284,8 +285,8 @@ class FrameLog:
         """Finish the files (profile titled `title`, `extra` added to summary.json) and move them
         into `out`; returns the summary."""
         self.rss_mb["end"] = resident_mb()
-        summary = {**self.summary.to_dict(), "rss_mb": self.rss_mb, "machine_load": {**self.load.figures(), **self.summary.machine_figures()},
-                   **extra}
+        machine = {**self.load.figures(), **self.summary.machine_figures()}
+        summary = {**self.summary.to_dict(), "rss_mb": self.rss_mb, "machine_load": machine, **extra}
         if self.out is None:
             return summary
         try:
