@@ -20,8 +20,7 @@ import time
 import numpy as np
 
 from ..cli.args import integer, number
-from .bench_threads import loads
-from .cpu_load import cpu_load
+from .cpu_load import cpu_load, load_levels
 
 SLOW = 2.0  # a call this many times its way's median is a slow one
 
@@ -39,7 +38,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    levels = loads(args.cpu_load)
+    levels = load_levels(args.cpu_load)
     iterations = calibrate(args.work_ms / 1e3)
     for n in levels:
         with cpu_load(n):
@@ -97,6 +96,13 @@ def slow_shares(wall: np.ndarray, cpu: np.ndarray) -> tuple[float, float]:
     if not slow.any():
         return 0.0, 0.0
     return float(slow.mean()), float(np.mean(cpu[slow] > SLOW * np.median(cpu)))
+
+
+def machine_line(load: int, calls: int = 100, work: float = 1e-3) -> str:
+    """One line on how steady the machine runs the fixed kernel now, `calls` back-to-back calls of
+    about `work` seconds: beside another bench's p99s, which a few slow calls make."""
+    wall, cpu = time_calls(calibrate(work), calls, 0.0)
+    return f"machine at load {load}, a fixed {1e3 * work:g} ms kernel back to back (bench stalls): {describe(wall, cpu)}"
 
 
 def describe(wall: np.ndarray, cpu: np.ndarray) -> str:

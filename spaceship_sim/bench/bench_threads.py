@@ -7,7 +7,10 @@ the serial form (one thread), the parallel form (numba's threads), and the adapt
 stages make (threads.ThreadChoice: serial or parallel per batch, from what it measured). It reports
 each one's median and p99 over --repeats calls (slowdowns under load are intermittent: a best-of-3
 hides them, a frame pays them) and the ratios to serial. Targets: adaptive / serial <= 1.05 at every
-load, at the median and the p99; parallel / serial <= 0.7 quiet where the batch splits.
+load, at the median and the p99; parallel / serial <= 0.7 quiet where the batch splits. A p99 over
+200 calls is set by two or three slow ones, so after each load's queries one line says how often the
+machine itself ran a fixed kernel slow at that load (bench stalls): on a shared VM both forms' p99s
+may be its stalls.
 
 numba's threading layer is chosen per process: run the bench under NUMBA_THREADING_LAYER=workqueue,
 omp or tbb (tbb: pip install tbb) to compare them; the report names the one in use.
@@ -21,7 +24,8 @@ import numpy as np
 from ..cli.args import integer
 from ..config import SimConfig
 from ..machine import short_time_slice
-from .cpu_load import cpu_load
+from .bench_stalls import machine_line
+from .cpu_load import cpu_load, load_levels
 
 TARGET_ADAPTIVE, TARGET_PARALLEL_QUIET = 1.05, 0.7
 FORMS = ("serial", "parallel", "adaptive")
@@ -39,22 +43,10 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def loads(text: str) -> list[int]:
-    from ..errors import InputError
-    from ..cli.args import COMMAND_LINE
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        values = []
-    if not values or min(values) < 0 or max(values) > 64:
-        raise InputError(COMMAND_LINE, "--cpu-load", f"busy process counts 0..64, comma-separated, got {text!r}")
-    return values
-
-
 def run(args) -> int:
     import numba
 
-    levels = loads(args.cpu_load)
+    levels = load_levels(args.cpu_load)
     queries = make_queries(args)
     print(f"{numba.config.NUMBA_NUM_THREADS} numba threads; {args.repeats} calls per form, timed in turn")
     ok = True
@@ -63,6 +55,7 @@ def run(args) -> int:
             for name, forms in queries.items():
                 times = time_in_turn(forms, args.repeats)
                 ok &= report(name, n, times)
+            print(machine_line(n))  # a p99 is a few calls: is the machine itself steady at this load?
     print(f"numba threading layer: {_layer()} (NUMBA_THREADING_LAYER chooses another)")
     return 0 if ok else 1
 

@@ -30,3 +30,16 @@ def cpu_load(n: int):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+def load_levels(text: str) -> list[int]:
+    """A --cpu-load list: busy process counts 0..64, comma-separated."""
+    from ..cli.args import COMMAND_LINE
+    from ..errors import InputError
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 0 or max(values) > 64:
+        raise InputError(COMMAND_LINE, "--cpu-load", f"busy process counts 0..64, comma-separated, got {text!r}")
+    return values

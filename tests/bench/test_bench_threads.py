@@ -13,6 +13,7 @@ def test_bench_threads_prints_every_query_with_its_ratios(capsys):
     lines = [line for line in out.splitlines() if line.startswith("load 0: ")]
     assert len(lines) == 4 and all(re.search(r"adaptive / serial [\d.]+ \(p99 [\d.]+\)", line) for line in lines)
     assert "numba threading layer:" in out
+    assert re.search(r"machine at load 0, a fixed 1 ms kernel back to back \(bench stalls\): median [\d.]+ ms", out)
 
 
 def test_bench_threads_refuses_a_bad_load_list(capsys):
