@@ -134,7 +134,7 @@ class OverlayModel:
             self.load_line = machine_line(load_average(), self.load.preempted(), self.frames_off_core)
         self.frames_timed += 1
         self.frames_within += stats.frame_time <= stats.target
-        self.frames_off_core += stats.overrun and stats.frame_time - stats.t_off_core <= stats.target
+        self.frames_off_core += stats.late_only_off_core
         if narrow is not self.shown:  # the app showed it before drawing: not twice
             self.show_sample(narrow)
 

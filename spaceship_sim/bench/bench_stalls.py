@@ -64,16 +64,10 @@ def _kernel():
 
 def calibrate(seconds: float) -> int:
     """Iterations of the kernel that take about `seconds` here (the fastest of a few tries)."""
-    spin, n = _kernel(), 100_000
-    spin(10)
-    best = min(_timed(spin, n) for _ in range(5))
+    n = 100_000
+    _kernel()(10)  # compiled or loaded before any timing
+    best = time_calls(n, 5, 0.0)[0].min()
     return max(1, int(n * seconds / max(best, 1e-9)))
-
-
-def _timed(spin, n) -> float:
-    t0 = time.perf_counter()
-    spin(n)
-    return time.perf_counter() - t0
 
 
 def time_calls(iterations: int, calls: int, sleep: float) -> tuple[np.ndarray, np.ndarray]:

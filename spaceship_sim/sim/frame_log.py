@@ -77,7 +77,7 @@ class RunSummary:
         self.over += s.overrun
         if self.render_nominal is not None:
             self.over_render_late += s.overrun and s.t_sim + self.render_nominal <= s.target
-        self.over_off_core += s.overrun and s.frame_time - s.t_off_core <= s.target
+        self.over_off_core += s.late_only_off_core
         self.off_core.add(s.t_off_core * 1e3)
         self.candidate_pairs += s.candidate_pairs
         self.colliding_pairs += s.colliding_pairs

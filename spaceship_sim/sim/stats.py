@@ -78,6 +78,11 @@ class FrameStats:
     interval_widths: np.ndarray = field(default_factory=lambda: NO_BOUNDS, repr=False)  # not in frames.csv
 
     @property
+    def late_only_off_core(self) -> bool:
+        """Over target, and within it but for the time the OS took the frame's core (t_off_core)."""
+        return self.overrun and self.frame_time - self.t_off_core <= self.target
+
+    @property
     def t_sim(self) -> float:
         """Every simulation stage, render excluded [s]."""
         return self.t_controls + self.t_integrate + self.t_broad + self.t_narrow + self.t_response + self.t_other
